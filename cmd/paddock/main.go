@@ -1,0 +1,56 @@
+// Command paddock runs an AI agent (or any command) so that it can only
+// signal, trace or write into the processes it owns. See README.md.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/supervisor"
+)
+
+// exitError carries an exit status out of a subcommand.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	supervisor.MaybeRunInit()
+	os.Exit(execute(os.Args[1:]))
+}
+
+func execute(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintf(os.Stderr, "paddock: %v\n", err)
+		return 2
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "paddock",
+		Short: "Run an agent so it can only signal, trace or write into what it owns",
+		Long: `paddock runs an AI agent, a CI job or any command under a seccomp filter whose
+trapped syscalls (kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo,
+pidfd_send_signal, ptrace, process_vm_writev, pidfd_getfd) are decided by a
+supervisor against the agent's ownership tree. A refused call fails with EPERM
+and a message, on the caller's stderr, in the log and in the audit journal,
+saying what was refused, why, and the way out.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCmd())
+	return root
+}

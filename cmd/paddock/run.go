@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/journal"
+	"github.com/paddock-dev/paddock/supervisor"
+)
+
+type runFlags struct {
+	journal        string
+	logFormat      string
+	logLevel       string
+	noNotifyStderr bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARG...]",
+		Short: "Run CMD under paddock's supervision",
+		Long: `Run CMD under paddock's supervision and exit with its status, or 128+N when it
+died of signal N. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and
+SIGWINCH sent to paddock are forwarded to CMD. If paddock itself dies, CMD is
+killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(f, args)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVar(&f.journal, "journal", "", "append audit records (JSON Lines) to `FILE` (default $PADDOCK_JOURNAL, else $XDG_STATE_HOME/paddock/journal.jsonl)")
+	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	cmd.Flags().BoolVar(&f.noNotifyStderr, "no-notify-stderr", false, "do not write refusal messages to the refused process's stderr")
+	return cmd
+}
+
+// newLogger builds the supervisor's logger from the flags, rejecting values
+// it does not know.
+func newLogger(format, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return zerolog.Logger{}, fmt.Errorf("--log-level %q: want one of debug, info, warn, error", level)
+	}
+	var l zerolog.Logger
+	switch format {
+	case "json":
+		l = zerolog.New(os.Stderr)
+	case "console":
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+	default:
+		return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json or console", format)
+	}
+	return l.Level(lvl).With().Timestamp().Str("component", "paddock").Logger(), nil
+}
+
+// openJournal opens the journal: a path given with --journal must work, the
+// default location is best effort (a warning, not a failure).
+func openJournal(flagValue string, log zerolog.Logger) (*journal.Journal, error) {
+	home, _ := os.UserHomeDir()
+	path, err := journal.DefaultPath(flagValue, os.Getenv, home)
+	if err == nil {
+		var j *journal.Journal
+		j, err = journal.Open(path, journal.Options{})
+		if err == nil {
+			return j, nil
+		}
+	}
+	if flagValue != "" || os.Getenv("PADDOCK_JOURNAL") != "" {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	log.Warn().Err(err).Msg("no audit journal: refusals are still enforced and logged, but not journaled; set --journal FILE")
+	return nil, nil
+}
+
+func runRun(f runFlags, args []string) error {
+	log, err := newLogger(f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "paddock: %s: %v\n", args[0], errUnwrapExec(err))
+		return exitError{code: 127}
+	}
+	j, err := openJournal(f.journal, log)
+	if err != nil {
+		return err
+	}
+	if j != nil {
+		defer j.Close()
+	}
+	s, err := supervisor.Start(supervisor.Config{
+		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
+	})
+	if err != nil {
+		return err
+	}
+	journalPath := "none"
+	if j != nil {
+		journalPath = j.Path()
+	}
+	log.Debug().Int("pid", s.Pid()).Str("backend", "seccomp").Str("journal", journalPath).
+		Str("command", strings.Join(args, " ")).Msg("agent started")
+	return exitError{code: s.Wait()}
+}
+
+// errUnwrapExec turns exec.LookPath's error into the plain reason.
+func errUnwrapExec(err error) error {
+	if e, ok := err.(*exec.Error); ok {
+		return e.Err
+	}
+	return err
+}

@@ -1,0 +1,219 @@
+package filter
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options say what the program traps and what it returns for a trapped
+// syscall.
+type Options struct {
+	// Action is the seccomp return for trapped syscalls:
+	// unix.SECCOMP_RET_USER_NOTIF for the notify supervisor, or
+	// unix.SECCOMP_RET_TRACE (with data in the low 16 bits) for the ptrace
+	// backend. Tests use SECCOMP_RET_ERRNO|errno, which needs no listener.
+	// Build refuses 0 (SECCOMP_RET_KILL_THREAD, almost always a forgotten
+	// field; use SECCOMP_RET_KILL_PROCESS to kill on purpose) and actions
+	// that let the syscall run (ALLOW, LOG).
+	Action uint32
+	// Exec also traps execve and execveat, so the supervisor sees every
+	// program the agent starts.
+	Exec bool
+	// Power also traps reboot, kexec_load and kexec_file_load.
+	Power bool
+}
+
+// Offsets into struct seccomp_data { int nr; __u32 arch; __u64
+// instruction_pointer; __u64 args[6]; }.
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+)
+
+// argLow returns the offset of the low 32 bits of args[i]. Every GOARCH
+// with tables (amd64, arm64) is little-endian; a big-endian one would need
+// +4 here.
+func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
+
+// Labels shared by all sections of the program.
+const (
+	lblTrap  = "trap"
+	lblAllow = "allow"
+)
+
+func sigLabel(arg int) string { return "sig" + strconv.Itoa(arg) }
+
+// Build assembles the seccomp program for the running GOARCH: the native
+// ABI plus every other ABI the kernel may accept (x32 and i386 on amd64,
+// AArch32 on arm64), so a process cannot step around the filter by entering
+// the kernel another way. Any other seccomp_data.arch is trapped.
+//
+// The program, per ABI section: compare nr against the trapped numbers with
+// a small binary search (jumps on nr and arch only, so the kernel's
+// per-syscall allow cache covers every untrapped syscall); a signal syscall
+// then loads the low 32 bits of its signal argument and is allowed when it
+// is 0; every other trapped syscall returns o.Action; the rest return
+// SECCOMP_RET_ALLOW.
+func Build(o Options) ([]unix.SockFilter, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if host.native == nil {
+		return nil, fmt.Errorf("filter: no syscall tables for GOARCH=%s; paddock supports amd64 and arm64", runtime.GOARCH)
+	}
+	return host.build(o)
+}
+
+func (o Options) check() error {
+	switch {
+	case o.Action == unix.SECCOMP_RET_KILL_THREAD:
+		return fmt.Errorf("filter: Options.Action is 0 (SECCOMP_RET_KILL_THREAD); set it to SECCOMP_RET_USER_NOTIF or SECCOMP_RET_TRACE (or SECCOMP_RET_KILL_PROCESS to kill on purpose)")
+	case o.Action&unix.SECCOMP_RET_ACTION_FULL == unix.SECCOMP_RET_ALLOW,
+		o.Action&unix.SECCOMP_RET_ACTION_FULL == unix.SECCOMP_RET_LOG:
+		return fmt.Errorf("filter: Options.Action %#x lets trapped syscalls run; use SECCOMP_RET_USER_NOTIF or SECCOMP_RET_TRACE", o.Action)
+	}
+	return nil
+}
+
+// entry is one trapped number of a section and where the program goes for it.
+type entry struct {
+	nr     uint32
+	target string
+}
+
+func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
+	var a assembler
+	// Label of the arch check after the native one.
+	nextArch := func(i int) string {
+		if i < len(h.compat) {
+			return "arch" + strconv.Itoa(i)
+		}
+		return lblTrap
+	}
+
+	// Native ABI first: it is what nearly every syscall uses.
+	native, err := entries(o, h.native)
+	if err != nil {
+		return nil, err
+	}
+	a.loadAbs(offArch)
+	a.jump(unix.BPF_JEQ, h.native.abi.Arch, "", nextArch(0))
+	a.loadAbs(offNr)
+	if h.x32 != nil {
+		a.jump(unix.BPF_JGE, x32Bit, "x32", "")
+	}
+	a.tree(native, lblAllow)
+
+	if h.x32 != nil {
+		// nr >= 0x40000000 on x86_64: the x32 ABI. Only the x32 bit is
+		// cleared, so a nr with any other high bit set matches nothing (the
+		// kernel runs no syscall for it either).
+		es, err := entries(o, h.x32)
+		if err != nil {
+			return nil, err
+		}
+		a.label("x32")
+		a.and(^uint32(x32Bit))
+		a.tree(es, lblAllow)
+	}
+
+	for i, t := range h.compat {
+		es, err := entries(o, t)
+		if err != nil {
+			return nil, err
+		}
+		a.label(nextArch(i))
+		a.jump(unix.BPF_JEQ, t.abi.Arch, "", nextArch(i+1))
+		a.loadAbs(offNr)
+		a.tree(es, lblAllow)
+	}
+
+	// Shared tails. seccomp_data has the same layout under every ABI, so a
+	// compat signal syscall takes exactly the path of the native one.
+	for _, arg := range []int{1, 2} {
+		a.label(sigLabel(arg))
+		a.loadAbs(argLow(arg))
+		a.jump(unix.BPF_JEQ, 0, lblAllow, lblTrap)
+	}
+	a.label(lblTrap)
+	a.ret(o.Action)
+	a.label(lblAllow)
+	a.ret(unix.SECCOMP_RET_ALLOW)
+	return a.assemble()
+}
+
+// entries returns the numbers of t (and of its legacy table) that o traps,
+// sorted, each with its target label.
+func entries(o Options, t *table) ([]entry, error) {
+	seen := make(map[uint32]Syscall)
+	var es []entry
+	add := func(src *table) error {
+		for s, nr := range src.nrs {
+			if !o.trapped(s) {
+				continue
+			}
+			if prev, ok := seen[nr]; ok {
+				if prev != s {
+					return fmt.Errorf("filter: %s number %d is both %s and %s", t.abi.Name, nr, prev, s)
+				}
+				continue
+			}
+			seen[nr] = s
+			target := lblTrap
+			if arg, ok := s.SignalArg(); ok {
+				target = sigLabel(arg)
+			}
+			es = append(es, entry{nr: nr, target: target})
+		}
+		return nil
+	}
+	for src := t; src != nil; src = src.legacy {
+		if err := add(src); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(es, func(x, y entry) int {
+		switch {
+		case x.nr < y.nr:
+			return -1
+		case x.nr > y.nr:
+			return 1
+		}
+		return 0
+	})
+	return es, nil
+}
+
+// linearMax is the size at which tree stops splitting and compares one by
+// one: a split costs one instruction and saves about half the compares.
+const linearMax = 3
+
+// tree emits a binary search over es (sorted by nr) on the accumulator:
+// a match jumps to its target, anything else to miss. Every path ends in a
+// jump, so code emitted after the tree is reached only through labels.
+func (a *assembler) tree(es []entry, miss string) {
+	switch {
+	case len(es) == 0:
+		a.goTo(miss)
+	case len(es) <= linearMax:
+		for i, e := range es {
+			jf := ""
+			if i == len(es)-1 {
+				jf = miss
+			}
+			a.jump(unix.BPF_JEQ, e.nr, e.target, jf)
+		}
+	default:
+		mid := len(es) / 2
+		upper := a.newLabel()
+		a.jump(unix.BPF_JGE, es[mid].nr, upper, "")
+		a.tree(es[:mid], miss)
+		a.label(upper)
+		a.tree(es[mid:], miss)
+	}
+}

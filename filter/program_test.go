@@ -1,0 +1,327 @@
+package filter
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// wantTable is one ABI's expected numbers, written down independently of
+// the package's tables (see tables_<GOARCH>_test.go).
+type wantTable struct {
+	name      string
+	arch      uint32
+	x32       bool
+	compat    bool
+	xsys      string // GOARCH of golang.org/x/sys/unix's zsysnum file, "" if none
+	nrs       map[Syscall]uint32
+	legacy    map[Syscall]uint32 // extra numbers that also mean the syscall
+	untrapped map[string]uint32  // syscalls the program must allow
+}
+
+// nr returns the seccomp_data.nr the kernel reports for number n.
+func (w wantTable) nr(n uint32) int32 {
+	if w.x32 {
+		n |= x32Bit
+	}
+	return int32(n)
+}
+
+const testAction = unix.SECCOMP_RET_USER_NOTIF
+
+var (
+	optsAll  = Options{Action: testAction, Exec: true, Power: true}
+	optsBase = Options{Action: testAction}
+	allOpts  = []Options{
+		optsBase,
+		{Action: testAction, Exec: true},
+		{Action: testAction, Power: true},
+		optsAll,
+		{Action: unix.SECCOMP_RET_TRACE | 7, Exec: true, Power: true},
+	}
+)
+
+func mustBuild(t *testing.T, o Options) []unix.SockFilter {
+	t.Helper()
+	prog, err := Build(o)
+	if err != nil {
+		t.Fatalf("Build(%+v): %v", o, err)
+	}
+	return prog
+}
+
+func run(t *testing.T, prog []unix.SockFilter, d seccompData) result {
+	t.Helper()
+	r, err := interpret(prog, d, false)
+	if err != nil {
+		t.Fatalf("interpret(arch %#x nr %#x args %x): %v", d.Arch, uint32(d.Nr), d.Args, err)
+	}
+	return r
+}
+
+func verdict(ret uint32, o Options) string {
+	switch ret {
+	case unix.SECCOMP_RET_ALLOW:
+		return "ALLOW"
+	case o.Action:
+		return "TRAP"
+	}
+	return fmt.Sprintf("%#x", ret)
+}
+
+// TestProgram runs the program on synthetic seccomp_data for every (ABI,
+// syscall) pair and the edge cases around them.
+func TestProgram(t *testing.T) {
+	type tc struct {
+		name string
+		d    seccompData
+		want string // "ALLOW" or "TRAP"
+	}
+	for _, o := range allOpts {
+		prog := mustBuild(t, o)
+		var cases []tc
+		add := func(name string, d seccompData, trap bool) {
+			want := "ALLOW"
+			if trap {
+				want = "TRAP"
+			}
+			cases = append(cases, tc{name, d, want})
+		}
+		garbage := [6]uint64{0xdeadbeefcafef00d, 0xffffffffffffffff, 0x1234, 0xffffffff00000000, 7, 9}
+		for _, w := range wantTables {
+			check := func(s Syscall, n uint32, how string) {
+				d := func(args [6]uint64) seccompData { return seccompData{Nr: w.nr(n), Arch: w.arch, Args: args} }
+				name := fmt.Sprintf("%s/%s%s", w.name, s, how)
+				if i, ok := s.SignalArg(); ok {
+					for _, sig := range []uint64{0, 1 << 32, 0xffffffff00000000} {
+						args := garbage
+						args[i] = sig
+						add(fmt.Sprintf("%s/sig=%#x", name, sig), d(args), false)
+					}
+					for _, sig := range []uint64{9, 18, 1<<32 | 9, 0xffffffff, 1 << 31} {
+						args := [6]uint64{}
+						args[i] = sig
+						add(fmt.Sprintf("%s/sig=%#x", name, sig), d(args), o.trapped(s))
+					}
+					// The other argument positions must not matter: a zero
+					// pid or tid with a real signal is still trapped.
+					args := garbage
+					args[i] = 15
+					args[3-i] = 0
+					add(name+"/other-arg-zero", d(args), o.trapped(s))
+					return
+				}
+				add(name+"/args=0", d([6]uint64{}), o.trapped(s))
+				add(name+"/args=garbage", d(garbage), o.trapped(s))
+			}
+			for s, n := range w.nrs {
+				check(s, n, "")
+			}
+			for s, n := range w.legacy {
+				check(s, n, "(legacy)")
+			}
+			for name, n := range w.untrapped {
+				add(w.name+"/"+name, seccompData{Nr: w.nr(n), Arch: w.arch}, false)
+			}
+		}
+		// Every syscall exists in at least one table; each must be covered.
+		for s := Syscall(1); s < numSyscalls; s++ {
+			found := false
+			for _, w := range wantTables {
+				_, ok := w.nrs[s]
+				found = found || ok
+			}
+			if !found {
+				t.Errorf("no expected number for %s in any ABI", s)
+			}
+		}
+		// Unknown arches are trapped, whatever the nr and args.
+		for _, arch := range foreignArches {
+			for _, nr := range []int32{0, 1, 39, 62, 129, -1} {
+				add(fmt.Sprintf("arch=%#x/nr=%d", arch, nr), seccompData{Nr: nr, Arch: arch}, true)
+			}
+		}
+		// Numbers with high bits set that the kernel dispatches to nothing.
+		native := wantTables[0]
+		kill := native.nrs[Kill]
+		for _, nr := range []uint32{0x80000000 | kill, 0x10000 | kill, 0xffffffff, 0x7fffffff, 0x80000000, 0xc0000000 | kill} {
+			add(fmt.Sprintf("%s/nr=%#x", native.name, nr), seccompData{Nr: int32(nr), Arch: native.arch, Args: [6]uint64{1, 9, 9}}, false)
+		}
+		for _, w := range wantTables[1:] {
+			if w.x32 {
+				continue
+			}
+			add(fmt.Sprintf("%s/nr=%#x", w.name, x32Bit|w.nrs[Kill]), seccompData{Nr: int32(x32Bit | w.nrs[Kill]), Arch: w.arch, Args: [6]uint64{1, 9, 9}}, false)
+		}
+
+		name := fmt.Sprintf("action=%#x,exec=%v,power=%v", o.Action, o.Exec, o.Power)
+		t.Run(name, func(t *testing.T) {
+			slices.SortFunc(cases, func(a, b tc) int { return strings.Compare(a.name, b.name) })
+			for _, c := range cases {
+				if got := verdict(run(t, prog, c.d).ret, o); got != c.want {
+					t.Errorf("%s: got %s, want %s", c.name, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestProgramMatchesLookup checks, for every ABI and every number in a wide
+// range, that the program traps exactly what Lookup identifies as a syscall
+// the options trap (signal 0 excepted), so the supervisor never receives a
+// notification it cannot name and no named syscall slips through.
+func TestProgramMatchesLookup(t *testing.T) {
+	for _, o := range allOpts {
+		prog := mustBuild(t, o)
+		for _, w := range wantTables {
+			for n := uint32(0); n < 1200; n++ {
+				nr := w.nr(n)
+				s, abi, ok := Lookup(w.arch, nr)
+				if abi.Name != w.name {
+					t.Fatalf("Lookup(%#x, %#x) ABI = %q, want %q", w.arch, nr, abi.Name, w.name)
+				}
+				for _, sig := range []uint64{0, 10} {
+					d := seccompData{Nr: nr, Arch: w.arch, Args: [6]uint64{sig, sig, sig, sig, sig, sig}}
+					want := ok && o.trapped(s)
+					if _, isSig := s.SignalArg(); isSig && sig == 0 {
+						want = false
+					}
+					r := run(t, prog, d)
+					if got := r.ret == o.Action; got != want || (!got && r.ret != unix.SECCOMP_RET_ALLOW) {
+						t.Errorf("%+v: %s nr %d (%s, ok=%v) sig %d: got %s, want trap=%v", o, w.name, n, s, ok, sig, verdict(r.ret, o), want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestProgramCacheable checks that no untrapped syscall of a cacheable ABI
+// (the native and compat tables; x32 numbers are above the kernel's bitmap)
+// loads anything but nr and arch on its way to ALLOW. The kernel (5.11+)
+// then marks all of them "always allow" at install time and never runs the
+// filter for them.
+func TestProgramCacheable(t *testing.T) {
+	for _, o := range []Options{optsBase, optsAll} {
+		prog := mustBuild(t, o)
+		for _, w := range wantTables {
+			if w.x32 {
+				continue
+			}
+			for n := uint32(0); n < 1200; n++ {
+				s, _, ok := Lookup(w.arch, int32(n))
+				if ok && o.trapped(s) {
+					continue
+				}
+				r, err := interpret(prog, seccompData{Nr: int32(n), Arch: w.arch}, true)
+				if err != nil || r.ret != unix.SECCOMP_RET_ALLOW {
+					t.Errorf("%s nr %d: not constant-allow: ret %#x, err %v", w.name, n, r.ret, err)
+				}
+			}
+		}
+	}
+}
+
+// TestProgramFastPath bounds the work for an untrapped native syscall, the
+// path nearly every syscall takes (when the kernel's cache does not skip
+// the filter anyway), and logs the program's shape.
+func TestProgramFastPath(t *testing.T) {
+	const maxSteps = 12
+	prog := mustBuild(t, optsAll)
+	t.Logf("program: %d instructions\n%s", len(prog), disasm(prog))
+	if len(prog) > 128 {
+		t.Errorf("program has %d instructions; expected a small one", len(prog))
+	}
+	for _, w := range wantTables {
+		worst, total, count := 0, 0, 0
+		for n := uint32(0); n < 500; n++ {
+			if s, _, ok := Lookup(w.arch, w.nr(n)); ok && optsAll.trapped(s) {
+				continue
+			}
+			r := run(t, prog, seccompData{Nr: w.nr(n), Arch: w.arch})
+			worst = max(worst, r.steps)
+			total += r.steps
+			count++
+			if r.loadsArg {
+				t.Errorf("%s nr %d: untrapped syscall loads an argument", w.name, n)
+			}
+		}
+		t.Logf("%s: untrapped syscalls take %.1f instructions on average, %d at most", w.name, float64(total)/float64(count), worst)
+		if w.name == wantTables[0].name && worst > maxSteps {
+			t.Errorf("%s: untrapped syscall takes %d instructions, want at most %d", w.name, worst, maxSteps)
+		}
+	}
+}
+
+// TestProgramExecPower checks that Exec and Power switch exactly their
+// syscalls on, in every ABI.
+func TestProgramExecPower(t *testing.T) {
+	groups := map[string][]Syscall{
+		"exec":  {Execve, Execveat},
+		"power": {Reboot, KexecLoad, KexecFileLoad},
+	}
+	for _, o := range allOpts {
+		prog := mustBuild(t, o)
+		for group, list := range groups {
+			on := o.Exec
+			if group == "power" {
+				on = o.Power
+			}
+			for _, s := range list {
+				for _, w := range wantTables {
+					n, ok := w.nrs[s]
+					if !ok {
+						continue
+					}
+					got := run(t, prog, seccompData{Nr: w.nr(n), Arch: w.arch}).ret == o.Action
+					if got != on {
+						t.Errorf("exec=%v power=%v: %s %s trapped=%v, want %v", o.Exec, o.Power, w.name, s, got, on)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestBuildDeterministic(t *testing.T) {
+	a := mustBuild(t, optsAll)
+	for range 20 {
+		if b := mustBuild(t, optsAll); !slices.Equal(a, b) {
+			t.Fatal("Build returned two different programs for the same options")
+		}
+	}
+}
+
+func TestBuildAction(t *testing.T) {
+	for _, c := range []struct {
+		action uint32
+		ok     bool
+	}{
+		{unix.SECCOMP_RET_USER_NOTIF, true},
+		{unix.SECCOMP_RET_TRACE, true},
+		{unix.SECCOMP_RET_TRACE | 0x1234, true},
+		{unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM), true},
+		{unix.SECCOMP_RET_KILL_PROCESS, true},
+		{0, false}, // SECCOMP_RET_KILL_THREAD: a forgotten field
+		{unix.SECCOMP_RET_ALLOW, false},
+		{unix.SECCOMP_RET_LOG, false},
+		{unix.SECCOMP_RET_LOG | 5, false},
+	} {
+		prog, err := Build(Options{Action: c.action})
+		if (err == nil) != c.ok {
+			t.Errorf("Build(Action %#x): err = %v, want ok=%v", c.action, err, c.ok)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		// The action is what trapped syscalls get, verbatim.
+		w := wantTables[0]
+		if got := run(t, prog, seccompData{Nr: w.nr(w.nrs[Ptrace]), Arch: w.arch}).ret; got != c.action {
+			t.Errorf("Action %#x: ptrace returned %#x", c.action, got)
+		}
+	}
+}

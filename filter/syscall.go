@@ -1,0 +1,106 @@
+package filter
+
+import "strconv"
+
+// Syscall names a trapped syscall independent of ABI, so the supervisor can
+// decide on "kill" without caring whether it arrived as x86_64 nr 62, i386
+// nr 37 or arm64 nr 129.
+type Syscall int
+
+// The syscalls this package knows. Unknown is the zero value and what Lookup
+// returns for anything else.
+const (
+	Unknown Syscall = iota
+
+	// Signal syscalls: allowed in BPF when the signal number is 0.
+	Kill
+	Tkill
+	Tgkill
+	RtSigqueueinfo
+	RtTgsigqueueinfo
+	PidfdSendSignal
+
+	// Syscalls that act on another process's memory, fds or execution.
+	Ptrace
+	ProcessVMWritev
+	PidfdGetfd
+
+	// Program execution, trapped with Options.Exec.
+	Execve
+	Execveat
+
+	// Power control, trapped with Options.Power.
+	Reboot
+	KexecLoad
+	KexecFileLoad
+
+	numSyscalls // keep last
+)
+
+var syscallNames = [numSyscalls]string{
+	Unknown:          "unknown",
+	Kill:             "kill",
+	Tkill:            "tkill",
+	Tgkill:           "tgkill",
+	RtSigqueueinfo:   "rt_sigqueueinfo",
+	RtTgsigqueueinfo: "rt_tgsigqueueinfo",
+	PidfdSendSignal:  "pidfd_send_signal",
+	Ptrace:           "ptrace",
+	ProcessVMWritev:  "process_vm_writev",
+	PidfdGetfd:       "pidfd_getfd",
+	Execve:           "execve",
+	Execveat:         "execveat",
+	Reboot:           "reboot",
+	KexecLoad:        "kexec_load",
+	KexecFileLoad:    "kexec_file_load",
+}
+
+// String returns the kernel's name for the syscall ("kill", "pidfd_getfd",
+// ...), "unknown" for Unknown, and "Syscall(N)" for values outside the list,
+// so log lines and journal records use the names people grep for.
+func (s Syscall) String() string {
+	if s >= 0 && s < numSyscalls {
+		return syscallNames[s]
+	}
+	return "Syscall(" + strconv.Itoa(int(s)) + ")"
+}
+
+// SignalArg returns the index of the signal-number argument of a signal
+// syscall (kill:1, tkill:1, tgkill:2, rt_sigqueueinfo:1,
+// rt_tgsigqueueinfo:2, pidfd_send_signal:1) and ok=false for every other
+// syscall. The BPF program uses it to let signal 0 through; the supervisor
+// uses it to read the signal it is asked to judge. The kernel reads the
+// argument as a C int: only its low 32 bits count.
+func (s Syscall) SignalArg() (int, bool) {
+	switch s {
+	case Kill, Tkill, RtSigqueueinfo, PidfdSendSignal:
+		return 1, true
+	case Tgkill, RtTgsigqueueinfo:
+		return 2, true
+	}
+	return 0, false
+}
+
+// Signals lists the signal syscalls, which Build always traps (signal 0
+// excepted). It is a copy for callers; changing it does not change Build.
+var Signals = []Syscall{Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal}
+
+// Targets lists the syscalls that act on another process without a signal
+// (ptrace, process_vm_writev, pidfd_getfd), which Build always traps. It is
+// a copy for callers; changing it does not change Build.
+var Targets = []Syscall{Ptrace, ProcessVMWritev, PidfdGetfd}
+
+// trapped reports whether the program built from o traps s (before the
+// signal-0 fast path).
+func (o Options) trapped(s Syscall) bool {
+	switch s {
+	case Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal,
+		Ptrace, ProcessVMWritev, PidfdGetfd:
+		return true
+	case Execve, Execveat:
+		return o.Exec
+	case Reboot, KexecLoad, KexecFileLoad:
+		return o.Power
+	}
+	return false
+}

@@ -1,0 +1,49 @@
+package filter
+
+import "golang.org/x/sys/unix"
+
+// Expected numbers, written independently of tables_amd64.go: x86_64 from
+// golang.org/x/sys/unix, x32 and i386 from the kernel's syscall_64.tbl and
+// syscall_32.tbl.
+var wantTables = []wantTable{
+	{
+		name: "x86_64", arch: unix.AUDIT_ARCH_X86_64, xsys: "amd64",
+		nrs: map[Syscall]uint32{
+			Kill: unix.SYS_KILL, Tkill: unix.SYS_TKILL, Tgkill: unix.SYS_TGKILL,
+			RtSigqueueinfo: unix.SYS_RT_SIGQUEUEINFO, RtTgsigqueueinfo: unix.SYS_RT_TGSIGQUEUEINFO,
+			PidfdSendSignal: unix.SYS_PIDFD_SEND_SIGNAL, Ptrace: unix.SYS_PTRACE,
+			ProcessVMWritev: unix.SYS_PROCESS_VM_WRITEV, PidfdGetfd: unix.SYS_PIDFD_GETFD,
+			Execve: unix.SYS_EXECVE, Execveat: unix.SYS_EXECVEAT, Reboot: unix.SYS_REBOOT,
+			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD,
+		},
+		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
+	},
+	{
+		name: "x32", arch: unix.AUDIT_ARCH_X86_64, x32: true,
+		nrs: map[Syscall]uint32{
+			Kill: 62, Tkill: 200, Tgkill: 234, RtSigqueueinfo: 524, RtTgsigqueueinfo: 536,
+			PidfdSendSignal: 424, Ptrace: 521, ProcessVMWritev: 540, PidfdGetfd: 438,
+			Execve: 520, Execveat: 545, Reboot: 169, KexecLoad: 528, KexecFileLoad: 320,
+		},
+		// The 64-bit-only numbers that pre-5.4 kernels also ran for x32.
+		legacy: map[Syscall]uint32{
+			RtSigqueueinfo: 129, RtTgsigqueueinfo: 297, Ptrace: 101, ProcessVMWritev: 311,
+			Execve: 59, Execveat: 322, KexecLoad: 246,
+		},
+		untrapped: map[string]uint32{"read": 0, "write": 1, "getpid": 39, "readv": 515, "process_vm_readv": 539},
+	},
+	{
+		name: "i386", arch: unix.AUDIT_ARCH_I386, compat: true, xsys: "386",
+		nrs: map[Syscall]uint32{
+			Kill: 37, Tkill: 238, Tgkill: 270, RtSigqueueinfo: 178, RtTgsigqueueinfo: 335,
+			PidfdSendSignal: 424, Ptrace: 26, ProcessVMWritev: 348, PidfdGetfd: 438,
+			Execve: 11, Execveat: 358, Reboot: 88, KexecLoad: 283,
+		},
+		// 62 and 320 are kill and kexec_file_load on x86_64 but ustat and
+		// utimensat here.
+		untrapped: map[string]uint32{"read": 3, "write": 4, "getpid": 20, "ustat": 62, "utimensat": 320},
+	},
+}
+
+// foreignArches are audit arches the amd64 program must trap outright.
+var foreignArches = []uint32{unix.AUDIT_ARCH_AARCH64, unix.AUDIT_ARCH_ARM, unix.AUDIT_ARCH_X86_64 &^ 0x80000000, 0, 0xffffffff}

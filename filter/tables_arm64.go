@@ -1,0 +1,51 @@
+package filter
+
+import "golang.org/x/sys/unix"
+
+// Numbers from include/uapi/asm-generic/unistd.h and
+// arch/arm64/tools/syscall_32.tbl (the AArch32 EABI table, the same numbers
+// as arch/arm/tools/syscall.tbl), checked against golang.org/x/sys/unix
+// zsysnum_linux_arm64.go and zsysnum_linux_arm.go.
+
+var aarch64 = &table{
+	abi: ABI{Name: "aarch64", Arch: unix.AUDIT_ARCH_AARCH64},
+	nrs: map[Syscall]uint32{
+		Kill:             129,
+		Tkill:            130,
+		Tgkill:           131,
+		RtSigqueueinfo:   138,
+		RtTgsigqueueinfo: 240,
+		PidfdSendSignal:  424,
+		Ptrace:           117,
+		ProcessVMWritev:  271,
+		PidfdGetfd:       438,
+		Execve:           221,
+		Execveat:         281,
+		Reboot:           142,
+		KexecLoad:        104,
+		KexecFileLoad:    294,
+	},
+}
+
+// arm is the AArch32 compat ABI (EABI numbers; arm64 has no OABI).
+var arm = &table{
+	abi: ABI{Name: "arm", Arch: unix.AUDIT_ARCH_ARM, Compat: true},
+	nrs: map[Syscall]uint32{
+		Kill:             37,
+		Tkill:            238,
+		Tgkill:           268,
+		RtSigqueueinfo:   178,
+		RtTgsigqueueinfo: 363,
+		PidfdSendSignal:  424,
+		Ptrace:           26,
+		ProcessVMWritev:  377,
+		PidfdGetfd:       438,
+		Execve:           11,
+		Execveat:         387,
+		Reboot:           88,
+		KexecLoad:        347,
+		KexecFileLoad:    401,
+	},
+}
+
+var host = archSpec{native: aarch64, compat: []*table{arm}}

@@ -1,0 +1,34 @@
+package filter
+
+import "golang.org/x/sys/unix"
+
+// Expected numbers, written independently of tables_arm64.go: aarch64 from
+// golang.org/x/sys/unix, arm from arch/arm64/tools/syscall_32.tbl.
+var wantTables = []wantTable{
+	{
+		name: "aarch64", arch: unix.AUDIT_ARCH_AARCH64, xsys: "arm64",
+		nrs: map[Syscall]uint32{
+			Kill: unix.SYS_KILL, Tkill: unix.SYS_TKILL, Tgkill: unix.SYS_TGKILL,
+			RtSigqueueinfo: unix.SYS_RT_SIGQUEUEINFO, RtTgsigqueueinfo: unix.SYS_RT_TGSIGQUEUEINFO,
+			PidfdSendSignal: unix.SYS_PIDFD_SEND_SIGNAL, Ptrace: unix.SYS_PTRACE,
+			ProcessVMWritev: unix.SYS_PROCESS_VM_WRITEV, PidfdGetfd: unix.SYS_PIDFD_GETFD,
+			Execve: unix.SYS_EXECVE, Execveat: unix.SYS_EXECVEAT, Reboot: unix.SYS_REBOOT,
+			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD,
+		},
+		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
+	},
+	{
+		name: "arm", arch: unix.AUDIT_ARCH_ARM, compat: true, xsys: "arm",
+		nrs: map[Syscall]uint32{
+			Kill: 37, Tkill: 238, Tgkill: 268, RtSigqueueinfo: 178, RtTgsigqueueinfo: 363,
+			PidfdSendSignal: 424, Ptrace: 26, ProcessVMWritev: 377, PidfdGetfd: 438,
+			Execve: 11, Execveat: 387, Reboot: 88, KexecLoad: 347, KexecFileLoad: 401,
+		},
+		// 129 and 131 are kill and tgkill on aarch64 but delete_module and
+		// quotactl here.
+		untrapped: map[string]uint32{"read": 3, "write": 4, "getpid": 20, "delete_module": 129, "quotactl": 131},
+	},
+}
+
+// foreignArches are audit arches the arm64 program must trap outright.
+var foreignArches = []uint32{unix.AUDIT_ARCH_X86_64, unix.AUDIT_ARCH_I386, unix.AUDIT_ARCH_AARCH64 &^ 0x80000000, 0, 0xffffffff}

@@ -1,0 +1,291 @@
+// Package procfs reads the few /proc files paddock decides on: a process's
+// stat line (parent, process group, start time), its thread-group id, the
+// target of a pidfd in another process's fd table, and the list of pids.
+//
+// Every reader is bounded (fixed-size buffers, no unbounded ReadAll) because
+// the files belong to processes paddock does not trust and the callers sit on
+// the supervisor's notify loop.
+package procfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// PFKthread is the PF_KTHREAD bit of the stat flags field: set for kernel threads.
+const PFKthread = 0x00200000
+
+// ErrNotFound reports that the process (or the file asked for) does not exist.
+var ErrNotFound = errors.New("no such process")
+
+// FS is a proc filesystem mounted at Root (normally "/proc").
+type FS struct {
+	Root string
+}
+
+// Default is the host's /proc.
+func Default() FS { return FS{Root: "/proc"} }
+
+// Stat holds the fields of /proc/PID/stat that paddock uses.
+type Stat struct {
+	Pid       int
+	Comm      string
+	State     byte
+	PPid      int
+	Pgrp      int
+	Session   int
+	Flags     uint64
+	StartTime uint64 // field 22: clock ticks since boot; with Pid it identifies a process across PID reuse
+}
+
+// KernelThread reports whether the process is a kernel thread.
+func (s Stat) KernelThread() bool { return s.Flags&PFKthread != 0 }
+
+// ParseStat parses the contents of /proc/PID/stat. The comm field may hold
+// spaces and parentheses, so it is delimited by the first '(' and the last ')'.
+func ParseStat(b []byte) (Stat, error) {
+	var s Stat
+	open := bytes.IndexByte(b, '(')
+	closeIdx := bytes.LastIndexByte(b, ')')
+	if open < 0 || closeIdx < open {
+		return s, fmt.Errorf("parse stat: no (comm) in %q", truncate(b))
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	if err != nil {
+		return s, fmt.Errorf("parse stat: pid: %w", err)
+	}
+	s.Pid = pid
+	s.Comm = string(b[open+1 : closeIdx])
+	rest := b[closeIdx+1:]
+	// Fields after comm, numbered from 3 (state).
+	field := 3
+	for len(rest) > 0 && field <= 22 {
+		rest = bytes.TrimLeft(rest, " ")
+		end := bytes.IndexAny(rest, " \n")
+		if end < 0 {
+			end = len(rest)
+		}
+		tok := rest[:end]
+		rest = rest[end:]
+		if len(tok) == 0 {
+			break
+		}
+		switch field {
+		case 3:
+			s.State = tok[0]
+		case 4:
+			s.PPid, err = atoi(tok)
+		case 5:
+			s.Pgrp, err = atoi(tok)
+		case 6:
+			s.Session, err = atoi(tok)
+		case 9:
+			s.Flags, err = strconv.ParseUint(string(tok), 10, 64)
+		case 22:
+			s.StartTime, err = strconv.ParseUint(string(tok), 10, 64)
+		}
+		if err != nil {
+			return s, fmt.Errorf("parse stat: field %d %q: %w", field, tok, err)
+		}
+		field++
+	}
+	if field <= 22 {
+		return s, fmt.Errorf("parse stat: only %d fields in %q", field-1, truncate(b))
+	}
+	return s, nil
+}
+
+func atoi(b []byte) (int, error) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return int(n), err
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 80 {
+		return b[:80]
+	}
+	return b
+}
+
+// readSmall reads at most len(buf) bytes of a /proc file into buf.
+func readSmall(path string, buf []byte) (int, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return 0, fmt.Errorf("open %s: %w", path, ErrNotFound)
+		}
+		return 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if errors.Is(err, unix.ESRCH) {
+				return 0, fmt.Errorf("read %s: %w", path, ErrNotFound)
+			}
+			return 0, fmt.Errorf("read %s: %w", path, err)
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
+}
+
+func (fs FS) path(pid int, name string) string {
+	return fs.Root + "/" + strconv.Itoa(pid) + "/" + name
+}
+
+// Stat reads /proc/PID/stat. A process that no longer exists yields an error
+// wrapping ErrNotFound.
+func (fs FS) Stat(pid int) (Stat, error) {
+	if pid <= 0 {
+		return Stat{}, fmt.Errorf("stat of pid %d: %w", pid, ErrNotFound)
+	}
+	var buf [1024]byte
+	n, err := readSmall(fs.path(pid, "stat"), buf[:])
+	if err != nil {
+		return Stat{}, err
+	}
+	if n == 0 {
+		return Stat{}, fmt.Errorf("read %s: empty: %w", fs.path(pid, "stat"), ErrNotFound)
+	}
+	return ParseStat(buf[:n])
+}
+
+// Tgid returns the thread-group id (the process id) of thread tid. It works
+// for any thread id, listed in /proc or not.
+func (fs FS) Tgid(tid int) (int, error) {
+	if tid <= 0 {
+		return 0, fmt.Errorf("tgid of tid %d: %w", tid, ErrNotFound)
+	}
+	var buf [4096]byte
+	n, err := readSmall(fs.path(tid, "status"), buf[:])
+	if err != nil {
+		return 0, err
+	}
+	v, ok := field(buf[:n], "Tgid:")
+	if !ok {
+		return 0, fmt.Errorf("read %s: no Tgid line", fs.path(tid, "status"))
+	}
+	return strconv.Atoi(v)
+}
+
+// FdPid returns the pid that file descriptor fd of process pid refers to,
+// read from the "Pid:" line of /proc/PID/fdinfo/FD, as pidfd_send_signal and
+// pidfd_getfd resolve it. It returns -1 for a pidfd whose process has been
+// reaped, and an error when fd is not a pidfd.
+func (fs FS) FdPid(pid, fd int) (int, error) {
+	var buf [2048]byte
+	p := fs.path(pid, "fdinfo/"+strconv.Itoa(fd))
+	n, err := readSmall(p, buf[:])
+	if err != nil {
+		return 0, err
+	}
+	return ParseFdinfoPid(buf[:n])
+}
+
+// ErrNotPidfd reports an fdinfo without a Pid: line: the descriptor is not a pidfd.
+var ErrNotPidfd = errors.New("not a pidfd")
+
+// ParseFdinfoPid extracts the Pid: value of an fdinfo file.
+func ParseFdinfoPid(b []byte) (int, error) {
+	v, ok := field(b, "Pid:")
+	if !ok {
+		return 0, ErrNotPidfd
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("fdinfo Pid %q: %w", v, err)
+	}
+	return n, nil
+}
+
+// field returns the trimmed value of the first line starting with key.
+func field(b []byte, key string) (string, bool) {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if bytes.HasPrefix(line, []byte(key)) {
+			return string(bytes.TrimSpace(line[len(key):])), true
+		}
+	}
+	return "", false
+}
+
+// Pids lists the process ids (thread-group leaders) currently in /proc.
+func (fs FS) Pids() ([]int, error) {
+	ents, err := os.ReadDir(fs.Root)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", fs.Root, err)
+	}
+	pids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		n := e.Name()
+		if n == "" || n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		if pid, err := strconv.Atoi(n); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// GroupMembers lists the processes whose process group is pgid. Processes
+// that vanish while the list is read are skipped; any other read error is
+// returned, since a caller deciding on a whole group must not decide on a
+// partial view.
+func (fs FS) GroupMembers(pgid int) ([]Stat, error) {
+	pids, err := fs.Pids()
+	if err != nil {
+		return nil, err
+	}
+	var out []Stat
+	for _, pid := range pids {
+		st, err := fs.Stat(pid)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		if st.Pgrp == pgid {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// Cmdline returns the argv of pid, at most max bytes of it.
+func (fs FS) Cmdline(pid, max int) ([]string, error) {
+	buf := make([]byte, max)
+	n, err := readSmall(fs.path(pid, "cmdline"), buf)
+	if err != nil {
+		return nil, err
+	}
+	b := bytes.TrimRight(buf[:n], "\x00")
+	if len(b) == 0 {
+		return nil, nil
+	}
+	parts := bytes.Split(b, []byte{0})
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = string(p)
+	}
+	return out, nil
+}

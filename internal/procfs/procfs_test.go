@@ -1,0 +1,100 @@
+package procfs
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+func TestParseStat(t *testing.T) {
+	tail := " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+	tests := []struct {
+		name    string
+		in      string
+		want    Stat
+		wantErr bool
+	}{
+		{"plain", "42 (sleep) S 7 42 7 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1000 2" + tail,
+			Stat{Pid: 42, Comm: "sleep", State: 'S', PPid: 7, Pgrp: 42, Session: 7, Flags: 4194560, StartTime: 987654}, false},
+		{"comm with spaces and parens", "9 (a) b (c) d) R 1 9 9 0 -1 2097216 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0" + tail,
+			Stat{Pid: 9, Comm: "a) b (c) d", State: 'R', PPid: 1, Pgrp: 9, Session: 9, Flags: 2097216, StartTime: 55}, false},
+		{"no comm", "9 sleep S 1", Stat{}, true},
+		{"too short", "9 (x) S 1 2 3", Stat{}, true},
+		{"bad ppid", "9 (x) S z 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0" + tail, Stat{}, true},
+		{"empty", "", Stat{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseStat([]byte(tc.in))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if !tc.wantErr && got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestKernelThread(t *testing.T) {
+	if !(Stat{Flags: PFKthread}).KernelThread() || (Stat{Flags: 0x400100}).KernelThread() {
+		t.Fatal("KernelThread misreads PF_KTHREAD")
+	}
+}
+
+func TestParseFdinfoPid(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+		err  error
+	}{
+		{"pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1\nPid:\t1234\nNSpid:\t1234\n", 1234, nil},
+		{"pos:\t0\nPid:\t-1\n", -1, nil},
+		{"pos:\t0\nflags:\t0100002\n", 0, ErrNotPidfd},
+	}
+	for _, tc := range tests {
+		got, err := ParseFdinfoPid([]byte(tc.in))
+		if !errors.Is(err, tc.err) || got != tc.want {
+			t.Errorf("ParseFdinfoPid(%q) = %d, %v; want %d, %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestRealProc(t *testing.T) {
+	fs := Default()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	st, err := fs.Stat(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PPid != os.Getpid() || st.Comm != "sleep" || st.StartTime == 0 {
+		t.Fatalf("stat of child = %+v, want ppid %d comm sleep", st, os.Getpid())
+	}
+	tgid, err := fs.Tgid(cmd.Process.Pid)
+	if err != nil || tgid != cmd.Process.Pid {
+		t.Fatalf("Tgid = %d, %v", tgid, err)
+	}
+	members, err := fs.GroupMembers(st.Pgrp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range members {
+		found = found || m.Pid == cmd.Process.Pid
+	}
+	if !found {
+		t.Fatalf("group %d members %v lack child %d", st.Pgrp, members, cmd.Process.Pid)
+	}
+	args, err := fs.Cmdline(cmd.Process.Pid, 4096)
+	if err != nil || len(args) != 2 || args[1] != "30" {
+		t.Fatalf("Cmdline = %q, %v", args, err)
+	}
+	if _, err := fs.Stat(1 << 30); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Stat of absent pid: err = %v, want ErrNotFound", err)
+	}
+}

@@ -1,0 +1,422 @@
+// Package journal is paddock's append-only audit journal: one JSON object per
+// line (JSON Lines), recording every refusal, adoption and other decision the
+// supervisor makes.
+//
+// The journal must never silently lose or garble a record, even when several
+// paddock processes share one file. To that end every record is written with a
+// single write(2) on a descriptor opened with O_APPEND, while holding an
+// exclusive flock(2) on the file; the file is rotated under the same lock, and
+// a writer that finds the path now names a different file (another process
+// rotated it, or someone removed it) reopens the path before writing. Within
+// one process, a mutex serialises goroutines sharing a Journal.
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Defaults applied by Open to zero (or negative) Options fields.
+const (
+	// DefaultMaxBytes is the size at which a journal file is rotated when
+	// Options.MaxBytes is not set: large enough to hold months of decisions,
+	// small enough to read whole.
+	DefaultMaxBytes int64 = 64 << 20
+	// DefaultKeep is how many rotated files (path.1 .. path.N) are kept when
+	// Options.Keep is not set.
+	DefaultKeep = 3
+)
+
+// Record is one journal entry. TS, Action and Pid are always written (keys
+// "ts", "action", "pid"), in that order; Fields holds the rest (for example
+// "target", "signal", "syscall", "rule", "message", "reason"), written after
+// them sorted by key.
+type Record struct {
+	// TS is when the event happened; the zero value means "now". It is
+	// written as RFC 3339 in UTC with nanoseconds (time.RFC3339Nano).
+	TS time.Time
+	// Action names what happened ("deny", "adopt", ...). It must not be
+	// empty: a record without an action cannot be audited.
+	Action string
+	// Pid is the process the record is about (usually the caller).
+	Pid int
+	// Fields holds every other key. It must not contain "ts", "action" or
+	// "pid"; values are encoded with encoding/json (HTML characters are not
+	// escaped, so messages such as "kill <pid>" stay readable).
+	Fields map[string]any
+}
+
+// Options tunes a Journal. The zero value is usable: 64 MiB files, three
+// rotated files kept, no fsync per record.
+type Options struct {
+	// MaxBytes is the largest a journal file may grow: a record that would
+	// take the file past it goes to a fresh file instead. A single record
+	// larger than MaxBytes is still written, alone in its own file, rather
+	// than dropped. Zero or negative means DefaultMaxBytes.
+	MaxBytes int64
+	// Keep is how many rotated files are kept (path.1 is the newest,
+	// path.Keep the oldest); older ones are overwritten. Zero or negative
+	// means DefaultKeep.
+	Keep int
+	// Sync makes Append fsync the file after every record, so that an
+	// acknowledged record survives a crash of the machine. Without it, call
+	// Journal.Sync where durability matters.
+	Sync bool
+}
+
+// Journal appends records to one journal file. It is safe for concurrent use
+// by several goroutines, and several processes (or several Journals in one
+// process) may append to the same path at once without interleaving.
+type Journal struct {
+	mu    sync.Mutex
+	path  string
+	dir   string
+	max   int64
+	keep  int
+	sync  bool
+	fd    int  // -1 once closed
+	dirty bool // records written to fd since its last fsync
+}
+
+// fileFlags are the flags every journal file is opened with: appends only,
+// created if missing, never inherited by the agent or any other exec'd child.
+const fileFlags = unix.O_WRONLY | unix.O_APPEND | unix.O_CREAT | unix.O_CLOEXEC
+
+// Open opens (creating it if needed) the journal file at path for appending.
+// Missing parent directories are created with mode 0700 and a new file with
+// mode 0600, since the journal records what the agent tried to do. Open
+// refuses anything that is not a regular file, because rotation renames it.
+func Open(path string, o Options) (*Journal, error) {
+	if path == "" {
+		return nil, errors.New("journal: empty path")
+	}
+	j := &Journal{
+		path: path,
+		dir:  filepath.Dir(path),
+		max:  o.MaxBytes,
+		keep: o.Keep,
+		sync: o.Sync,
+		fd:   -1,
+	}
+	if j.max <= 0 {
+		j.max = DefaultMaxBytes
+	}
+	if j.keep <= 0 {
+		j.keep = DefaultKeep
+	}
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal %s: create directory: %w", path, err)
+	}
+	fd, err := j.openFile()
+	if err != nil {
+		return nil, err
+	}
+	j.fd = fd
+	// Make the file's directory entry durable, so a record later fsynced
+	// by Sync cannot be lost with a directory that forgot the file.
+	if err := syncDir(j.dir); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("journal %s: sync directory: %w", path, err)
+	}
+	return j, nil
+}
+
+// openFile opens j.path and checks that it is a regular file.
+func (j *Journal) openFile() (int, error) {
+	// Check before opening too: opening a FIFO for writing would block.
+	if fi, err := os.Stat(j.path); err == nil && !fi.Mode().IsRegular() {
+		return -1, fmt.Errorf("journal %s: open: not a regular file (%v)", j.path, fi.Mode().Type())
+	}
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = unix.Open(j.path, fileFlags, 0o600)
+		return err
+	})
+	if err != nil {
+		return -1, fmt.Errorf("journal %s: open: %w", j.path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("journal %s: stat: %w", j.path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, fmt.Errorf("journal %s: open: not a regular file", j.path)
+	}
+	return fd, nil
+}
+
+// Path returns the path the journal was opened with (the live file; rotated
+// files are Path()+".1" and so on).
+func (j *Journal) Path() string { return j.path }
+
+// Append writes r as one line. The line is written with a single write(2)
+// while holding an exclusive flock on the file, so concurrent writers, in
+// this process or others, never interleave; a short write is reported as an
+// error and the partial line is cut off again. If the record would take the
+// file past Options.MaxBytes, the file is rotated first. With Options.Sync
+// the file is fsynced before Append returns.
+func (j *Journal) Append(r Record) error {
+	line, err := encode(r)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", j.path, err)
+	}
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.fd < 0 {
+		return fmt.Errorf("journal %s: append: %w", j.path, os.ErrClosed)
+	}
+
+	var size int64
+	for {
+		size, err = j.lockCurrent()
+		if err != nil {
+			return err
+		}
+		if size == 0 || size+int64(len(line)) <= j.max {
+			break
+		}
+		// Rotate, then loop: lockCurrent notices the path is free, opens
+		// and locks the fresh file, and we check its size again (another
+		// process may have filled it in between).
+		if err := j.rotate(); err != nil {
+			j.unlock()
+			return err
+		}
+	}
+	defer j.unlock()
+
+	n, err := unix.Write(j.fd, line)
+	if n < 0 {
+		n = 0
+	}
+	if err == nil && n != len(line) {
+		err = fmt.Errorf("%w (%d of %d bytes)", io.ErrShortWrite, n, len(line))
+	}
+	if err != nil {
+		if n > 0 {
+			// Cut the fragment off so the next record starts on a
+			// line of its own. We hold the lock, so size is still
+			// where this record began.
+			if terr := unix.Ftruncate(j.fd, size); terr != nil {
+				err = fmt.Errorf("%w (and removing the partial record: %v)", err, terr)
+			}
+		}
+		return fmt.Errorf("journal %s: write: %w", j.path, err)
+	}
+	j.dirty = true
+	if j.sync {
+		if err := unix.Fsync(j.fd); err != nil {
+			return fmt.Errorf("journal %s: sync: %w", j.path, err)
+		}
+		j.dirty = false
+	}
+	return nil
+}
+
+// Sync flushes the records written so far to stable storage. Callers fsync
+// before acknowledging anything that must survive a crash, such as an
+// adoption.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.fd < 0 {
+		return fmt.Errorf("journal %s: sync: %w", j.path, os.ErrClosed)
+	}
+	if err := unix.Fsync(j.fd); err != nil {
+		return fmt.Errorf("journal %s: sync: %w", j.path, err)
+	}
+	j.dirty = false
+	return nil
+}
+
+// Close closes the journal file. It does not fsync; call Sync first where
+// durability matters. Appending to a closed Journal returns an error that
+// wraps os.ErrClosed; closing it again returns nil.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.fd < 0 {
+		return nil
+	}
+	err := unix.Close(j.fd)
+	j.fd = -1
+	if err != nil {
+		return fmt.Errorf("journal %s: close: %w", j.path, err)
+	}
+	return nil
+}
+
+// lockCurrent takes the flock on the file that j.path names now, reopening
+// the path if another process rotated the file we hold (or it was removed),
+// and returns that file's size. On success the caller must call j.unlock.
+// j.mu must be held.
+func (j *Journal) lockCurrent() (int64, error) {
+	for {
+		if err := retryEINTR(func() error { return unix.Flock(j.fd, unix.LOCK_EX) }); err != nil {
+			return 0, fmt.Errorf("journal %s: lock: %w", j.path, err)
+		}
+		var fst, pst unix.Stat_t
+		if err := unix.Fstat(j.fd, &fst); err != nil {
+			j.unlock()
+			return 0, fmt.Errorf("journal %s: stat: %w", j.path, err)
+		}
+		err := unix.Stat(j.path, &pst)
+		if err == nil && fst.Dev == pst.Dev && fst.Ino == pst.Ino {
+			return fst.Size, nil
+		}
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			j.unlock()
+			return 0, fmt.Errorf("journal %s: stat: %w", j.path, err)
+		}
+		// Our file was rotated away or removed: write to the path's
+		// current file instead, so no record goes to a file nobody reads.
+		if err := j.reopen(); err != nil {
+			j.unlock()
+			return 0, err
+		}
+	}
+}
+
+// reopen replaces j.fd with a fresh descriptor for j.path. Records written
+// to the old file and not yet fsynced are flushed first, so a later Sync
+// still covers them. Closing the old descriptor releases its lock.
+func (j *Journal) reopen() error {
+	if j.dirty {
+		if err := unix.Fsync(j.fd); err != nil {
+			return fmt.Errorf("journal %s: sync: %w", j.path, err)
+		}
+		j.dirty = false
+	}
+	fd, err := j.openFile()
+	if err != nil {
+		return err
+	}
+	unix.Close(j.fd)
+	j.fd = fd
+	return nil
+}
+
+// rotate shifts path.(Keep-1) to path.Keep, ..., path to path.1 and releases
+// the lock; the caller then opens a fresh file through lockCurrent. It runs
+// with the lock held on the file at j.path, which every other rotating writer
+// must also hold, so rotations never overlap. j.mu must be held.
+func (j *Journal) rotate() error {
+	for i := j.keep - 1; i >= 1; i-- {
+		from, to := j.path+"."+strconv.Itoa(i), j.path+"."+strconv.Itoa(i+1)
+		if err := os.Rename(from, to); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("journal %s: rotate: %w", j.path, err)
+		}
+	}
+	if err := os.Rename(j.path, j.path+".1"); err != nil {
+		return fmt.Errorf("journal %s: rotate: %w", j.path, err)
+	}
+	if err := syncDir(j.dir); err != nil {
+		return fmt.Errorf("journal %s: rotate: sync directory: %w", j.path, err)
+	}
+	return nil
+}
+
+// unlock releases the flock on j.fd. An error here cannot lose data (the
+// lock also goes with the descriptor), so it is ignored.
+func (j *Journal) unlock() {
+	_ = retryEINTR(func() error { return unix.Flock(j.fd, unix.LOCK_UN) })
+}
+
+// encode renders r as one JSON line ending in '\n': ts, action, pid, then
+// the Fields sorted by key.
+func encode(r Record) ([]byte, error) {
+	if r.Action == "" {
+		return nil, errors.New("record has an empty action")
+	}
+	ts := r.TS
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	ts = ts.UTC()
+	if y := ts.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("record time %v is outside RFC 3339's years 0000-9999", ts)
+	}
+	keys := make([]string, 0, len(r.Fields))
+	for k := range r.Fields {
+		switch k {
+		case "ts", "action", "pid":
+			return nil, fmt.Errorf("field %q is reserved: set it through Record's own field", k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	put := func(v any) error {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's trailing '\n'
+		return nil
+	}
+	buf.WriteString(`{"ts":`)
+	put(ts.Format(time.RFC3339Nano)) // strings always encode
+	buf.WriteString(`,"action":`)
+	put(r.Action)
+	buf.WriteString(`,"pid":`)
+	buf.WriteString(strconv.Itoa(r.Pid))
+	for _, k := range keys {
+		buf.WriteByte(',')
+		put(k)
+		buf.WriteByte(':')
+		if err := put(r.Fields[k]); err != nil {
+			return nil, fmt.Errorf("field %q: %w", k, err)
+		}
+	}
+	buf.WriteByte('}')
+	// encoding/json escapes control characters in strings and compacts
+	// Marshaler output, so a newline here would be a bug; refuse rather
+	// than write a record readers would split in two.
+	if bytes.IndexByte(buf.Bytes(), '\n') >= 0 {
+		return nil, errors.New("record encodes with a newline")
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
+// syncDir fsyncs a directory so that creations and renames in it survive a
+// crash. Filesystems that cannot fsync directories are tolerated.
+func syncDir(dir string) error {
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOTSUP) {
+		return err
+	}
+	return nil
+}
+
+func retryEINTR(f func() error) error {
+	for {
+		if err := f(); !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}

@@ -1,0 +1,243 @@
+// Package ownership answers "whose process is this?" for the supervisor: the
+// agent root and everything descended from it are owned; the supervisor, its
+// ancestors and PID 1 are lifelines that are never owned; everything else is
+// foreign. Identities are pinned by pid and start time so that a reused PID is
+// never mistaken for a process the session owns.
+package ownership
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
+)
+
+// Relation is how a process relates to the supervised session.
+type Relation int
+
+// Relations, from the point of view of the supervised agent.
+const (
+	// Gone: no such process (it exited, or never existed).
+	Gone Relation = iota
+	// Foreign: not the agent and not started by it.
+	Foreign
+	// Owned: started by the agent (a descendant of the agent root).
+	Owned
+	// AgentRoot: the agent process paddock started. Owned from its own point
+	// of view, a lifeline when one of its descendants aims at it.
+	AgentRoot
+	// Supervisor: the paddock supervisor itself.
+	Supervisor
+	// SupervisorAncestor: a process the supervisor descends from (the user's
+	// shell, terminal, session manager).
+	SupervisorAncestor
+	// Init: PID 1.
+	Init
+)
+
+// String names the relation as it appears in messages and the journal.
+func (r Relation) String() string {
+	switch r {
+	case Gone:
+		return "gone"
+	case Foreign:
+		return "foreign"
+	case Owned:
+		return "owned"
+	case AgentRoot:
+		return "agent root"
+	case Supervisor:
+		return "paddock supervisor"
+	case SupervisorAncestor:
+		return "ancestor of the paddock supervisor"
+	case Init:
+		return "PID 1"
+	}
+	return fmt.Sprintf("relation(%d)", int(r))
+}
+
+// Lifeline reports whether the relation marks a process whose death takes the
+// session down (never owned, whoever asks).
+func (r Relation) Lifeline() bool {
+	return r == Supervisor || r == SupervisorAncestor || r == Init
+}
+
+// Identity pins one process: a pid names a process only together with its
+// start time, since pids are reused.
+type Identity struct {
+	Pid       int
+	StartTime uint64
+	Comm      string
+}
+
+// IdentityOf returns the identity recorded in a stat line.
+func IdentityOf(st procfs.Stat) Identity {
+	return Identity{Pid: st.Pid, StartTime: st.StartTime, Comm: st.Comm}
+}
+
+// maxDepth bounds an ancestry walk; real trees are far shallower.
+const maxDepth = 4096
+
+// maxRetries bounds how often a walk restarts after a race with an exiting
+// ancestor before it gives up (and the caller fails closed).
+const maxRetries = 8
+
+// Tree classifies processes relative to one supervisor and its agent root.
+// It keeps no record of the processes it visits: ownership is derived from
+// the live process tree at each question.
+type Tree struct {
+	fs         procfs.FS
+	supervisor Identity
+	ancestors  map[int]uint64 // pid -> start time of the supervisor's ancestors at start
+
+	mu   sync.RWMutex
+	root Identity
+}
+
+// NewTree records the supervisor (normally os.Getpid()) and its ancestors.
+// The supervisor must be a child subreaper, so that orphaned descendants of
+// the agent are re-parented to it and stay inside the tree.
+func NewTree(fs procfs.FS, supervisorPid int) (*Tree, error) {
+	st, err := fs.Stat(supervisorPid)
+	if err != nil {
+		return nil, fmt.Errorf("ownership: supervisor %d: %w", supervisorPid, err)
+	}
+	t := &Tree{fs: fs, supervisor: IdentityOf(st), ancestors: map[int]uint64{}}
+	for p := st.PPid; p > 0; {
+		ast, err := fs.Stat(p)
+		if err != nil {
+			// An ancestor outside our PID namespace shows as ppid 0; a vanished one ends the chain.
+			break
+		}
+		t.ancestors[p] = ast.StartTime
+		p = ast.PPid
+	}
+	return t, nil
+}
+
+// Supervisor returns the supervisor's identity.
+func (t *Tree) Supervisor() Identity { return t.supervisor }
+
+// SetRoot records the agent root once it has been started.
+func (t *Tree) SetRoot(id Identity) {
+	t.mu.Lock()
+	t.root = id
+	t.mu.Unlock()
+}
+
+// Root returns the agent root's identity (zero before SetRoot).
+func (t *Tree) Root() Identity {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.root
+}
+
+// Classify says how pid relates to the session and returns its stat line.
+// A process that does not exist is Gone with a nil error; an error means the
+// answer could not be established (callers must fail closed).
+func (t *Tree) Classify(pid int) (Relation, procfs.Stat, error) {
+	st, err := t.fs.Stat(pid)
+	if err != nil {
+		if errors.Is(err, procfs.ErrNotFound) {
+			return Gone, st, nil
+		}
+		return Foreign, st, err
+	}
+	rel, err := t.ClassifyStat(st)
+	return rel, st, err
+}
+
+// ClassifyStat classifies a process from a stat line already read.
+func (t *Tree) ClassifyStat(st procfs.Stat) (Relation, error) {
+	root := t.Root()
+	switch {
+	case st.Pid == 1:
+		return Init, nil
+	case st.Pid == t.supervisor.Pid:
+		return Supervisor, nil
+	case st.Pid == root.Pid && st.StartTime == root.StartTime:
+		return AgentRoot, nil
+	}
+	if start, ok := t.ancestors[st.Pid]; ok && start == st.StartTime {
+		return SupervisorAncestor, nil
+	}
+	for try := 0; try < maxRetries; try++ {
+		rel, retry, err := t.walk(st, root)
+		if !retry {
+			return rel, err
+		}
+		// An ancestor exited (or its pid was reused) mid-walk: re-read the
+		// process itself, whose parent has changed, and walk again.
+		st2, err := t.fs.Stat(st.Pid)
+		if err != nil {
+			if errors.Is(err, procfs.ErrNotFound) {
+				return Gone, nil
+			}
+			return Foreign, err
+		}
+		if st2.StartTime != st.StartTime {
+			return Gone, nil
+		}
+		st = st2
+	}
+	return Foreign, fmt.Errorf("ownership: ancestry of pid %d kept changing during %d walks", st.Pid, maxRetries)
+}
+
+// walk follows parent links from st upwards. retry reports a race that
+// invalidated the walk.
+func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, err error) {
+	child := st
+	for depth := 0; depth < maxDepth; depth++ {
+		p := child.PPid
+		switch {
+		case p == t.supervisor.Pid:
+			// The supervisor's children are the agent root and, because it
+			// is a child subreaper, orphans from the agent's tree.
+			return Owned, false, nil
+		case root.Pid != 0 && p == root.Pid:
+			return Owned, false, nil
+		case p <= 1:
+			return Foreign, false, nil
+		}
+		if _, ok := t.ancestors[p]; ok {
+			return Foreign, false, nil
+		}
+		pst, err := t.fs.Stat(p)
+		if err != nil {
+			if errors.Is(err, procfs.ErrNotFound) {
+				return Foreign, true, nil
+			}
+			return Foreign, false, err
+		}
+		if pst.StartTime > child.StartTime {
+			// A parent cannot start after its child: the parent pid was reused.
+			return Foreign, true, nil
+		}
+		child = pst
+	}
+	return Foreign, false, fmt.Errorf("ownership: ancestry of pid %d deeper than %d", st.Pid, maxDepth)
+}
+
+// Owned lists up to max processes the session owns right now (the agent root
+// included), for messages that tell the agent what it may signal.
+func (t *Tree) Owned(max int) ([]Identity, error) {
+	pids, err := t.fs.Pids()
+	if err != nil {
+		return nil, err
+	}
+	var out []Identity
+	for _, pid := range pids {
+		if len(out) >= max {
+			break
+		}
+		rel, st, err := t.Classify(pid)
+		if err != nil {
+			continue
+		}
+		if rel == Owned || rel == AgentRoot {
+			out = append(out, IdentityOf(st))
+		}
+	}
+	return out, nil
+}

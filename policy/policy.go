@@ -1,0 +1,398 @@
+// Package policy holds paddock's decision core: one pure function, Decide,
+// that turns a trapped syscall (who called what, with which arguments) and a
+// read-only view of the world (who owns which process) into allow or deny,
+// with the message and journal fields that explain a refusal. Both backends
+// (seccomp user notification and ptrace) call it; neither decides anything
+// on its own.
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/ownership"
+)
+
+// Request is one trapped syscall as the kernel reported it.
+type Request struct {
+	// Tid is the calling thread, in the supervisor's PID namespace.
+	Tid     int
+	Syscall filter.Syscall
+	// ABI names the entry ABI ("x86_64", "i386", "x32", ...), for messages.
+	ABI  string
+	Args [6]uint64
+}
+
+// Target is what the world knows about one process.
+type Target struct {
+	Pid       int
+	Comm      string
+	StartTime uint64
+	PPid      int
+	Pgrp      int
+	Rel       ownership.Relation
+}
+
+// World is the read-only view Decide consults. Implementations pin each
+// process they look up (pid + start time, and a pidfd in the live backend)
+// so that the backend can re-validate the decided target before answering.
+type World interface {
+	// Lookup describes pid; a process that does not exist has Rel Gone and
+	// a nil error. An error means the facts could not be read.
+	Lookup(pid int) (Target, error)
+	// ThreadOf reports whether thread tid belongs to process pid.
+	ThreadOf(tid, pid int) bool
+	// Tgid returns the process that thread tid belongs to (ErrNotFound-style
+	// errors for a vanished thread are reported as Gone by returning 0, nil).
+	Tgid(tid int) (int, error)
+	// Group lists the members of process group pgid.
+	Group(pgid int) ([]Target, error)
+	// FdPid returns the pid that descriptor fd of thread tid (a pidfd) refers
+	// to: -1 for a reaped process, an error when fd is not a pidfd.
+	FdPid(tid, fd int) (int, error)
+	// Root is the agent root's pid.
+	Root() int
+	// Owned lists up to max owned processes, for messages.
+	Owned(max int) []Target
+}
+
+// Rule names why a decision went the way it did; it is the journal's "rule".
+type Rule string
+
+// Rules.
+const (
+	RuleOwned        Rule = "owned"
+	RuleSelf         Rule = "self"
+	RuleSignalZero   Rule = "signal_zero"
+	RuleNoSuchTarget Rule = "no_such_process"
+	RuleNotOwned     Rule = "not_owned"
+	RuleLifeline     Rule = "lifeline"
+	RuleBroadcast    Rule = "broadcast"
+	RuleGroup        Rule = "group_not_owned"
+	RuleUndecidable  Rule = "undecidable"
+	RuleNotTrapped   Rule = "not_trapped"
+)
+
+// Decision is Decide's answer.
+type Decision struct {
+	Allow bool
+	// Errno is returned to the caller when Allow is false.
+	Errno syscall.Errno
+	Rule  Rule
+	// Refusal is true when the denial is a policy refusal that must be
+	// reported (message, log, journal); a plain ESRCH for a vanished target is not.
+	Refusal bool
+	// Message is the one explanation shown to the agent, logged and journaled.
+	Message string
+	// Syscall, Signal and Target describe the decided call for the journal
+	// (Target is the pid, or -pgid for a group, 0 when none applies).
+	Syscall string
+	Signal  int
+	Target  int
+	// Pin is the single process whose identity the backend must re-validate
+	// before letting the syscall run (0: none).
+	Pin int
+}
+
+// Linux pidfd_send_signal flags (linux/pidfd.h, Linux 6.9+).
+const (
+	pidfdSignalThread       = 1 << 0
+	pidfdSignalThreadGroup  = 1 << 1
+	pidfdSignalProcessGroup = 1 << 2
+)
+
+// PTRACE_TRACEME: the caller asks its parent to trace it.
+const ptraceTraceme = 0
+
+// arg32 reads argument i as the kernel's int: the low 32 bits, sign-extended.
+// Both native (pid_t, int) and compat ABIs truncate this way.
+func arg32(r Request, i int) int { return int(int32(uint32(r.Args[i]))) }
+
+// Decide decides one trapped syscall. It performs no I/O of its own; all
+// facts come from w.
+func Decide(r Request, w World) Decision {
+	d := Decision{Syscall: r.Syscall.String()}
+	if si, ok := r.Syscall.SignalArg(); ok {
+		d.Signal = arg32(r, si)
+		if d.Signal == 0 {
+			// An existence probe delivers nothing; scripts with pid files rely on it.
+			d.Allow, d.Rule = true, RuleSignalZero
+			return d
+		}
+	}
+	switch r.Syscall {
+	case filter.Kill:
+		pid := arg32(r, 0)
+		switch {
+		case pid == -1:
+			return broadcast(r, w, d)
+		case pid == 0:
+			callerPgrp, err := callerGroup(r, w)
+			if err != nil {
+				return undecidable(r, w, d, err)
+			}
+			return decideGroup(r, w, d, callerPgrp)
+		case pid < 0:
+			return decideGroup(r, w, d, -pid)
+		default:
+			return decideProcess(r, w, d, pid)
+		}
+	case filter.RtSigqueueinfo:
+		pid := arg32(r, 0)
+		if pid <= 0 {
+			// The kernel signals exactly one process here; it answers ESRCH for pid <= 0.
+			d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, pid
+			return d
+		}
+		return decideProcess(r, w, d, pid)
+	case filter.Tgkill, filter.RtTgsigqueueinfo:
+		// The kernel itself checks that the thread belongs to tgid.
+		return decideProcess(r, w, d, arg32(r, 0))
+	case filter.Tkill:
+		return decideThread(r, w, d, arg32(r, 0))
+	case filter.PidfdSendSignal:
+		flags := uint32(r.Args[3])
+		pid, ok := pidfdTarget(r, w, &d, arg32(r, 0))
+		if !ok {
+			return d
+		}
+		if flags&pidfdSignalProcessGroup != 0 {
+			t, err := w.Lookup(pid)
+			if err != nil {
+				return undecidable(r, w, d, err)
+			}
+			if t.Rel == ownership.Gone {
+				d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, pid
+				return d
+			}
+			return decideGroup(r, w, d, t.Pgrp)
+		}
+		return decideThread(r, w, d, pid)
+	case filter.Ptrace:
+		if r.Args[0] == ptraceTraceme {
+			// The caller offers itself to its parent: it affects nobody else.
+			d.Allow, d.Rule = true, RuleSelf
+			return d
+		}
+		return decideThread(r, w, d, arg32(r, 1))
+	case filter.ProcessVMWritev:
+		return decideThread(r, w, d, arg32(r, 0))
+	case filter.PidfdGetfd:
+		pid, ok := pidfdTarget(r, w, &d, arg32(r, 0))
+		if !ok {
+			return d
+		}
+		return decideThread(r, w, d, pid)
+	}
+	// A syscall this core does not know was trapped: refuse rather than guess.
+	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleNotTrapped, true
+	d.Message = fmt.Sprintf("paddock refused %s (%s ABI) from pid %d: paddock traps this syscall but has no rule for it, so it fails closed. Way out: report this as a paddock bug.",
+		describe(r, d), r.ABI, r.Tid)
+	return d
+}
+
+// pidfdTarget resolves the process a pidfd argument refers to. ok=false
+// means d already holds the answer.
+func pidfdTarget(r Request, w World, d *Decision, fd int) (int, bool) {
+	// /proc/TID/fdinfo shows the fd table the calling thread actually uses.
+	pid, err := w.FdPid(r.Tid, fd)
+	if err != nil {
+		*d = undecidable(r, w, *d, fmt.Errorf("descriptor %d of pid %d is not a pidfd paddock can resolve: %w", fd, r.Tid, err))
+		return 0, false
+	}
+	if pid <= 0 {
+		// -1: the process behind the pidfd has been reaped; 0: not visible from here.
+		if pid == -1 {
+			d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, pid
+			return 0, false
+		}
+		*d = undecidable(r, w, *d, fmt.Errorf("pidfd %d of pid %d refers to a process outside paddock's PID namespace", fd, r.Tid))
+		return 0, false
+	}
+	return pid, true
+}
+
+// decideThread decides a syscall aimed at a thread id, by its process.
+func decideThread(r Request, w World, d Decision, tid int) Decision {
+	if tid <= 0 {
+		d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, tid
+		return d
+	}
+	pid, err := w.Tgid(tid)
+	if err != nil {
+		return undecidable(r, w, d, err)
+	}
+	if pid == 0 {
+		d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, tid
+		return d
+	}
+	return decideProcess(r, w, d, pid)
+}
+
+// decideProcess decides a syscall aimed at one process.
+func decideProcess(r Request, w World, d Decision, pid int) Decision {
+	d.Target = pid
+	if pid <= 0 {
+		d.Errno, d.Rule = syscall.ESRCH, RuleNoSuchTarget
+		return d
+	}
+	t, err := w.Lookup(pid)
+	if err != nil {
+		if pid == r.Tid || w.ThreadOf(r.Tid, pid) {
+			d.Allow, d.Rule = true, RuleSelf
+			return d
+		}
+		return undecidable(r, w, d, err)
+	}
+	d.Pin = pid
+	switch {
+	case t.Rel == ownership.Owned:
+		d.Allow, d.Rule = true, RuleOwned
+		return d
+	case t.Rel == ownership.Gone:
+		d.Errno, d.Rule, d.Pin = syscall.ESRCH, RuleNoSuchTarget, 0
+		return d
+	case pid == r.Tid || w.ThreadOf(r.Tid, pid):
+		d.Allow, d.Rule = true, RuleSelf
+		return d
+	}
+	d.Errno, d.Refusal, d.Pin = syscall.EPERM, true, 0
+	switch {
+	case t.Rel == ownership.AgentRoot:
+		d.Rule = RuleLifeline
+		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline: it is the agent itself, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched the agent's own command line does this). Way out: signal the agent's child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w))
+	case t.Rel.Lifeline():
+		d.Rule = RuleLifeline
+		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: signal the agent's own processes by PID (owned: %s).",
+			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, t.Rel, ownedList(w))
+	default:
+		d.Rule = RuleNotOwned
+		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: signal the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: paddock adopt %d --reason \"...\".",
+			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w), pid)
+	}
+	return d
+}
+
+// decideGroup decides kill(0) / kill(-pgid) / a process-group pidfd signal:
+// allowed only when every member of the group may be signalled by the caller.
+func decideGroup(r Request, w World, d Decision, pgid int) Decision {
+	d.Target = -pgid
+	members, err := w.Group(pgid)
+	if err != nil {
+		return undecidable(r, w, d, err)
+	}
+	if len(members) == 0 {
+		d.Errno, d.Rule = syscall.ESRCH, RuleNoSuchTarget
+		return d
+	}
+	var foreign []Target
+	for _, m := range members {
+		switch {
+		case m.Rel == ownership.Owned || m.Rel == ownership.Gone:
+		case m.Pid == r.Tid || w.ThreadOf(r.Tid, m.Pid):
+		default:
+			foreign = append(foreign, m)
+		}
+	}
+	if len(foreign) == 0 {
+		d.Allow, d.Rule = true, RuleOwned
+		return d
+	}
+	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleGroup, true
+	d.Message = fmt.Sprintf("paddock refused %s of process group %d from pid %d (%s): the group holds processes not owned by this session: %s. Way out: signal the owned members by PID (owned: %s), or give the agent's jobs a process group of their own (setsid, or set -m in a shell).",
+		describe(r, d), pgid, r.Tid, commOf(w, r.Tid), targetList(foreign, 5), ownedList(w))
+	return d
+}
+
+// broadcast refuses kill(-1): it addresses every process the caller may
+// signal, and that is never only the session's own.
+func broadcast(r Request, w World, d Decision) Decision {
+	d.Target, d.Errno, d.Rule, d.Refusal = -1, syscall.EPERM, RuleBroadcast, true
+	d.Message = fmt.Sprintf("paddock refused %s of every process (pid -1) from pid %d (%s): kill -1 addresses every process the caller may signal, which includes processes not owned by this session. Way out: signal the agent's own processes by PID (owned: %s), or their process group with kill -- -PGID when every member is owned.",
+		describe(r, d), r.Tid, commOf(w, r.Tid), ownedList(w))
+	return d
+}
+
+// undecidable fails closed when the facts could not be read.
+func undecidable(r Request, w World, d Decision, err error) Decision {
+	d.Allow, d.Errno, d.Rule, d.Refusal, d.Pin = false, syscall.EPERM, RuleUndecidable, true, 0
+	d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): paddock could not establish who owns the target (%v), and refuses when it cannot decide. Way out: retry; if it persists, signal the agent's own processes by PID (owned: %s).",
+		describe(r, d), r.Tid, commOf(w, r.Tid), err, ownedList(w))
+	return d
+}
+
+func callerGroup(r Request, w World) (int, error) {
+	t, err := w.Lookup(r.Tid)
+	if err != nil {
+		return 0, err
+	}
+	if t.Rel == ownership.Gone {
+		return 0, fmt.Errorf("caller thread %d vanished", r.Tid)
+	}
+	return t.Pgrp, nil
+}
+
+// describe renders the call: "kill(SIGTERM)", "ptrace", "pidfd_send_signal(SIGKILL)".
+func describe(r Request, d Decision) string {
+	if _, ok := r.Syscall.SignalArg(); ok {
+		return fmt.Sprintf("%s(%s)", d.Syscall, SignalName(d.Signal))
+	}
+	return d.Syscall
+}
+
+func commOf(w World, tid int) string {
+	t, err := w.Lookup(tid)
+	if err != nil || t.Comm == "" {
+		return "?"
+	}
+	return t.Comm
+}
+
+// maxListed bounds the processes a message names.
+const maxListed = 5
+
+func ownedList(w World) string {
+	owned := w.Owned(maxListed + 1)
+	if len(owned) == 0 {
+		return "none"
+	}
+	return targetList(owned, maxListed)
+}
+
+func targetList(ts []Target, max int) string {
+	var b strings.Builder
+	for i, t := range ts {
+		if i == max {
+			b.WriteString(", ...")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d (%s)", t.Pid, t.Comm)
+	}
+	return b.String()
+}
+
+// SignalName returns "SIGTERM" for 15, "SIGRTMIN+3" for real-time signals,
+// and "signal N" for anything else.
+func SignalName(sig int) string {
+	if sig >= 1 && sig < len(signalNames) && signalNames[sig] != "" {
+		return signalNames[sig]
+	}
+	if sig >= 34 && sig <= 64 {
+		return fmt.Sprintf("SIGRTMIN+%d", sig-34)
+	}
+	return fmt.Sprintf("signal %d", sig)
+}
+
+var signalNames = [...]string{
+	1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
+	8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
+	14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD", 18: "SIGCONT", 19: "SIGSTOP",
+	20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU", 23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ",
+	26: "SIGVTALRM", 27: "SIGPROF", 28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
+}

@@ -1,0 +1,207 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/ownership"
+)
+
+// fakeWorld is a table-driven world: processes by pid, threads by tid.
+type fakeWorld struct {
+	procs   map[int]Target
+	threads map[int]int // tid -> pid (non-leader threads only)
+	fds     map[[2]int]int
+	broken  map[int]bool // Lookup fails for these pids
+	root    int
+}
+
+func (w fakeWorld) Lookup(pid int) (Target, error) {
+	if w.broken[pid] {
+		return Target{}, errors.New("read /proc/x/stat: input/output error")
+	}
+	if t, ok := w.procs[pid]; ok {
+		return t, nil
+	}
+	if tg, ok := w.threads[pid]; ok {
+		t := w.procs[tg]
+		t.Pid = pid
+		return t, nil
+	}
+	return Target{Pid: pid, Rel: ownership.Gone}, nil
+}
+
+func (w fakeWorld) ThreadOf(tid, pid int) bool { return tid == pid || w.threads[tid] == pid }
+
+func (w fakeWorld) Tgid(tid int) (int, error) {
+	if _, ok := w.procs[tid]; ok {
+		return tid, nil
+	}
+	return w.threads[tid], nil
+}
+
+func (w fakeWorld) Group(pgid int) ([]Target, error) {
+	var out []Target
+	for pid := 1; pid < 1000; pid++ {
+		if t, ok := w.procs[pid]; ok && t.Pgrp == pgid {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (w fakeWorld) FdPid(tid, fd int) (int, error) {
+	if pid, ok := w.fds[[2]int{tid, fd}]; ok {
+		return pid, nil
+	}
+	return 0, errors.New("not a pidfd")
+}
+
+func (w fakeWorld) Root() int { return w.root }
+
+func (w fakeWorld) Owned(max int) []Target {
+	var out []Target
+	for pid := 1; pid < 1000 && len(out) < max; pid++ {
+		if t, ok := w.procs[pid]; ok && (t.Rel == ownership.Owned || t.Rel == ownership.AgentRoot) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// The world of the tests:
+//
+//	1 init (foreign lifeline)   50 login shell (supervisor ancestor)   60 paddock (supervisor)
+//	100 agent root, group 100; 101 owned child in group 100; 102 owned child in group 102 (own group)
+//	103 owned, group 300 shared with foreign 301; 200 foreign process, group 200
+//	101 has a second thread 111.
+func world() fakeWorld {
+	return fakeWorld{
+		root: 100,
+		procs: map[int]Target{
+			1:   {Pid: 1, Comm: "systemd", Pgrp: 1, Rel: ownership.Init},
+			50:  {Pid: 50, Comm: "bash", Pgrp: 50, Rel: ownership.SupervisorAncestor},
+			60:  {Pid: 60, Comm: "paddock", Pgrp: 50, Rel: ownership.Supervisor},
+			100: {Pid: 100, Comm: "agent", PPid: 60, Pgrp: 100, Rel: ownership.AgentRoot},
+			101: {Pid: 101, Comm: "worker", PPid: 100, Pgrp: 100, Rel: ownership.Owned},
+			102: {Pid: 102, Comm: "sleep", PPid: 100, Pgrp: 102, Rel: ownership.Owned},
+			103: {Pid: 103, Comm: "server", PPid: 100, Pgrp: 300, Rel: ownership.Owned},
+			200: {Pid: 200, Comm: "code", PPid: 1, Pgrp: 200, Rel: ownership.Foreign},
+			301: {Pid: 301, Comm: "editor", PPid: 1, Pgrp: 300, Rel: ownership.Foreign},
+		},
+		threads: map[int]int{111: 101},
+		fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103},
+		broken:  map[int]bool{666: true},
+	}
+}
+
+func req(tid int, sc filter.Syscall, args ...uint64) Request {
+	r := Request{Tid: tid, Syscall: sc, ABI: "x86_64"}
+	copy(r.Args[:], args)
+	return r
+}
+
+// neg encodes a negative int the way it arrives in a 64-bit register.
+func neg(n int) uint64 { return uint64(int64(-n)) }
+
+func TestDecide(t *testing.T) {
+	const sigterm, sigkill = 15, 9
+	tests := []struct {
+		name    string
+		r       Request
+		allow   bool
+		errno   syscall.Errno
+		rule    Rule
+		target  int
+		pin     int
+		message []string // substrings the refusal message must hold
+	}{
+		{name: "kill owned child", r: req(100, filter.Kill, 102, sigterm), allow: true, rule: RuleOwned, target: 102, pin: 102},
+		{name: "kill foreign", r: req(101, filter.Kill, 200, sigterm), errno: syscall.EPERM, rule: RuleNotOwned, target: 200,
+			message: []string{"kill(SIGTERM)", "pid 200 (code)", "not owned by this session", "paddock adopt 200 --reason", "Active owned PIDs: 100 (agent), 101 (worker)", "by their PID"}},
+		{name: "kill foreign signal 0 probe", r: req(101, filter.Kill, 200, 0), allow: true, rule: RuleSignalZero},
+		{name: "kill nonexistent", r: req(101, filter.Kill, 999, sigterm), errno: syscall.ESRCH, rule: RuleNoSuchTarget, target: 999},
+		{name: "kill pid 1", r: req(101, filter.Kill, 1, sigkill), errno: syscall.EPERM, rule: RuleLifeline, message: []string{"critical session lifeline", "PID 1"}, target: 1},
+		{name: "kill supervisor", r: req(101, filter.Kill, 60, sigkill), errno: syscall.EPERM, rule: RuleLifeline, message: []string{"paddock supervisor"}, target: 60},
+		{name: "kill supervisor ancestor", r: req(100, filter.Kill, 50, sigkill), errno: syscall.EPERM, rule: RuleLifeline, message: []string{"ancestor of the paddock supervisor"}, target: 50},
+		{name: "descendant kills agent root", r: req(101, filter.Kill, 100, sigterm), errno: syscall.EPERM, rule: RuleLifeline,
+			message: []string{"critical session lifeline", "the agent itself", "pkill -f"}, target: 100},
+		{name: "agent root kills itself", r: req(100, filter.Kill, 100, sigterm), allow: true, rule: RuleSelf, target: 100, pin: 100},
+		{name: "thread signals own process", r: req(111, filter.Kill, 101, sigterm), allow: true, rule: RuleOwned, target: 101, pin: 101},
+		{name: "self allowed even when lookup fails", r: req(666, filter.Kill, 666, sigterm), allow: true, rule: RuleSelf, target: 666},
+		{name: "lookup failure fails closed", r: req(101, filter.Kill, 666, sigterm), errno: syscall.EPERM, rule: RuleUndecidable, message: []string{"could not establish", "input/output error"}, target: 666},
+		{name: "kill -1", r: req(101, filter.Kill, neg(1), sigkill), errno: syscall.EPERM, rule: RuleBroadcast, target: -1, message: []string{"every process", "kill -- -PGID"}},
+		{name: "kill -1 sig 0 is a probe", r: req(101, filter.Kill, neg(1), 0), allow: true, rule: RuleSignalZero},
+		{name: "i386 kill -1 (32-bit register)", r: req(101, filter.Kill, 0xffffffff, sigkill), errno: syscall.EPERM, rule: RuleBroadcast, target: -1},
+		{name: "kill own-group 0 from root", r: req(100, filter.Kill, 0, sigterm), allow: true, rule: RuleOwned, target: -100},
+		{name: "kill 0 from child hits agent root", r: req(101, filter.Kill, 0, sigterm), errno: syscall.EPERM, rule: RuleGroup, target: -100, message: []string{"100 (agent)"}},
+		{name: "kill -pgid all owned", r: req(101, filter.Kill, neg(102), sigterm), allow: true, rule: RuleOwned, target: -102},
+		{name: "kill -pgid with foreign member", r: req(101, filter.Kill, neg(300), sigterm), errno: syscall.EPERM, rule: RuleGroup, target: -300,
+			message: []string{"process group 300", "301 (editor)", "owned members by PID"}},
+		{name: "kill -pgid empty", r: req(101, filter.Kill, neg(400), sigterm), errno: syscall.ESRCH, rule: RuleNoSuchTarget, target: -400},
+		{name: "tkill thread of owned", r: req(100, filter.Tkill, 111, sigterm), allow: true, rule: RuleOwned, target: 101, pin: 101},
+		{name: "tkill foreign", r: req(100, filter.Tkill, 200, sigterm), errno: syscall.EPERM, rule: RuleNotOwned, target: 200},
+		{name: "tkill gone", r: req(100, filter.Tkill, 999, sigterm), errno: syscall.ESRCH, rule: RuleNoSuchTarget, target: 999},
+		{name: "tgkill owned", r: req(100, filter.Tgkill, 101, 111, sigterm), allow: true, rule: RuleOwned, target: 101, pin: 101},
+		{name: "tgkill foreign", r: req(100, filter.Tgkill, 200, 200, sigterm), errno: syscall.EPERM, rule: RuleNotOwned, target: 200, message: []string{"tgkill(SIGTERM)"}},
+		{name: "tgkill sig 0", r: req(100, filter.Tgkill, 200, 200, 0), allow: true, rule: RuleSignalZero},
+		{name: "rt_sigqueueinfo foreign", r: req(100, filter.RtSigqueueinfo, 200, 10), errno: syscall.EPERM, rule: RuleNotOwned, target: 200, message: []string{"rt_sigqueueinfo(SIGUSR1)"}},
+		{name: "rt_sigqueueinfo negative", r: req(100, filter.RtSigqueueinfo, neg(200), 10), errno: syscall.ESRCH, rule: RuleNoSuchTarget, target: -200},
+		{name: "rt_tgsigqueueinfo owned", r: req(100, filter.RtTgsigqueueinfo, 102, 102, 10), allow: true, rule: RuleOwned, target: 102, pin: 102},
+		{name: "pidfd_send_signal owned", r: req(101, filter.PidfdSendSignal, 5, sigterm), allow: true, rule: RuleOwned, target: 102, pin: 102},
+		{name: "pidfd_send_signal foreign", r: req(101, filter.PidfdSendSignal, 6, sigterm), errno: syscall.EPERM, rule: RuleNotOwned, target: 200, message: []string{"pidfd_send_signal(SIGTERM)"}},
+		{name: "pidfd_send_signal reaped", r: req(101, filter.PidfdSendSignal, 7, sigterm), errno: syscall.ESRCH, rule: RuleNoSuchTarget, target: -1},
+		{name: "pidfd_send_signal not a pidfd", r: req(101, filter.PidfdSendSignal, 9, sigterm), errno: syscall.EPERM, rule: RuleUndecidable, message: []string{"not a pidfd"}},
+		{name: "pidfd_send_signal process group with foreign", r: req(101, filter.PidfdSendSignal, 8, sigterm, 0, pidfdSignalProcessGroup), errno: syscall.EPERM, rule: RuleGroup, target: -300},
+		{name: "ptrace attach owned", r: req(100, filter.Ptrace, 16, 102), allow: true, rule: RuleOwned, target: 102, pin: 102},
+		{name: "ptrace attach supervisor", r: req(100, filter.Ptrace, 16, 60), errno: syscall.EPERM, rule: RuleLifeline, target: 60, message: []string{"ptrace of pid 60"}},
+		{name: "ptrace seize foreign", r: req(100, filter.Ptrace, 0x4206, 200), errno: syscall.EPERM, rule: RuleNotOwned, target: 200},
+		{name: "ptrace traceme affects only the caller", r: req(101, filter.Ptrace, 0), allow: true, rule: RuleSelf},
+		{name: "ptrace traceme from root", r: req(100, filter.Ptrace, 0), allow: true, rule: RuleSelf},
+		{name: "process_vm_writev foreign", r: req(100, filter.ProcessVMWritev, 200), errno: syscall.EPERM, rule: RuleNotOwned, target: 200},
+		{name: "process_vm_writev owned thread", r: req(100, filter.ProcessVMWritev, 111), allow: true, rule: RuleOwned, target: 101, pin: 101},
+		{name: "pidfd_getfd foreign", r: req(101, filter.PidfdGetfd, 6, 3), errno: syscall.EPERM, rule: RuleNotOwned, target: 200},
+		{name: "pidfd_getfd owned", r: req(101, filter.PidfdGetfd, 5, 3), allow: true, rule: RuleOwned, target: 102, pin: 102},
+		{name: "unknown syscall fails closed", r: req(101, filter.Unknown), errno: syscall.EPERM, rule: RuleNotTrapped, message: []string{"fails closed"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.r, world())
+			if d.Allow != tc.allow || d.Rule != tc.rule {
+				t.Fatalf("Decide = allow %v rule %q (%s); want allow %v rule %q", d.Allow, d.Rule, d.Message, tc.allow, tc.rule)
+			}
+			if !d.Allow && d.Errno != tc.errno {
+				t.Errorf("errno = %v, want %v", d.Errno, tc.errno)
+			}
+			if tc.target != 0 && d.Target != tc.target {
+				t.Errorf("target = %d, want %d", d.Target, tc.target)
+			}
+			if d.Pin != tc.pin {
+				t.Errorf("pin = %d, want %d", d.Pin, tc.pin)
+			}
+			wantRefusal := !d.Allow && d.Errno == syscall.EPERM
+			if d.Refusal != wantRefusal {
+				t.Errorf("Refusal = %v, want %v", d.Refusal, wantRefusal)
+			}
+			if d.Refusal && !strings.Contains(d.Message, "Way out:") {
+				t.Errorf("refusal message lacks the way out: %s", d.Message)
+			}
+			for _, m := range tc.message {
+				if !strings.Contains(d.Message, m) {
+					t.Errorf("message lacks %q:\n%s", m, d.Message)
+				}
+			}
+		})
+	}
+}
+
+func TestSignalName(t *testing.T) {
+	for sig, want := range map[int]string{9: "SIGKILL", 15: "SIGTERM", 18: "SIGCONT", 34: "SIGRTMIN+0", 40: "SIGRTMIN+6", 0: "signal 0", 99: "signal 99"} {
+		if got := SignalName(sig); got != want {
+			t.Errorf("SignalName(%d) = %q, want %q", sig, got, want)
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+)
+
+// InitArg is argv[1] of the re-executed paddock binary that becomes the
+// agent: it installs the filter on its own thread, hands the listener to the
+// supervisor and execs the agent command.
+const InitArg = "__paddock_init"
+
+// handoffFd is the descriptor number of the socket shared with the supervisor.
+const handoffFd = 3
+
+// MaybeRunInit runs the init side when this process was started as one and
+// never returns in that case. Every binary that starts sessions (the paddock
+// CLI, tests, programs using this package as a library) must call it first
+// thing in main (or TestMain), before doing anything else.
+func MaybeRunInit() {
+	if len(os.Args) < 2 || os.Args[1] != InitArg {
+		return
+	}
+	code, err := runInit(os.Args[2:])
+	fmt.Fprintf(os.Stderr, "paddock: %v\n", err)
+	os.Exit(code)
+}
+
+// runInit expects: [--trap-exec] -- PATH ARGV0 ARG...
+// It returns only on failure, with an exit status (126, like a shell that
+// could not execute a command) and the error.
+func runInit(args []string) (int, error) {
+	// The filter goes on this thread only, and the exec must come from it.
+	runtime.LockOSThread()
+	var opts filter.Options
+	for len(args) > 0 && args[0] != "--" {
+		switch args[0] {
+		case "--trap-exec":
+			opts.Exec = true
+		case "--trap-power":
+			opts.Power = true
+		default:
+			return 126, fmt.Errorf("init: unknown option %q", args[0])
+		}
+		args = args[1:]
+	}
+	if len(args) < 3 {
+		return 126, errors.New("init: usage: " + InitArg + " [options] -- PATH ARGV0 [ARG...]")
+	}
+	path, argv := args[1], args[2:]
+	opts.Action = unix.SECCOMP_RET_USER_NOTIF
+	prog, err := filter.Build(opts)
+	if err != nil {
+		return 126, fmt.Errorf("init: build filter: %w", err)
+	}
+	listener, err := filter.Install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	if errors.Is(err, unix.EACCES) {
+		// Without CAP_SYS_ADMIN the kernel requires no_new_privs.
+		if perr := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); perr != nil {
+			return 126, fmt.Errorf("init: prctl(PR_SET_NO_NEW_PRIVS): %w", perr)
+		}
+		listener, err = filter.Install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
+	if err != nil {
+		return 126, fmt.Errorf("init: install seccomp filter with a listener: %w", err)
+	}
+	rights := unix.UnixRights(listener)
+	if err := unix.Sendmsg(handoffFd, []byte{'L'}, rights, nil, 0); err != nil {
+		return 126, fmt.Errorf("init: hand listener to supervisor: %w", err)
+	}
+	// The agent must never hold its own listener: if the supervisor dies,
+	// the listener must close so that trapped syscalls fail (ENOSYS).
+	unix.Close(listener)
+	var b [1]byte
+	for {
+		n, err := unix.Read(handoffFd, b[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n != 1 || b[0] != 'G' {
+			return 126, fmt.Errorf("init: supervisor did not give the go-ahead (n=%d): %v", n, err)
+		}
+		break
+	}
+	unix.Close(handoffFd)
+	err = syscall.Exec(path, argv, os.Environ())
+	code := 126
+	if errors.Is(err, syscall.ENOENT) {
+		code = 127
+	}
+	return code, fmt.Errorf("exec %s: %w", strconv.Quote(path), err)
+}

@@ -1,0 +1,88 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// seccompData mirrors struct seccomp_data (64 bytes).
+type seccompData struct {
+	Nr                 int32
+	Arch               uint32
+	InstructionPointer uint64
+	Args               [6]uint64
+}
+
+// seccompNotif mirrors struct seccomp_notif (80 bytes).
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  seccompData
+}
+
+// seccompNotifResp mirrors struct seccomp_notif_resp (24 bytes).
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// The kernel rejects a receive buffer of the wrong size; fail the build instead.
+var (
+	_ [80 - unsafe.Sizeof(seccompNotif{})]byte
+	_ [unsafe.Sizeof(seccompNotif{}) - 80]byte
+	_ [24 - unsafe.Sizeof(seccompNotifResp{})]byte
+	_ [unsafe.Sizeof(seccompNotifResp{}) - 24]byte
+)
+
+func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(p))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// recv waits for the next notification. n must be zeroed by the caller.
+func recv(fd int, n *seccompNotif) error {
+	return ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(n))
+}
+
+// send answers notification id: CONTINUE when errno is 0, else the error.
+func send(fd int, id uint64, errno unix.Errno) error {
+	r := seccompNotifResp{ID: id}
+	if errno == 0 {
+		r.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	} else {
+		r.Error = -int32(errno)
+	}
+	err := ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&r))
+	if errors.Is(err, unix.ENOENT) {
+		// The caller was interrupted or died meanwhile; nothing waits for the answer.
+		return nil
+	}
+	return err
+}
+
+// idValid reports whether notification id is still pending, i.e. the pid it
+// named still refers to the caller that is waiting for the answer.
+func idValid(fd int, id uint64) bool {
+	return ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) == nil
+}
+
+// setSyncWakeUp asks the kernel to wake the receiver on the caller's CPU
+// (Linux 6.6+), which cuts the round-trip latency several-fold (DESIGN.md
+// pitfall 4). Older kernels answer EINVAL; the supervisor works without it.
+func setSyncWakeUp(fd int) error {
+	var flags uint64 = unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS), uintptr(flags))
+	if e != 0 {
+		return fmt.Errorf("SECCOMP_IOCTL_NOTIF_SET_FLAGS(SYNC_WAKE_UP): %w", e)
+	}
+	return nil
+}

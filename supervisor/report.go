@@ -1,0 +1,149 @@
+package supervisor
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/journal"
+	"github.com/paddock-dev/paddock/policy"
+)
+
+// refusal is one refusal on its way to the log, the journal and the caller.
+type refusal struct {
+	// flushed, when set, marks a flush request instead of a refusal.
+	flushed chan struct{}
+	when    time.Time
+	caller int
+	abi    string
+	d      policy.Decision
+}
+
+// reporter takes refusals off the notify loop: the loop only enqueues, and a
+// full queue drops (and counts) rather than blocks, so nobody's slow stderr
+// or disk can stall a decision.
+type reporter struct {
+	log          zerolog.Logger
+	journal      *journal.Journal // nil: no journal
+	notifyStderr bool
+	queue        chan refusal
+
+	// dropped counts refusals that found the queue full.
+	dropped atomic.Int64
+
+	// Owned by the run goroutine.
+	limits map[int]*callerLimit
+	total  int
+}
+
+// callerLimit rate-limits the messages written to one caller's stderr.
+type callerLimit struct {
+	windowStart time.Time
+	sent        int
+	suppressed  int
+}
+
+const (
+	queueLen = 1024
+	// At most burstPerCaller messages per window reach one caller's stderr;
+	// the rest are summarised in the next message that goes out.
+	burstPerCaller = 5
+	window         = time.Second
+)
+
+func newReporter(log zerolog.Logger, j *journal.Journal, notifyStderr bool) *reporter {
+	r := &reporter{log: log, journal: j, notifyStderr: notifyStderr,
+		queue: make(chan refusal, queueLen), limits: map[int]*callerLimit{}}
+	go r.run()
+	return r
+}
+
+// report enqueues a refusal without blocking.
+func (r *reporter) report(f refusal) {
+	select {
+	case r.queue <- f:
+	default:
+		// The queue is full: a storm. The refusal itself stands; the loss of
+		// its report is counted and said out loud when the reporter stops.
+		r.dropped.Add(1)
+	}
+}
+
+// flush waits (at most a few seconds) until everything reported so far has
+// been logged, journaled and shown. The reporter keeps running afterwards:
+// leftover agent processes may still be refused.
+func (r *reporter) flush() {
+	ch := make(chan struct{})
+	select {
+	case r.queue <- refusal{flushed: ch}:
+	case <-time.After(3 * time.Second):
+		return
+	}
+	select {
+	case <-ch:
+	case <-time.After(3 * time.Second):
+	}
+}
+
+func (r *reporter) run() {
+	for f := range r.queue {
+		if f.flushed != nil {
+			if n := r.dropped.Swap(0); n > 0 {
+				r.log.Error().Int64("dropped", n).Msg("refusals came faster than they could be reported; every one was refused, but these were not logged individually")
+			}
+			close(f.flushed)
+			continue
+		}
+		r.total++
+		d := f.d
+		if r.notifyStderr {
+			r.tellCaller(f)
+		}
+		r.log.Warn().Str("syscall", d.Syscall).Int("caller", f.caller).Int("target", d.Target).
+			Int("signal", d.Signal).Str("rule", string(d.Rule)).Str("abi", f.abi).Msg(d.Message)
+		if r.journal != nil {
+			err := r.journal.Append(journal.Record{TS: f.when, Action: "signal_denied", Pid: f.caller, Fields: map[string]any{
+				"target": d.Target, "signal": d.Signal, "syscall": d.Syscall, "rule": string(d.Rule),
+				"message": d.Message, "abi": f.abi,
+			}})
+			if err != nil {
+				r.log.Error().Err(err).Msg("paddock could not write the audit journal; the refusal itself stands")
+			}
+		}
+	}
+}
+
+// tellCaller writes the message to the caller's own stderr, so that it shows
+// in the agent's tool output, rate-limited per caller.
+func (r *reporter) tellCaller(f refusal) {
+	lim := r.limits[f.caller]
+	if lim == nil {
+		if len(r.limits) > 4096 {
+			clear(r.limits)
+		}
+		lim = &callerLimit{}
+		r.limits[f.caller] = lim
+	}
+	if f.when.Sub(lim.windowStart) >= window {
+		lim.windowStart, lim.sent = f.when, 0
+	}
+	if lim.sent >= burstPerCaller {
+		lim.suppressed++
+		return
+	}
+	lim.sent++
+	msg := f.d.Message + "\n"
+	if lim.suppressed > 0 {
+		msg = "paddock: " + strconv.Itoa(lim.suppressed) + " more refusals to this process were not shown; see the journal\n" + msg
+		lim.suppressed = 0
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(f.caller)+"/fd/2", unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	_, _ = unix.Write(fd, []byte(msg))
+	unix.Close(fd)
+}

@@ -1,0 +1,333 @@
+// Package supervisor starts a command under paddock's seccomp filter and
+// answers its trapped syscalls: it re-executes the paddock binary as a tiny
+// init that installs the filter and hands the listener back, then runs the
+// notify loop that asks package policy about each call, reaps orphans as a
+// child subreaper, forwards signals to the agent, and reports refusals.
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/journal"
+	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/policy"
+)
+
+// Config describes one supervised command.
+type Config struct {
+	// Path is the resolved executable; Args is its argv (Args[0] included).
+	Path string
+	Args []string
+	// Env is the agent's environment (nil: this process's).
+	Env []string
+	// Journal receives refusals (nil: none).
+	Journal *journal.Journal
+	// Log receives one structured line per refusal.
+	Log zerolog.Logger
+	// NotifyStderr writes each refusal's message to the caller's stderr.
+	NotifyStderr bool
+	// TrapExec also traps execve/execveat (for the exec guards).
+	TrapExec bool
+	// Self is the binary re-executed as init ("" means /proc/self/exe); it
+	// must call MaybeRunInit first thing.
+	Self string
+	// Stdin, Stdout, Stderr of the agent (nil: this process's).
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Session is one supervised command.
+type Session struct {
+	cfg      Config
+	tree     *ownership.Tree
+	rootPid  int
+	rootFd   int // pidfd of the agent root
+	listener int
+	reporter *reporter
+
+	done   chan struct{}
+	status unix.WaitStatus
+
+	sigs chan os.Signal
+	wg   sync.WaitGroup
+}
+
+// ForwardedSignals are passed on to the agent when paddock receives them.
+var ForwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+
+// Start launches cfg's command under the filter and starts supervising it.
+// The calling process becomes a child subreaper and non-dumpable for the rest
+// of its life: orphans of the agent stay in the tree, and the agent cannot
+// read or write the supervisor's memory through /proc.
+func Start(cfg Config) (*Session, error) {
+	if len(cfg.Args) == 0 || cfg.Path == "" {
+		return nil, errors.New("supervisor: no command to run")
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("supervisor: prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("supervisor: prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	fs := procfs.Default()
+	tree, err := ownership.NewTree(fs, os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1}
+
+	started := make(chan error, 1)
+	// The launching thread must outlive the agent: Pdeathsig fires when the
+	// thread that forked it exits (golang/go#27505). It then becomes the reaper.
+	go s.launchAndReap(started)
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	s.reporter = newReporter(cfg.Log, cfg.Journal, cfg.NotifyStderr)
+	s.wg.Add(1)
+	go s.serve(newLiveWorld(tree, fs))
+
+	s.sigs = make(chan os.Signal, 16)
+	signal.Notify(s.sigs, ForwardedSignals...)
+	go s.forward()
+	return s, nil
+}
+
+// launchAndReap runs on one locked OS thread for the whole session.
+func (s *Session) launchAndReap(started chan<- error) {
+	runtime.LockOSThread()
+	// Never unlocked: the thread exits with the goroutine only at process end.
+	pid, err := s.launch()
+	if err != nil {
+		started <- err
+		return
+	}
+	started <- nil
+	s.reap(pid)
+}
+
+// launch forks the init, receives the listener and lets the init exec.
+func (s *Session) launch() (int, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("supervisor: socketpair: %w", err)
+	}
+	defer unix.Close(pair[0])
+	self := s.cfg.Self
+	if self == "" {
+		self = "/proc/self/exe"
+	}
+	argv := []string{"paddock", InitArg}
+	if s.cfg.TrapExec {
+		argv = append(argv, "--trap-exec")
+	}
+	argv = append(argv, "--", s.cfg.Path)
+	argv = append(argv, s.cfg.Args...)
+	env := s.cfg.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	fd := func(f *os.File, def uintptr) uintptr {
+		if f == nil {
+			return def
+		}
+		return f.Fd()
+	}
+	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{fd(s.cfg.Stdin, 0), fd(s.cfg.Stdout, 1), fd(s.cfg.Stderr, 2), uintptr(pair[1])},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	unix.Close(pair[1])
+	if err != nil {
+		return 0, fmt.Errorf("supervisor: start %s: %w", self, err)
+	}
+	fail := func(err error) (int, error) {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		return 0, err
+	}
+	rootFd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fail(fmt.Errorf("supervisor: pidfd_open(%d): %w", pid, err))
+	}
+	s.rootFd = rootFd
+	st, err := procfs.Default().Stat(pid)
+	if err != nil {
+		return fail(fmt.Errorf("supervisor: agent root: %w", err))
+	}
+	s.tree.SetRoot(ownership.IdentityOf(st))
+	s.rootPid = pid
+
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(pair[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		// The init died before handing over the listener; its stderr says why.
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		return 0, fmt.Errorf("supervisor: the agent's init exited before installing the seccomp filter (status %d): %v", ws.ExitStatus(), err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return fail(fmt.Errorf("supervisor: no listener in the init's message: %v", err))
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return fail(fmt.Errorf("supervisor: no listener in the init's message: %v", err))
+	}
+	s.listener = fds[0]
+	if err := setSyncWakeUp(s.listener); err != nil {
+		s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
+	}
+	if _, err := unix.Write(pair[0], []byte{'G'}); err != nil {
+		return fail(fmt.Errorf("supervisor: go-ahead to init: %w", err))
+	}
+	return pid, nil
+}
+
+// reap collects every child (orphans of the agent included, as a subreaper)
+// until the agent root has exited.
+func (s *Session) reap(root int) {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			// ECHILD cannot happen while the root lives; treat it as its end.
+			s.status = unix.WaitStatus(0xff00)
+			close(s.done)
+			return
+		}
+		if pid == root {
+			s.status = ws
+			close(s.done)
+			go s.reapOrphans()
+			return
+		}
+	}
+}
+
+// reapOrphans keeps collecting re-parented orphans after the root exited, so
+// that none stays a zombie while the process lives on.
+func (s *Session) reapOrphans() {
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// serve is the notify loop: receive, decide, answer, and hand refusals to the
+// reporter. It never exits on ENOENT or EINTR (DESIGN.md pitfall 3).
+func (s *Session) serve(w *liveWorld) {
+	defer s.wg.Done()
+	runtime.LockOSThread()
+	var n seccompNotif
+	for {
+		n = seccompNotif{}
+		if err := recv(s.listener, &n); err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			s.cfg.Log.Error().Err(err).Msg("seccomp notify receive failed; trapped syscalls will fail closed")
+			return
+		}
+		s.handle(w, &n)
+	}
+}
+
+// handle decides and answers one notification.
+func (s *Session) handle(w *liveWorld, n *seccompNotif) {
+	sc, abi, known := filter.Lookup(n.Data.Arch, n.Data.Nr)
+	req := policy.Request{Tid: int(n.Pid), Syscall: sc, ABI: abi.Name, Args: n.Data.Args}
+	if !known {
+		req.Syscall = filter.Unknown
+		req.ABI = fmt.Sprintf("arch %#x nr %d", n.Data.Arch, n.Data.Nr)
+	}
+	d := policy.Decide(req, w)
+	// The caller's pid was read from /proc during the decision; it named the
+	// caller only if the caller is still waiting.
+	if !idValid(s.listener, n.ID) {
+		w.reset()
+		return
+	}
+	if d.Allow && d.Pin != 0 && !w.stillThere(d.Pin) {
+		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, policy.RuleNoSuchTarget
+	}
+	w.reset()
+	errno := unix.Errno(0)
+	if !d.Allow {
+		errno = d.Errno
+		if errno == 0 {
+			errno = unix.EPERM
+		}
+	}
+	// Queued before the answer, so that a caller that exits right after its
+	// refusal cannot outrun the report (Wait flushes the queue).
+	if d.Refusal {
+		s.reporter.report(refusal{when: time.Now(), caller: req.Tid, abi: req.ABI, d: d})
+	}
+	if err := send(s.listener, n.ID, errno); err != nil {
+		s.cfg.Log.Error().Err(err).Uint64("id", n.ID).Msg("seccomp notify answer failed")
+	}
+}
+
+// forward passes paddock's own signals on to the agent root.
+func (s *Session) forward() {
+	for {
+		select {
+		case sig := <-s.sigs:
+			_ = unix.PidfdSendSignal(s.rootFd, sig.(syscall.Signal), nil, 0)
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// Pid is the agent root's pid.
+func (s *Session) Pid() int { return s.rootPid }
+
+// Signal sends sig to the agent root.
+func (s *Session) Signal(sig syscall.Signal) error {
+	if err := unix.PidfdSendSignal(s.rootFd, sig, nil, 0); err != nil {
+		return fmt.Errorf("signal agent %d: %w", s.rootPid, err)
+	}
+	return nil
+}
+
+// Wait blocks until the agent root exits and returns its exit code: its
+// status, or 128+N when it died of signal N.
+func (s *Session) Wait() int {
+	<-s.done
+	signal.Stop(s.sigs)
+	s.reporter.flush()
+	return ExitCode(s.status)
+}
+
+// ExitCode converts a wait status to a shell-style exit code.
+func ExitCode(ws unix.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return 255
+}

@@ -1,0 +1,145 @@
+package supervisor
+
+import (
+	"errors"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/policy"
+)
+
+// liveWorld is the policy.World of one notification: it reads /proc through
+// the ownership tree and pins each process it looks up with a pidfd opened
+// before the process's stat line is read, so that the decided target can be
+// re-validated before the syscall is let through. One liveWorld serves one
+// receive worker and is reset between notifications.
+type liveWorld struct {
+	tree *ownership.Tree
+	fs   procfs.FS
+	// looked holds this notification's lookups, with their pidfds (-1: none).
+	looked []pinned
+}
+
+type pinned struct {
+	t     policy.Target
+	pidfd int
+}
+
+func newLiveWorld(tree *ownership.Tree, fs procfs.FS) *liveWorld {
+	return &liveWorld{tree: tree, fs: fs, looked: make([]pinned, 0, 4)}
+}
+
+// reset closes the pidfds of the previous notification.
+func (w *liveWorld) reset() {
+	for _, p := range w.looked {
+		if p.pidfd >= 0 {
+			unix.Close(p.pidfd)
+		}
+	}
+	w.looked = w.looked[:0]
+}
+
+// Lookup implements policy.World.
+func (w *liveWorld) Lookup(pid int) (policy.Target, error) {
+	for _, p := range w.looked {
+		if p.t.Pid == pid {
+			return p.t, nil
+		}
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		fd = -1
+		if errors.Is(err, unix.ESRCH) {
+			t := policy.Target{Pid: pid, Rel: ownership.Gone}
+			w.looked = append(w.looked, pinned{t: t, pidfd: -1})
+			return t, nil
+		}
+		// EINVAL: pid names a thread that is not a group leader; it is
+		// classified all the same, without a pin.
+	}
+	rel, st, err := w.tree.Classify(pid)
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return policy.Target{Pid: pid}, err
+	}
+	t := policy.Target{Pid: pid, Comm: st.Comm, StartTime: st.StartTime, PPid: st.PPid, Pgrp: st.Pgrp, Rel: rel}
+	w.looked = append(w.looked, pinned{t: t, pidfd: fd})
+	return t, nil
+}
+
+// stillThere re-validates a pinned target: true while the process the pidfd
+// was opened on has not been reaped, so its pid cannot have been reused.
+func (w *liveWorld) stillThere(pid int) bool {
+	for _, p := range w.looked {
+		if p.t.Pid != pid {
+			continue
+		}
+		if p.pidfd < 0 {
+			// No pin was possible: compare the start time again instead.
+			st, err := w.fs.Stat(pid)
+			return err == nil && st.StartTime == p.t.StartTime
+		}
+		err := unix.PidfdSendSignal(p.pidfd, 0, nil, 0)
+		return !errors.Is(err, unix.ESRCH)
+	}
+	return false
+}
+
+// ThreadOf implements policy.World.
+func (w *liveWorld) ThreadOf(tid, pid int) bool {
+	if tid == pid {
+		return true
+	}
+	var st unix.Stat_t
+	return unix.Stat(w.fs.Root+"/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid), &st) == nil
+}
+
+// Tgid implements policy.World.
+func (w *liveWorld) Tgid(tid int) (int, error) {
+	pid, err := w.fs.Tgid(tid)
+	if errors.Is(err, procfs.ErrNotFound) {
+		return 0, nil
+	}
+	return pid, err
+}
+
+// Group implements policy.World.
+func (w *liveWorld) Group(pgid int) ([]policy.Target, error) {
+	sts, err := w.fs.GroupMembers(pgid)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]policy.Target, 0, len(sts))
+	for _, st := range sts {
+		rel, err := w.tree.ClassifyStat(st)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, policy.Target{Pid: st.Pid, Comm: st.Comm, StartTime: st.StartTime, PPid: st.PPid, Pgrp: st.Pgrp, Rel: rel})
+	}
+	return out, nil
+}
+
+// FdPid implements policy.World.
+func (w *liveWorld) FdPid(tid, fd int) (int, error) { return w.fs.FdPid(tid, fd) }
+
+// Root implements policy.World.
+func (w *liveWorld) Root() int { return w.tree.Root().Pid }
+
+// Owned implements policy.World.
+func (w *liveWorld) Owned(max int) []policy.Target {
+	ids, err := w.tree.Owned(max)
+	if err != nil {
+		return nil
+	}
+	out := make([]policy.Target, len(ids))
+	for i, id := range ids {
+		out[i] = policy.Target{Pid: id.Pid, Comm: id.Comm, StartTime: id.StartTime, Rel: ownership.Owned}
+	}
+	return out
+}

@@ -1,0 +1,205 @@
+package test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bins holds the binaries built once for the whole package.
+var bins struct {
+	dir, paddock, helper string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "paddock-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bins.dir = dir
+	bins.paddock = filepath.Join(dir, "paddock")
+	bins.helper = filepath.Join(dir, "agenthelper")
+	for out, pkg := range map[string]string{bins.paddock: "../cmd/paddock", bins.helper: "./agenthelper"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, b)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// requireSeccompNotify skips when the kernel cannot give paddock a listener.
+func requireSeccompNotify(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err != nil || !bytes.Contains(b, []byte("user_notif")) {
+		t.Skipf("needs seccomp user notification (actions_avail: %q): %v", b, err)
+	}
+}
+
+// proc is a process the test started, with a way to tell whether it is still alive.
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startForeign starts a process outside paddock; the test kills it at the end.
+func startForeign(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start foreign %s: %v", name, err)
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// alive reports whether the process is still running (not exited, not a zombie).
+func (p *proc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	case <-time.After(50 * time.Millisecond):
+		return true
+	}
+}
+
+// result is what one paddock run produced.
+type result struct {
+	stdout, stderr string
+	code           int
+	journal        string
+}
+
+// paddockCmd prepares `paddock run --journal J ARGS...`.
+func paddockCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	journal := filepath.Join(t.TempDir(), "journal.jsonl")
+	full := append([]string{"run", "--journal", journal, "--log-format", "json"}, args...)
+	cmd := exec.Command(bins.paddock, full...)
+	cmd.Env = append(os.Environ(), "AGENTHELPER="+bins.helper, "PADDOCK="+bins.paddock)
+	return cmd, journal
+}
+
+// runPaddock runs paddock to completion (at most a minute).
+func runPaddock(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd, journal := paddockCmd(t, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("paddock %q did not finish in a minute\nstdout:\n%s\nstderr:\n%s", args, out.String(), errb.String())
+	}
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.code = 128 + int(ws.Signal())
+		}
+	default:
+		t.Fatalf("paddock %q: %v", args, err)
+	}
+	if b, err := os.ReadFile(journal); err == nil {
+		r.journal = string(b)
+	}
+	return r
+}
+
+// sh runs a shell script under paddock.
+func sh(t *testing.T, script string) result {
+	t.Helper()
+	return runPaddock(t, "--", "bash", "-c", script)
+}
+
+// records parses the journal's JSON lines.
+func (r result) records(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(r.journal))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("journal line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// denial finds the signal_denied record aimed at target.
+func (r result) denial(t *testing.T, target int) map[string]any {
+	t.Helper()
+	for _, rec := range r.records(t) {
+		if rec["action"] == "signal_denied" && rec["target"] == float64(target) {
+			return rec
+		}
+	}
+	t.Fatalf("journal has no signal_denied record for target %d:\n%s", target, r.journal)
+	return nil
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pidAlive reports whether pid exists and is not a zombie.
+func pidAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+}

@@ -1,0 +1,377 @@
+package test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestForeignSurvivesEverySignalPath: a process the test started outside
+// paddock must survive each way an agent can aim a signal at it, each refusal
+// must fail with EPERM, show the message on the caller's stderr, and leave a
+// journal record.
+func TestForeignSurvivesEverySignalPath(t *testing.T) {
+	requireSeccompNotify(t)
+	tests := []struct {
+		name   string
+		script string // $F is the foreign pid
+		stdout string // what the agent must print (its own view of the refusal)
+		sys    string // syscall named in the journal
+	}{
+		{"bash builtin kill", `kill -TERM $F; echo rc=$?`, "rc=1", "kill"},
+		{"/bin/kill", `/bin/kill -KILL $F; echo rc=$?`, "rc=1", "kill"},
+		{"python os.kill", `python3 -c 'import os,sys
+try:
+    os.kill(int(sys.argv[1]), 15)
+except PermissionError as e:
+    print("PermissionError", e.errno)' $F`, "PermissionError 1", "kill"},
+		{"tgkill", `$AGENTHELPER tgkill $F $F 15`, "err EPERM", "tgkill"},
+		{"tkill", `$AGENTHELPER tkill $F 9`, "err EPERM", "tkill"},
+		{"rt_sigqueueinfo", `$AGENTHELPER sigqueue $F 10`, "err EPERM", "rt_sigqueueinfo"},
+		{"rt_tgsigqueueinfo", `$AGENTHELPER tgsigqueue $F $F 10`, "err EPERM", "rt_tgsigqueueinfo"},
+		{"pidfd_send_signal", `$AGENTHELPER pidfd $F 9`, "err EPERM", "pidfd_send_signal"},
+		{"ptrace attach", `$AGENTHELPER ptrace-attach $F`, "err EPERM", "ptrace"},
+		{"process_vm_writev", `$AGENTHELPER vmwrite $F`, "err EPERM", "process_vm_writev"},
+		{"pidfd_getfd", `$AGENTHELPER pidfd-getfd $F 0`, "err EPERM", "pidfd_getfd"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.script, "python3") {
+				if _, err := exec.LookPath("python3"); err != nil {
+					t.Skipf("needs python3: %v", err)
+				}
+			}
+			f := startForeign(t, "sleep", "300")
+			r := sh(t, "F="+itoa(f.pid())+"; "+tc.script)
+			if !f.alive() {
+				t.Fatalf("foreign process %d died\n%s", f.pid(), r)
+			}
+			if !strings.Contains(r.stdout, tc.stdout) {
+				t.Errorf("agent output lacks %q\n%s", tc.stdout, r)
+			}
+			for _, want := range []string{"paddock refused", "pid " + itoa(f.pid()) + " (sleep)", "not owned by this session", "paddock adopt " + itoa(f.pid())} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("caller's stderr lacks %q\n%s", want, r)
+				}
+			}
+			rec := r.denial(t, f.pid())
+			if rec["syscall"] != tc.sys || rec["rule"] != "not_owned" || !strings.Contains(rec["message"].(string), "not owned by this session") {
+				t.Errorf("journal record = %v; want syscall %s, rule not_owned", rec, tc.sys)
+			}
+			for _, k := range []string{"ts", "pid", "signal"} {
+				if _, ok := rec[k]; !ok {
+					t.Errorf("journal record lacks %q: %v", k, rec)
+				}
+			}
+		})
+	}
+}
+
+// TestSignalZeroProbeIsAllowed: an existence probe delivers nothing and works
+// on every target, foreign ones included.
+func TestSignalZeroProbeIsAllowed(t *testing.T) {
+	requireSeccompNotify(t)
+	f := startForeign(t, "sleep", "300")
+	r := sh(t, "kill -0 "+itoa(f.pid())+" && echo probe=ok; $AGENTHELPER pidfd "+itoa(f.pid())+" 0")
+	if !strings.Contains(r.stdout, "probe=ok\nok") || r.code != 0 {
+		t.Fatalf("signal 0 probe refused\n%s", r)
+	}
+	if strings.Contains(r.stderr, "refused") {
+		t.Fatalf("a probe was reported as a refusal\n%s", r)
+	}
+}
+
+// TestOwnedProcessesCanBeSignalled: children, threads' syscalls and a daemon
+// that double-forked out of the agent's tree remain the agent's to signal.
+func TestOwnedProcessesCanBeSignalled(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "daemon.pid")
+	script := `
+sleep 300 & c=$!
+kill -TERM $c; wait $c; echo child=$?
+sleep 300 & c=$!
+$AGENTHELPER tgkill $c $c 15; wait $c; echo tgkill=$?
+sleep 300 & c=$!
+$AGENTHELPER pidfd $c 9; wait $c; echo pidfd=$?
+sleep 300 & c=$!
+$AGENTHELPER sigqueue $c 15; wait $c; echo sigqueue=$?
+setsid sh -c 'sleep 300 & echo $! > ` + pidfile + `' < /dev/null > /dev/null 2>&1
+while [ ! -s ` + pidfile + ` ]; do sleep 0.01; done
+d=$(cat ` + pidfile + `)
+while [ "$(awk '{print $4}' /proc/$d/stat)" != "$PPID" ]; do sleep 0.01; done
+echo daemon-parent=paddock
+kill -TERM $d && echo daemon=signalled
+while kill -0 $d 2>/dev/null; do sleep 0.01; done; echo daemon=gone
+`
+	r := sh(t, script)
+	for _, want := range []string{"child=143", "tgkill=143", "pidfd=137", "sigqueue=143", "daemon-parent=paddock", "daemon=signalled", "daemon=gone"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("agent output lacks %q\n%s", want, r)
+		}
+	}
+	if strings.Contains(r.stderr, "refused") {
+		t.Errorf("an owned process was refused\n%s", r)
+	}
+}
+
+// TestPkillMatchingOwnedAndForeign: pkill -f PATTERN whose pattern matches an
+// owned process, a foreign one and the agent's own command line kills only
+// the owned one.
+func TestPkillMatchingOwnedAndForeign(t *testing.T) {
+	requireSeccompNotify(t)
+	marker := "paddock-pkill-marker-" + itoa(os.Getpid())
+	f := startForeign(t, "sh", "-c", "sleep 300; : "+marker)
+	r := sh(t, `sh -c 'sleep 300; : `+marker+`' & o=$!
+sleep 0.2
+pkill -f `+marker+`; echo pkill=$?
+wait $o; echo owned=$?
+echo agent-survived`)
+	if !f.alive() {
+		t.Fatalf("foreign process matching the pattern died\n%s", r)
+	}
+	for _, want := range []string{"owned=143", "agent-survived"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("agent output lacks %q\n%s", want, r)
+		}
+	}
+	if !strings.Contains(r.stderr, "not owned by this session") || !strings.Contains(r.stderr, "critical session lifeline") {
+		t.Errorf("expected refusals for the foreign process and the agent itself\n%s", r)
+	}
+	r.denial(t, f.pid())
+}
+
+// TestKillMinusOneInPidNamespace: kill -9 -1 from the agent is refused. It runs
+// inside a private PID namespace, so a failed guard could only hurt processes
+// of that namespace; one of them, started outside paddock, must survive.
+func TestKillMinusOneInPidNamespace(t *testing.T) {
+	requireSeccompNotify(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("needs unshare: %v", err)
+	}
+	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run(); err != nil {
+		t.Skipf("needs PID namespaces (unshare --pid --fork --mount-proc): %v", err)
+	}
+	journal := filepath.Join(t.TempDir(), "j.jsonl")
+	script := `sleep 300 & f=$!
+"$PADDOCK" run --journal ` + journal + ` -- bash -c 'sleep 300 & kill -9 -1; echo rc=$?'
+echo paddock=$?
+kill -0 $f && echo foreign=alive
+kill $f`
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", script)
+	cmd.Env = append(os.Environ(), "PADDOCK="+bins.paddock)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"rc=1", "paddock=0", "foreign=alive", "kill -1 addresses every process"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+	j, _ := os.ReadFile(journal)
+	if !strings.Contains(string(j), `"rule":"broadcast"`) {
+		t.Errorf("journal lacks the broadcast refusal:\n%s", j)
+	}
+}
+
+// TestSupervisorIsOutOfReach: the agent cannot signal, ptrace or write into
+// the paddock supervisor (its parent), nor read its memory through /proc.
+func TestSupervisorIsOutOfReach(t *testing.T) {
+	requireSeccompNotify(t)
+	r := sh(t, `kill -9 $PPID; echo kill=$?
+$AGENTHELPER ptrace-attach $PPID
+$AGENTHELPER vmwrite $PPID
+$AGENTHELPER pidfd $PPID 9
+echo still-supervised`)
+	if r.code != 0 || !strings.Contains(r.stdout, "kill=1\nerr EPERM\nerr EPERM\nerr EPERM\nstill-supervised") {
+		t.Fatalf("the agent reached its supervisor\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "critical session lifeline (paddock supervisor)") {
+		t.Errorf("message does not name the supervisor as a lifeline\n%s", r)
+	}
+}
+
+// TestSupervisorIsNotDumpable: /proc/SUPERVISOR/environ and mem are closed
+// to the agent even when both run as the same unprivileged user, because the
+// supervisor marks itself non-dumpable. (Run as nobody through setpriv.)
+func TestSupervisorIsNotDumpable(t *testing.T) {
+	requireSeccompNotify(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to switch to an unprivileged user with setpriv")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skipf("needs setpriv: %v", err)
+	}
+	dir := t.TempDir()
+	for _, d := range []string{dir, bins.dir} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := `cat /proc/$PPID/environ > /dev/null && echo environ=readable || echo environ=closed
+cat /proc/$$/environ > /dev/null && echo own=readable`
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		bins.paddock, "run", "--journal", filepath.Join(dir, "j.jsonl"), "--", "sh", "-c", script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "environ=closed") || !strings.Contains(string(out), "own=readable") {
+		t.Fatalf("the agent could read its supervisor's /proc files, or not even its own:\n%s", out)
+	}
+}
+
+// childOf returns the first child of pid, or 0.
+func childOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + itoa(pid) + "/task/" + itoa(pid) + "/children")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range f[0] {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// TestSupervisorKilledFromOutside: SIGKILL to the supervisor leaves a foreign
+// process alive, kills the agent root, and leaves whatever the agent started
+// unable to signal anything (trapped syscalls fail closed with ENOSYS).
+func TestSupervisorKilledFromOutside(t *testing.T) {
+	requireSeccompNotify(t)
+	f := startForeign(t, "sleep", "300")
+	out := filepath.Join(t.TempDir(), "orphan.out")
+	cmd, _ := paddockCmd(t, "--", "bash", "-c",
+		`(sleep 1; kill -TERM `+itoa(f.pid())+` 2>&1; echo rc=$? ) > `+out+` 2>&1 &
+exec sleep 300`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	var root int
+	waitFor(t, "agent root", func() bool {
+		root = childOf(cmd.Process.Pid)
+		if root == 0 {
+			return false
+		}
+		b, _ := os.ReadFile("/proc/" + itoa(root) + "/comm")
+		return strings.TrimSpace(string(b)) == "sleep"
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	waitFor(t, "agent root to die with its supervisor", func() bool { return !pidAlive(root) })
+	waitFor(t, "the orphan's kill attempt", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), "rc=")
+	})
+	b, _ := os.ReadFile(out)
+	if !f.alive() {
+		t.Fatalf("foreign process died after the supervisor was killed; orphan said: %s", b)
+	}
+	if strings.Contains(string(b), "rc=0") {
+		t.Fatalf("the orphan's kill succeeded without a supervisor: %s", b)
+	}
+	if !strings.Contains(string(b), "not implemented") {
+		t.Errorf("want ENOSYS (Function not implemented) for trapped syscalls without a supervisor, got: %s", b)
+	}
+}
+
+// TestExitStatusAndSignalForwarding pins the exit contract: CMD's status, or
+// 128+N when CMD died of signal N, and paddock's signals reach CMD.
+func TestExitStatusAndSignalForwarding(t *testing.T) {
+	requireSeccompNotify(t)
+	if r := sh(t, "exit 3"); r.code != 3 {
+		t.Errorf("exit 3: got %d\n%s", r.code, r)
+	}
+	if r := sh(t, "kill -TERM $$"); r.code != 143 {
+		t.Errorf("agent killed by SIGTERM: got %d, want 143\n%s", r.code, r)
+	}
+	if r := runPaddock(t, "--", "/nonexistent/cmd"); r.code != 127 {
+		t.Errorf("missing command: got %d, want 127\n%s", r.code, r)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1} {
+		cmd, _ := paddockCmd(t, "--", "sleep", "300")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "agent started", func() bool { return childOf(cmd.Process.Pid) > 0 && commOf(childOf(cmd.Process.Pid)) == "sleep" })
+		_ = cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 128+int(sig) {
+			t.Errorf("%v to paddock: exit %d, want %d (%v)", sig, code, 128+int(sig), err)
+		}
+	}
+}
+
+func commOf(pid int) string {
+	b, _ := os.ReadFile("/proc/" + itoa(pid) + "/comm")
+	return strings.TrimSpace(string(b))
+}
+
+// TestI386KillDecidedLikeNative: on amd64, kill through int 0x80 (the i386
+// ABI) is refused on a foreign process and allowed on an owned one.
+func TestI386KillDecidedLikeNative(t *testing.T) {
+	requireSeccompNotify(t)
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("needs amd64 for int 0x80, have %s", runtime.GOARCH)
+	}
+	// Probe: does this machine run int 0x80 at all (IA32 emulation on, and a
+	// hypervisor that passes it through)?
+	probe := exec.Command(bins.helper, "int80-kill", itoa(os.Getpid()), "0")
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Skipf("needs IA32 emulation reachable through int 0x80; the probe failed here: %v: %.200s", err, out)
+	}
+	f := startForeign(t, "sleep", "300")
+	r := sh(t, "$AGENTHELPER int80-kill "+itoa(f.pid())+` 9
+sleep 300 & c=$!; $AGENTHELPER int80-kill $c 15; wait $c; echo owned=$?`)
+	if !f.alive() {
+		t.Fatalf("foreign died to an i386 kill\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "err EPERM") || !strings.Contains(r.stdout, "owned=143") {
+		t.Fatalf("i386 kill not decided like the native one\n%s", r)
+	}
+	if rec := r.denial(t, f.pid()); rec["abi"] != "i386" {
+		t.Errorf("journal record abi = %v, want i386", rec["abi"])
+	}
+}
+
+// TestRefusalStormIsSummarised: many refusals to one caller do not flood its
+// stderr; each is still journaled.
+func TestRefusalStormIsSummarised(t *testing.T) {
+	requireSeccompNotify(t)
+	f := startForeign(t, "sleep", "300")
+	r := sh(t, "for i in $(seq 50); do kill -TERM "+itoa(f.pid())+" 2>/dev/null; done; kill -TERM "+itoa(f.pid())+"; true")
+	if !f.alive() {
+		t.Fatal("foreign died")
+	}
+	n := 0
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(line, "paddock refused") { // the caller's copy, not paddock's JSON log
+			n++
+		}
+	}
+	if n == 0 || n > 20 {
+		t.Errorf("caller stderr holds %d refusal messages; want some, but not one per refusal", n)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if got := strings.Count(r.journal, `"action":"signal_denied"`); got != 51 {
+		t.Errorf("journal holds %d refusals, want 51", got)
+	}
+}
