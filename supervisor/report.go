@@ -17,9 +17,9 @@ type refusal struct {
 	// flushed, when set, marks a flush request instead of a refusal.
 	flushed chan struct{}
 	when    time.Time
-	caller int
-	abi    string
-	d      policy.Decision
+	caller  int
+	abi     string
+	d       policy.Decision
 }
 
 // reporter takes refusals off the notify loop: the loop only enqueues, and a
