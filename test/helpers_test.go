@@ -103,6 +103,8 @@ func paddockCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
 	full := append([]string{"run", "--journal", journal, "--log-format", "json"}, args...)
 	cmd := exec.Command(bins.paddock, full...)
 	cmd.Env = append(os.Environ(), "AGENTHELPER="+bins.helper, "PADDOCK="+bins.paddock)
+	// Something the agent left running may hold the output pipes open.
+	cmd.WaitDelay = 2 * time.Second
 	return cmd, journal
 }
 

@@ -108,7 +108,17 @@ echo daemon-parent=paddock
 kill -TERM $d && echo daemon=signalled
 while kill -0 $d 2>/dev/null; do sleep 0.01; done; echo daemon=gone
 `
+	if _, err := exec.LookPath("python3"); err == nil {
+		script += `sleep 300 & c=$!
+python3 -c 'import os,sys; os.kill(int(sys.argv[1]), 15)' $c && echo python=sent; wait $c; echo python=$?
+`
+	} else {
+		t.Logf("python3 not found, skipping its case: %v", err)
+	}
 	r := sh(t, script)
+	if strings.Contains(script, "python3") && !strings.Contains(r.stdout, "python=sent\npython=143") {
+		t.Errorf("python os.kill on an owned child was not delivered\n%s", r)
+	}
 	for _, want := range []string{"child=143", "tgkill=143", "pidfd=137", "sigqueue=143", "daemon-parent=paddock", "daemon=signalled", "daemon=gone"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("agent output lacks %q\n%s", want, r)
@@ -146,6 +156,41 @@ echo agent-survived`)
 	r.denial(t, f.pid())
 }
 
+// TestKillallMatchingOwnedAndForeign: killall NAME, where NAME is the comm of
+// an owned and a foreign process, kills only the owned one.
+func TestKillallMatchingOwnedAndForeign(t *testing.T) {
+	requireSeccompNotify(t)
+	if _, err := exec.LookPath("killall"); err != nil {
+		t.Skipf("needs killall (psmisc): %v", err)
+	}
+	sleepPath, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// comm is the executable's name (at most 15 bytes): a private copy of sleep.
+	name := "pdk-kall-" + itoa(os.Getpid()%100000)
+	bin := filepath.Join(t.TempDir(), name)
+	data, err := os.ReadFile(sleepPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := startForeign(t, bin, "300")
+	r := sh(t, bin+` 300 & o=$!
+sleep 0.1
+killall `+name+`; echo killall=$?
+wait $o; echo owned=$?`)
+	if !f.alive() {
+		t.Fatalf("foreign process named %s died\n%s", name, r)
+	}
+	if !strings.Contains(r.stdout, "owned=143") {
+		t.Errorf("the owned process was not killed\n%s", r)
+	}
+	r.denial(t, f.pid())
+}
+
 // TestKillMinusOneInPidNamespace: kill -9 -1 from the agent is refused. It runs
 // inside a private PID namespace, so a failed guard could only hurt processes
 // of that namespace; one of them, started outside paddock, must survive.
@@ -159,7 +204,7 @@ func TestKillMinusOneInPidNamespace(t *testing.T) {
 	}
 	journal := filepath.Join(t.TempDir(), "j.jsonl")
 	script := `sleep 300 & f=$!
-"$PADDOCK" run --journal ` + journal + ` -- bash -c 'sleep 300 & kill -9 -1; echo rc=$?'
+"$PADDOCK" run --journal ` + journal + ` -- bash -c 'sleep 300 & kill -9 -1; echo rc=$?; kill -TERM 1; echo pid1=$?'
 echo paddock=$?
 kill -0 $f && echo foreign=alive
 kill $f`
@@ -169,7 +214,7 @@ kill $f`
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"rc=1", "paddock=0", "foreign=alive", "kill -1 addresses every process"} {
+	for _, want := range []string{"rc=1", "pid1=1", "paddock=0", "foreign=alive", "kill -1 addresses every process", "critical session lifeline (PID 1)"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q\n%s", want, out)
 		}

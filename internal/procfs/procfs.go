@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -181,10 +182,12 @@ func (fs FS) Tgid(tid int) (int, error) {
 	return strconv.Atoi(v)
 }
 
-// FdPid returns the pid that file descriptor fd of process pid refers to,
-// read from the "Pid:" line of /proc/PID/fdinfo/FD, as pidfd_send_signal and
-// pidfd_getfd resolve it. It returns -1 for a pidfd whose process has been
-// reaped, and an error when fd is not a pidfd.
+// FdPid returns the pid that file descriptor fd of process pid designates
+// to pidfd_send_signal: for a pidfd, the "Pid:" line of /proc/PID/fdinfo/FD
+// (-1 once the process has been reaped); for an open /proc/N directory (which
+// pidfd_send_signal also accepts, and killall uses), N, provided the
+// directory is the one this FS shows for N (same device and inode), else -1
+// (that process is gone). Any other descriptor is an error wrapping ErrNotPidfd.
 func (fs FS) FdPid(pid, fd int) (int, error) {
 	var buf [2048]byte
 	p := fs.path(pid, "fdinfo/"+strconv.Itoa(fd))
@@ -192,7 +195,50 @@ func (fs FS) FdPid(pid, fd int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return ParseFdinfoPid(buf[:n])
+	target, err := ParseFdinfoPid(buf[:n])
+	if !errors.Is(err, ErrNotPidfd) {
+		return target, err
+	}
+	return fs.procDirPid(pid, fd)
+}
+
+// procDirPid resolves a descriptor open on a /proc/N directory.
+func (fs FS) procDirPid(pid, fd int) (int, error) {
+	link := fs.path(pid, "fd/"+strconv.Itoa(fd))
+	var lbuf [256]byte
+	n, err := unix.Readlink(link, lbuf[:])
+	if err != nil {
+		return 0, fmt.Errorf("readlink %s: %w", link, err)
+	}
+	// A directory of an exited process reads "/proc/N (deleted)".
+	dest := strings.TrimSuffix(string(lbuf[:n]), " (deleted)")
+	slash := strings.LastIndexByte(dest, '/')
+	num, err := strconv.Atoi(dest[slash+1:])
+	if slash < 0 || err != nil || num <= 0 {
+		return 0, fmt.Errorf("descriptor %d of pid %d (%s): %w", fd, pid, dest, ErrNotPidfd)
+	}
+	var held, ours unix.Stat_t
+	if err := unix.Stat(link, &held); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", link, err)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(link, &sfs); err != nil || sfs.Type != unix.PROC_SUPER_MAGIC || held.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return 0, fmt.Errorf("descriptor %d of pid %d (%s): %w", fd, pid, dest, ErrNotPidfd)
+	}
+	if err := unix.Stat(fs.Root+"/"+strconv.Itoa(num), &ours); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return -1, nil
+		}
+		return 0, fmt.Errorf("stat %s/%d: %w", fs.Root, num, err)
+	}
+	if held.Dev != ours.Dev {
+		return 0, fmt.Errorf("descriptor %d of pid %d is a /proc directory of another proc mount (%s): %w", fd, pid, dest, ErrNotPidfd)
+	}
+	if held.Ino != ours.Ino {
+		// The directory held open belongs to an exited process whose pid was reused.
+		return -1, nil
+	}
+	return num, nil
 }
 
 // ErrNotPidfd reports an fdinfo without a Pid: line: the descriptor is not a pidfd.

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStat(t *testing.T) {
@@ -96,5 +99,48 @@ func TestRealProc(t *testing.T) {
 	}
 	if _, err := fs.Stat(1 << 30); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Stat of absent pid: err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestFdPidOfProcDirAndPidfd(t *testing.T) {
+	fs := Default()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	pid := cmd.Process.Pid
+	dir, err := os.Open("/proc/" + strconv.Itoa(pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Skipf("needs pidfd_open: %v", err)
+	}
+	defer unix.Close(pidfd)
+	plain, err := os.Open("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	self := os.Getpid()
+	if got, err := fs.FdPid(self, int(dir.Fd())); err != nil || got != pid {
+		t.Errorf("FdPid(/proc/%d dir) = %d, %v; want %d", pid, got, err, pid)
+	}
+	if got, err := fs.FdPid(self, pidfd); err != nil || got != pid {
+		t.Errorf("FdPid(pidfd) = %d, %v; want %d", got, err, pid)
+	}
+	if _, err := fs.FdPid(self, int(plain.Fd())); !errors.Is(err, ErrNotPidfd) {
+		t.Errorf("FdPid(/dev/null) err = %v, want ErrNotPidfd", err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if got, err := fs.FdPid(self, int(dir.Fd())); err != nil || got != -1 {
+		t.Errorf("FdPid(dir of reaped process) = %d, %v; want -1", got, err)
+	}
+	if got, err := fs.FdPid(self, pidfd); err != nil || got != -1 {
+		t.Errorf("FdPid(pidfd of reaped process) = %d, %v; want -1", got, err)
 	}
 }

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# bench/run.sh: builds paddock and the benchmark helpers, runs each workload
+# bare and under `paddock run` alternately (A B A B ...), and prints a
+# markdown table (also written to bench/out/results.md).
+#
+# Run from anywhere:  bench/run.sh
+# Knobs (environment):
+#   PAIRS=5            bare/paddock pairs per workload (at least 5 recommended)
+#   KILL_N=20000       kill() calls per hot-loop run
+#   SPACED_N=3000      kill() calls per spaced run (300 us apart)
+#   FORKEXEC_N=1500    fork+exec of /bin/true per forkexec run
+#   STARTUP_RUNS=30    bare/paddock pairs of `true` for the startup figure
+#
+# Needs: go, gcc, python3 (statistics only). Linux with seccomp user
+# notification; the supervised runs fail loudly if paddock cannot start.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out=$root/bench/out
+mkdir -p "$out"
+
+PAIRS=${PAIRS:-5}
+KILL_N=${KILL_N:-20000}
+SPACED_N=${SPACED_N:-3000}
+FORKEXEC_N=${FORKEXEC_N:-1500}
+STARTUP_RUNS=${STARTUP_RUNS:-30}
+
+die() {
+	echo "bench/run.sh: $*" >&2
+	exit 1
+}
+
+command -v go >/dev/null || die "go not found"
+command -v gcc >/dev/null || die "gcc not found"
+command -v python3 >/dev/null || die "python3 not found (used for the statistics)"
+
+echo "building paddock and killloop ..." >&2
+CGO_ENABLED=0 go build -o "$out/paddock" ./cmd/paddock
+gcc -O2 -Wall -o "$out/killloop" bench/killloop.c
+
+journal=$out/j.jsonl
+rm -f "$journal"
+pd=("$out/paddock" run --no-notify-stderr --log-level error --journal "$journal" --)
+truebin=$(type -P true) || die "no true binary on PATH"
+
+# Sanity: paddock must actually supervise (a failed start would make every
+# "paddock" number a bare number).
+"${pd[@]}" "$truebin" || die "paddock run -- true failed"
+
+# now: sets $now to nanoseconds, without forking when bash has EPOCHREALTIME
+# (a $(...) would fork a subshell inside the timed interval).
+if [[ -n ${EPOCHREALTIME:-} ]]; then
+	now() {
+		local t=$EPOCHREALTIME
+		now=${t/[.,]/}000
+	}
+else
+	now() { now=$(date +%s%N); }
+fi
+
+# Raw samples, one "workload<TAB>mode<TAB>value" line each.
+samples=$out/samples.tsv
+: >"$samples"
+rec() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$samples"; }
+
+# field NAME LINE: the value of NAME=... in killloop's output.
+field() {
+	local name=$1 line=$2
+	[[ $line =~ (^|[[:space:]])$name=([0-9.]+) ]] || die "no $name in killloop output: $line"
+	echo "${BASH_REMATCH[2]}"
+}
+
+# run_mode MODE CMD...: runs CMD bare or under paddock.
+run_mode() {
+	local mode=$1
+	shift
+	if [[ $mode == paddock ]]; then
+		"${pd[@]}" "$@"
+	else
+		"$@"
+	fi
+}
+
+echo "(a) hot kill loop: $PAIRS pairs of $KILL_N kill(child, SIGCONT) ..." >&2
+for ((i = 0; i < PAIRS; i++)); do
+	for mode in bare paddock; do
+		line=$(run_mode "$mode" "$out/killloop" "$KILL_N") || die "killloop ($mode) failed"
+		ns=$(field ns_per_op "$line")
+		rec hot "$mode" "$(python3 -c "print($ns/1000)")"
+	done
+done
+
+echo "(b) spaced kill: $PAIRS pairs of $SPACED_N calls 300 us apart ..." >&2
+for ((i = 0; i < PAIRS; i++)); do
+	for mode in bare paddock; do
+		line=$(run_mode "$mode" "$out/killloop" "$SPACED_N" spaced) || die "killloop spaced ($mode) failed"
+		rec spaced_p50 "$mode" "$(field p50_us "$line")"
+		rec spaced_p99 "$mode" "$(field p99_us "$line")"
+	done
+done
+
+echo "(c) forkexec: $PAIRS pairs of $FORKEXEC_N fork+exec of /bin/true ..." >&2
+for ((i = 0; i < PAIRS; i++)); do
+	for mode in bare paddock; do
+		now
+		t0=$now
+		run_mode "$mode" /bin/sh bench/forkexec.sh "$FORKEXEC_N" || die "forkexec.sh ($mode) failed"
+		now
+		t1=$now
+		ms=$(((t1 - t0) / 1000000))
+		rec forkexec "$mode" "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
+	done
+done
+
+echo "(d) startup: $STARTUP_RUNS pairs of true vs paddock run -- true ..." >&2
+for ((i = 0; i < STARTUP_RUNS; i++)); do
+	for mode in bare paddock; do
+		now
+		t0=$now
+		run_mode "$mode" "$truebin" || die "true ($mode) failed"
+		now
+		t1=$now
+		us=$(((t1 - t0) / 1000))
+		rec startup "$mode" "$(printf '%d.%03d' $((us / 1000)) $((us % 1000)))"
+	done
+done
+
+# Machine facts for the report header.
+cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+kernel=$(uname -r)
+ncpu=$(nproc)
+
+python3 - "$samples" "$out/results.md" "$kernel" "$ncpu" "$cpu" "$PAIRS" "$KILL_N" "$SPACED_N" "$FORKEXEC_N" "$STARTUP_RUNS" <<'PY'
+import statistics, sys
+
+samples, dest, kernel, ncpu, cpu, pairs, kill_n, spaced_n, fe_n, st_runs = sys.argv[1:]
+vals = {}
+for line in open(samples):
+    w, mode, v = line.rstrip("\n").split("\t")
+    vals.setdefault((w, mode), []).append(float(v))
+
+def med(w, m):
+    return statistics.median(vals[(w, m)])
+
+def spread(w, m):
+    xs = vals[(w, m)]
+    return "%.2f-%.2f" % (min(xs), max(xs))
+
+# workload, label, unit, target description, check(bare, paddock) -> bool
+rows = [
+    ("hot", "(a) hot kill loop, %s calls" % kill_n, "us/op",
+     "about 10 us/op supervised", lambda b, p: p <= 10.0),
+    ("spaced_p50", "(b) spaced kill p50, %s calls 300 us apart" % spaced_n, "us",
+     "p50 <= 30 us supervised", lambda b, p: p <= 30.0),
+    ("spaced_p99", "(b) spaced kill p99", "us", "none (reference)", None),
+    ("forkexec", "(c) forkexec.sh, %s x /bin/true" % fe_n, "s",
+     "<= 1.05x", lambda b, p: p / b <= 1.05),
+    ("startup", "(d) startup, true, %s runs each" % st_runs, "ms",
+     "< 10 ms added", lambda b, p: p - b < 10.0),
+]
+
+lines = []
+lines.append("Machine: %s, %s CPUs, Linux %s; %s pairs per workload, bare and paddock alternating." % (cpu, ncpu, kernel, pairs))
+lines.append("")
+lines.append("| workload | unit | bare median | paddock median | ratio | added | bare spread (min-max) | paddock spread (min-max) | target | met |")
+lines.append("|---|---|---:|---:|---:|---:|---|---|---|---|")
+for w, label, unit, target, check in rows:
+    b, p = med(w, "bare"), med(w, "paddock")
+    met = "-" if check is None else ("yes" if check(b, p) else "**no**")
+    lines.append("| %s | %s | %.2f | %.2f | %.2fx | %+.2f | %s | %s | %s | %s |" % (
+        label, unit, b, p, p / b if b else float("nan"), p - b,
+        spread(w, "bare"), spread(w, "paddock"), target, met))
+text = "\n".join(lines) + "\n"
+sys.stdout.write(text)
+with open(dest, "w") as f:
+    f.write(text)
+PY
+echo "raw samples: bench/out/samples.tsv; table: bench/out/results.md" >&2
