@@ -91,8 +91,9 @@ type Tree struct {
 	supervisor Identity
 	ancestors  map[int]uint64 // pid -> start time of the supervisor's ancestors at start
 
-	mu   sync.RWMutex
-	root Identity
+	mu     sync.RWMutex
+	root   Identity
+	leases map[int]Lease // by pid; see lease.go
 }
 
 // NewTree records the supervisor (normally os.Getpid()) and its ancestors.
@@ -103,7 +104,7 @@ func NewTree(fs procfs.FS, supervisorPid int) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ownership: supervisor %d: %w", supervisorPid, err)
 	}
-	t := &Tree{fs: fs, supervisor: IdentityOf(st), ancestors: map[int]uint64{}}
+	t := &Tree{fs: fs, supervisor: IdentityOf(st), ancestors: map[int]uint64{}, leases: map[int]Lease{}}
 	for p := st.PPid; p > 0; {
 		ast, err := fs.Stat(p)
 		if err != nil {
@@ -148,8 +149,19 @@ func (t *Tree) Classify(pid int) (Relation, procfs.Stat, error) {
 	return rel, st, err
 }
 
-// ClassifyStat classifies a process from a stat line already read.
+// ClassifyStat classifies a process from a stat line already read. An
+// adopted process (or a descendant of one) is Owned, lifelines included when
+// their adoption was an explicit, journaled override.
 func (t *Tree) ClassifyStat(st procfs.Stat) (Relation, error) {
+	if _, ok := t.lease(st); ok {
+		return Owned, nil
+	}
+	return t.classifyTree(st)
+}
+
+// classifyTree classifies by the process tree alone (leases only count for
+// ancestors, below the lifelines).
+func (t *Tree) classifyTree(st procfs.Stat) (Relation, error) {
 	root := t.Root()
 	switch {
 	case st.Pid == 1:
@@ -200,7 +212,12 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 		case p <= 1:
 			return Foreign, false, nil
 		}
-		if _, ok := t.ancestors[p]; ok {
+		if start, ok := t.ancestors[p]; ok {
+			if pst, err := t.fs.Stat(p); err == nil && pst.StartTime == start {
+				if _, adopted := t.lease(pst); adopted {
+					return Owned, false, nil
+				}
+			}
 			return Foreign, false, nil
 		}
 		pst, err := t.fs.Stat(p)
@@ -213,6 +230,9 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 		if pst.StartTime > child.StartTime {
 			// A parent cannot start after its child: the parent pid was reused.
 			return Foreign, true, nil
+		}
+		if _, ok := t.lease(pst); ok {
+			return Owned, false, nil
 		}
 		child = pst
 	}

@@ -20,6 +20,8 @@ type refusal struct {
 	caller  int
 	abi     string
 	d       policy.Decision
+	// quiet: the requester already has the message (a control-socket answer).
+	quiet bool
 }
 
 // reporter takes refusals off the notify loop: the loop only enqueues, and a
@@ -99,7 +101,7 @@ func (r *reporter) run() {
 		}
 		r.total++
 		d := f.d
-		if r.notifyStderr {
+		if r.notifyStderr && !f.quiet {
 			r.tellCaller(f)
 		}
 		r.log.Warn().Str("syscall", d.Syscall).Int("caller", f.caller).Int("target", d.Target).

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,7 +51,10 @@ type Config struct {
 // Session is one supervised command.
 type Session struct {
 	cfg      Config
+	fs       procfs.FS
 	tree     *ownership.Tree
+	control  *control
+	adoptMu  sync.Mutex
 	rootPid  int
 	rootFd   int // pidfd of the agent root
 	listener int
@@ -85,18 +89,23 @@ func Start(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1}
+	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1}
+	s.reporter = newReporter(cfg.Log, cfg.Journal, cfg.NotifyStderr)
+	if s.control, err = startControl(s); err != nil {
+		return nil, err
+	}
 
 	started := make(chan error, 1)
 	// The launching thread must outlive the agent: Pdeathsig fires when the
 	// thread that forked it exits (golang/go#27505). It then becomes the reaper.
 	go s.launchAndReap(started)
 	if err := <-started; err != nil {
+		s.control.close()
 		return nil, err
 	}
-	s.reporter = newReporter(cfg.Log, cfg.Journal, cfg.NotifyStderr)
 	s.wg.Add(1)
 	go s.serve(newLiveWorld(tree, fs))
+	go s.sweepLeases(time.Second)
 
 	s.sigs = make(chan os.Signal, 16)
 	signal.Notify(s.sigs, ForwardedSignals...)
@@ -134,10 +143,7 @@ func (s *Session) launch() (int, error) {
 	}
 	argv = append(argv, "--", s.cfg.Path)
 	argv = append(argv, s.cfg.Args...)
-	env := s.cfg.Env
-	if env == nil {
-		env = os.Environ()
-	}
+	env := agentEnv(s.cfg.Env, s.control.path)
 	fd := func(f *os.File, def uintptr) uintptr {
 		if f == nil {
 			return def
@@ -197,6 +203,31 @@ func (s *Session) launch() (int, error) {
 	}
 	return pid, nil
 }
+
+// agentEnv is the agent's environment: base (nil: this process's) with
+// PADDOCK_SOCKET pointing at this session's control socket and PADDOCK_BIN at
+// this binary, so that the agent can run `$PADDOCK_BIN adopt ...` even when
+// paddock is not on its PATH.
+func agentEnv(base []string, socket string) []string {
+	if base == nil {
+		base = os.Environ()
+	}
+	env := make([]string, 0, len(base)+2)
+	for _, kv := range base {
+		if strings.HasPrefix(kv, SocketEnv+"=") || strings.HasPrefix(kv, BinEnv+"=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, SocketEnv+"="+socket)
+	if exe, err := os.Executable(); err == nil {
+		env = append(env, BinEnv+"="+exe)
+	}
+	return env
+}
+
+// BinEnv names the environment variable holding the paddock binary's path.
+const BinEnv = "PADDOCK_BIN"
 
 // reap collects every child (orphans of the agent included, as a subreaper)
 // until the agent root has exited.
@@ -312,12 +343,48 @@ func (s *Session) Signal(sig syscall.Signal) error {
 	return nil
 }
 
+// Kill sends SIGKILL to the agent root.
+func (s *Session) Kill() error { return s.Signal(unix.SIGKILL) }
+
+// Adopt makes pid (and its descendants) owned by the session, with a reason
+// that goes to the journal. It is refused for a blank reason, PID <= 1, a
+// kernel thread or a process that does not exist, and for a lifeline (the
+// supervisor, its ancestors, the agent itself) unless lifelineOK.
+func (s *Session) Adopt(pid int, reason string, lifelineOK bool) (LeaseInfo, error) {
+	l, err := s.adopt(pid, reason, lifelineOK, fmt.Sprintf("library (pid %d)", os.Getpid()))
+	if err != nil {
+		return LeaseInfo{}, err
+	}
+	return *leaseInfo(l), nil
+}
+
+// Release drops the lease on pid.
+func (s *Session) Release(pid int) error {
+	_, err := s.release(pid, fmt.Sprintf("library (pid %d)", os.Getpid()))
+	return err
+}
+
+// KillProcess signals pid on behalf of the program using this package, with
+// the same rules as `paddock kill`: only owned processes, and their whole
+// group only when every member is owned.
+func (s *Session) KillProcess(pid int, sig syscall.Signal) (Signalled, error) {
+	sd, err := s.kill(os.Getpid(), pid, int(sig))
+	if err != nil {
+		return Signalled{}, err
+	}
+	return *sd, nil
+}
+
+// SocketPath is the session's control socket (what the agent sees in PADDOCK_SOCKET).
+func (s *Session) SocketPath() string { return s.socketPath() }
+
 // Wait blocks until the agent root exits and returns its exit code: its
-// status, or 128+N when it died of signal N.
+// status, or 128+N when it died of signal N. The control socket closes then.
 func (s *Session) Wait() int {
 	<-s.done
 	signal.Stop(s.sigs)
 	s.reporter.flush()
+	s.control.close()
 	return ExitCode(s.status)
 }
 

@@ -90,6 +90,16 @@ func (w *liveWorld) stillThere(pid int) bool {
 	return false
 }
 
+// pidfd returns the pin taken on pid by Lookup (-1: none).
+func (w *liveWorld) pidfd(pid int) int {
+	for _, p := range w.looked {
+		if p.t.Pid == pid {
+			return p.pidfd
+		}
+	}
+	return -1
+}
+
 // ThreadOf implements policy.World.
 func (w *liveWorld) ThreadOf(tid, pid int) bool {
 	if tid == pid {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -27,11 +28,15 @@ func execute(args []string) int {
 	root.SetArgs(args)
 	err := root.Execute()
 	var ee exitError
+	var ue usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "paddock: %v\n", err)
+		return exitUsage
 	default:
 		fmt.Fprintf(os.Stderr, "paddock: %v\n", err)
 		return 2
@@ -52,5 +57,28 @@ saying what was refused, why, and the way out.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd())
+	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd())
 	return root
+}
+
+// usageError is a bad invocation: printed with a hint, exit status 2.
+type usageError string
+
+func (e usageError) Error() string { return string(e) }
+
+// parsePID reads a PID argument.
+func parsePID(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, usageError(fmt.Sprintf("%q is not a PID (want a decimal process id)", s))
+	}
+	return n, nil
+}
+
+// exactPID is the argument rule of the commands that take one PID.
+func exactPID(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageError(fmt.Sprintf("%s takes exactly one PID, got %d arguments", cmd.Name(), len(args)))
+	}
+	return nil
 }

@@ -108,7 +108,7 @@ func runRun(f runFlags, args []string) error {
 	if j != nil {
 		journalPath = j.Path()
 	}
-	log.Debug().Int("pid", s.Pid()).Str("backend", "seccomp").Str("journal", journalPath).
+	log.Info().Int("pid", s.Pid()).Str("backend", "seccomp").Str("socket", s.SocketPath()).Str("journal", journalPath).
 		Str("command", strings.Join(args, " ")).Msg("agent started")
 	return exitError{code: s.Wait()}
 }

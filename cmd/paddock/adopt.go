@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/supervisor"
+)
+
+func newAdoptCmd() *cobra.Command {
+	var (
+		socket, reason   string
+		lifelineOK, asJS bool
+	)
+	cmd := &cobra.Command{
+		Use:   "adopt PID --reason TEXT [--lifeline-ok]",
+		Short: "Make a process the agent did not start its own, with a reason",
+		Long: `Adopt PID into the running session, so that the agent may signal it (and its
+descendants) like a process it started. The reason is required and goes to the
+audit journal, which is fsync'd before the adoption is acknowledged.
+
+Refused: a blank reason; PID 1, a negative or nonexistent PID, a kernel thread;
+a critical session lifeline (the paddock supervisor, its ancestors, the agent
+itself) unless --lifeline-ok, an override that is journaled on its own.
+The lease ends when the process exits (or its PID is reused), or on paddock release.
+
+Exit status: 0 adopted, 1 refused, 2 usage, 3 no supervisor reachable.`,
+		Args: exactPID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pid, err := parsePID(args[0])
+			if err != nil {
+				return err
+			}
+			resp, err := call("adopt", socket, supervisor.Request{Op: "adopt", Pid: pid, Reason: reason, LifelineOK: lifelineOK})
+			if err != nil {
+				return err
+			}
+			if asJS {
+				return printJSON(resp.Lease)
+			}
+			l := resp.Lease
+			fmt.Printf("adopted pid %d (%s): %s\n", l.Pid, l.Comm, l.Reason)
+			if l.LifelineOverride {
+				fmt.Printf("note: pid %d is a session lifeline; the override is journaled\n", l.Pid)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the agent must control this process (required)")
+	cmd.Flags().BoolVar(&lifelineOK, "lifeline-ok", false, "allow adopting a critical session lifeline (journaled as self_lifeline_override)")
+	cmd.Flags().BoolVar(&asJS, "json", false, "print the lease as JSON")
+	addSocketFlag(cmd, &socket)
+	return cmd
+}
+
+func newReleaseCmd() *cobra.Command {
+	var socket string
+	cmd := &cobra.Command{
+		Use:   "release PID",
+		Short: "End the adoption of a process",
+		Long: `Release PID: the session stops owning the process it adopted (processes the agent
+started stay owned). Journaled as "released".
+
+Exit status: 0 released, 1 not adopted, 2 usage, 3 no supervisor reachable.`,
+		Args: exactPID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pid, err := parsePID(args[0])
+			if err != nil {
+				return err
+			}
+			resp, err := call("release", socket, supervisor.Request{Op: "release", Pid: pid})
+			if err != nil {
+				return err
+			}
+			fmt.Printf("released pid %d (%s)\n", resp.Released.Pid, resp.Released.Comm)
+			return nil
+		},
+	}
+	addSocketFlag(cmd, &socket)
+	return cmd
+}

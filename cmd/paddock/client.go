@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/supervisor"
+)
+
+// Exit statuses of the control-socket clients (adopt, release, ps, kill).
+const (
+	exitRefused     = 1 // the supervisor refused, or the request failed
+	exitUsage       = 2
+	exitUnreachable = 3 // no supervisor answered
+)
+
+// addSocketFlag gives a client command its --socket flag.
+func addSocketFlag(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVar(path, "socket", "", "control socket of the session to talk to (default $"+supervisor.SocketEnv+", set by paddock run for the agent)")
+}
+
+// call sends req to the session's supervisor. Refusals are printed on
+// stderr and become exit status 1; an unreachable supervisor, status 3.
+func call(verb, socket string, req supervisor.Request) (supervisor.Response, error) {
+	if socket == "" {
+		socket = os.Getenv(supervisor.SocketEnv)
+	}
+	if socket == "" {
+		fmt.Fprintf(os.Stderr, "paddock %s: no paddock supervisor is reachable: $%s is not set. Run this inside `paddock run` (the agent's environment has it), or pass --socket PATH of a running session (its supervisor logs the path at start).\n", verb, supervisor.SocketEnv)
+		return supervisor.Response{}, exitError{code: exitUnreachable}
+	}
+	resp, err := supervisor.Call(socket, req)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "paddock %s: %v\n", verb, err)
+		return resp, exitError{code: exitUnreachable}
+	}
+	if !resp.OK {
+		fmt.Fprintln(os.Stderr, resp.Error)
+		return resp, exitError{code: exitRefused}
+	}
+	return resp, nil
+}
+
+// printJSON writes v as indented JSON on stdout.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,420 @@
+package supervisor
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/journal"
+	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/policy"
+)
+
+// SocketEnv names the environment variable that tells the agent (and the
+// paddock clients it runs) where its supervisor's control socket is.
+const SocketEnv = "PADDOCK_SOCKET"
+
+// Request is one control-socket request: one JSON object per connection.
+type Request struct {
+	Op         string `json:"op"` // "adopt", "release", "ps", "kill"
+	Pid        int    `json:"pid,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	LifelineOK bool   `json:"lifeline_ok,omitempty"`
+	Signal     int    `json:"signal,omitempty"`
+}
+
+// Response is the supervisor's answer. Error holds a refusal's message.
+type Response struct {
+	OK        bool        `json:"ok"`
+	Error     string      `json:"error,omitempty"`
+	Lease     *LeaseInfo  `json:"lease,omitempty"`
+	Processes []Process   `json:"processes,omitempty"`
+	Signalled *Signalled  `json:"signalled,omitempty"`
+	Released  *LeaseInfo  `json:"released,omitempty"`
+	Session   SessionInfo `json:"session"`
+}
+
+// SessionInfo identifies the answering supervisor.
+type SessionInfo struct {
+	Supervisor int `json:"supervisor_pid"`
+	Agent      int `json:"agent_pid"`
+}
+
+// LeaseInfo is a lease as reported to clients.
+type LeaseInfo struct {
+	Pid              int       `json:"pid"`
+	Comm             string    `json:"comm"`
+	StartTime        uint64    `json:"start_time"`
+	Reason           string    `json:"reason"`
+	AdoptedBy        string    `json:"adopted_by"`
+	AdoptedAt        time.Time `json:"adopted_at"`
+	LifelineOverride bool      `json:"lifeline_override,omitempty"`
+}
+
+// Process is one owned process as `paddock ps` shows it.
+type Process struct {
+	Pid       int        `json:"pid"`
+	PPid      int        `json:"ppid"`
+	Comm      string     `json:"comm"`
+	StartTime uint64     `json:"start_time"`
+	OwnedBy   string     `json:"owned_by"` // "tree" or "adopted"
+	Agent     bool       `json:"agent,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	AdoptedAt *time.Time `json:"adopted_at,omitempty"`
+	Lease     int        `json:"lease,omitempty"` // the adopted ancestor it is owned through
+}
+
+// Signalled reports what `paddock kill` signalled.
+type Signalled struct {
+	Pid     int    `json:"pid"`
+	Signal  int    `json:"signal"`
+	Group   bool   `json:"group"`
+	Members []int  `json:"members,omitempty"`
+	Comm    string `json:"comm"`
+}
+
+func leaseInfo(l ownership.Lease) *LeaseInfo {
+	return &LeaseInfo{Pid: l.Pid, Comm: l.Comm, StartTime: l.StartTime, Reason: l.Reason, AdoptedBy: l.AdoptedBy, AdoptedAt: l.AdoptedAt, LifelineOverride: l.LifelineOverride}
+}
+
+// control serves the control socket and implements the session's adoption,
+// release, listing and kill operations for the socket and the library alike.
+type control struct {
+	s        *Session
+	dir      string
+	path     string
+	listener *net.UnixListener
+}
+
+// maxRequest bounds one request's size.
+const maxRequest = 64 << 10
+
+// runtimeDir is where session directories go: $XDG_RUNTIME_DIR, else the temp dir.
+func runtimeDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return os.TempDir()
+}
+
+// startControl creates a fresh 0700 directory with the socket in it.
+func startControl(s *Session) (*control, error) {
+	dir, err := os.MkdirTemp(runtimeDir(), "paddock-")
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	path := filepath.Join(dir, "control.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	c := &control{s: s, dir: dir, path: path, listener: l}
+	go c.serve()
+	return c, nil
+}
+
+func (c *control) close() {
+	_ = c.listener.Close()
+	_ = os.RemoveAll(c.dir)
+}
+
+func (c *control) serve() {
+	for {
+		conn, err := c.listener.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			c.s.cfg.Log.Warn().Err(err).Msg("control socket accept")
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		go c.handleConn(conn)
+	}
+}
+
+// peer identifies the other end of a connection with SO_PEERCRED.
+func peer(conn *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// describePeer names a peer for the journal: "pid 4242 (bash) uid 1000".
+func describePeer(fs procfs.FS, cred *unix.Ucred) string {
+	comm := "?"
+	if st, err := fs.Stat(int(cred.Pid)); err == nil {
+		comm = st.Comm
+	}
+	return fmt.Sprintf("pid %d (%s) uid %d", cred.Pid, comm, cred.Uid)
+}
+
+func (c *control) handleConn(conn *net.UnixConn) {
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	resp := c.answer(conn)
+	resp.Session = SessionInfo{Supervisor: os.Getpid(), Agent: c.s.rootPid}
+	b, _ := json.Marshal(resp)
+	_, _ = conn.Write(append(b, '\n'))
+}
+
+func (c *control) answer(conn *net.UnixConn) Response {
+	cred, err := peer(conn)
+	if err != nil {
+		return Response{Error: fmt.Sprintf("paddock could not identify the client (SO_PEERCRED): %v", err)}
+	}
+	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
+		return Response{Error: fmt.Sprintf("paddock refused a control request from uid %d: only uid %d (the session's user) and root may control this session", cred.Uid, os.Geteuid())}
+	}
+	line, err := bufio.NewReaderSize(conn, 4096).ReadSlice('\n')
+	if err != nil && !errors.Is(err, bufio.ErrBufferFull) && len(line) == 0 {
+		return Response{Error: fmt.Sprintf("bad request: %v", err)}
+	}
+	if len(line) > maxRequest {
+		return Response{Error: "bad request: larger than 64 KiB"}
+	}
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return Response{Error: fmt.Sprintf("bad request: %v", err)}
+	}
+	by := describePeer(c.s.fs, cred)
+	switch req.Op {
+	case "adopt":
+		l, err := c.s.adopt(req.Pid, req.Reason, req.LifelineOK, by)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Lease: leaseInfo(l)}
+	case "release":
+		l, err := c.s.release(req.Pid, by)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Released: leaseInfo(l)}
+	case "ps":
+		ps, err := c.s.Owned()
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Processes: ps}
+	case "kill":
+		sd, err := c.s.kill(int(cred.Pid), req.Pid, req.Signal)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Signalled: sd}
+	}
+	return Response{Error: fmt.Sprintf("bad request: unknown op %q (want adopt, release, ps or kill)", req.Op)}
+}
+
+// Call sends one request to the control socket at path and returns the answer.
+func Call(path string, req Request) (Response, error) {
+	conn, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		return Response{}, fmt.Errorf("no paddock supervisor is reachable at %s: %w", path, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	b, err := json.Marshal(req)
+	if err != nil {
+		return Response{}, err
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return Response{}, fmt.Errorf("control socket %s: write: %w", path, err)
+	}
+	var resp Response
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
+		return Response{}, fmt.Errorf("control socket %s: read answer: %w", path, err)
+	}
+	return resp, nil
+}
+
+// adopt records a lease and journals it; an adoption that cannot be
+// journaled (and fsync'd) is refused, since an unaudited widening of what the
+// agent may signal is exactly what the journal exists to prevent.
+func (s *Session) adopt(pid int, reason string, lifelineOK bool, by string) (ownership.Lease, error) {
+	if s.cfg.Journal == nil {
+		return ownership.Lease{}, errors.New("adoption refused: this session has no audit journal, and adoptions must be journaled. Way out: restart paddock run with --journal FILE")
+	}
+	s.adoptMu.Lock()
+	defer s.adoptMu.Unlock()
+	l, err := s.tree.Adopt(ownership.AdoptRequest{Pid: pid, Reason: reason, By: by, LifelineOK: lifelineOK, Now: time.Now()})
+	if err != nil {
+		return l, err
+	}
+	fields := map[string]any{"reason": l.Reason, "comm": l.Comm, "start_time": l.StartTime, "adopted_by": by}
+	if l.LifelineOverride {
+		fields["self_lifeline_opt_in"] = true
+	}
+	err = s.cfg.Journal.Append(journal.Record{TS: l.AdoptedAt, Action: "adopted", Pid: l.Pid, Fields: fields})
+	if err == nil && l.LifelineOverride {
+		err = s.cfg.Journal.Append(journal.Record{TS: l.AdoptedAt, Action: "self_lifeline_override", Pid: l.Pid, Fields: map[string]any{
+			"reason": l.Reason, "comm": l.Comm, "adopted_by": by, "self_lifeline_opt_in": true,
+		}})
+	}
+	if err == nil {
+		err = s.cfg.Journal.Sync()
+	}
+	if err != nil {
+		s.tree.Release(l.Pid)
+		s.cfg.Log.Error().Err(err).Int("pid", pid).Msg("adoption refused: the audit journal could not be written")
+		return ownership.Lease{}, fmt.Errorf("adoption of pid %d refused: the audit journal could not be written (%v); nothing was adopted", pid, err)
+	}
+	s.cfg.Log.Info().Int("pid", l.Pid).Str("comm", l.Comm).Str("reason", l.Reason).Str("by", by).Bool("lifeline_override", l.LifelineOverride).Msg("adopted")
+	return l, nil
+}
+
+// release drops a lease and journals it.
+func (s *Session) release(pid int, by string) (ownership.Lease, error) {
+	l, ok := s.tree.Release(pid)
+	if !ok {
+		return l, fmt.Errorf("release of pid %d refused: pid %d is not adopted by this session (paddock ps lists what is)", pid, pid)
+	}
+	s.journal("released", pid, map[string]any{"reason": l.Reason, "comm": l.Comm, "released_by": by})
+	return l, nil
+}
+
+// journal appends a record, loudly when it fails (the action itself stands).
+func (s *Session) journal(action string, pid int, fields map[string]any) {
+	if s.cfg.Journal == nil {
+		return
+	}
+	if err := s.cfg.Journal.Append(journal.Record{Action: action, Pid: pid, Fields: fields}); err != nil {
+		s.cfg.Log.Error().Err(err).Str("action", action).Msg("paddock could not write the audit journal")
+	}
+}
+
+// sweepLeases expires leases whose process is gone, every interval, until done.
+func (s *Session) sweepLeases(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.expireLeases()
+		case <-s.done:
+			return
+		}
+	}
+}
+
+func (s *Session) expireLeases() {
+	for _, e := range s.tree.Sweep() {
+		s.journal("lease_expired", e.Pid, map[string]any{"why": e.Why, "reason": e.Reason, "comm": e.Comm, "start_time": e.StartTime})
+	}
+}
+
+// kill decides `paddock kill` exactly as the kernel path would decide a
+// kill(2) from the requesting process, then delivers it from the supervisor:
+// to the whole process group only when the target leads it and every member
+// is owned, otherwise to the pinned process alone.
+func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("paddock kill refused: %d is not a process id; paddock kill signals one process (and its group when it leads a group the session wholly owns)", pid)
+	}
+	w := newLiveWorld(s.tree, s.fs)
+	defer w.reset()
+	req := policy.Request{Tid: requester, Syscall: filter.Kill, ABI: "paddock kill", Args: [6]uint64{uint64(pid), uint64(sig)}}
+	d := policy.Decide(req, w)
+	if !d.Allow {
+		if d.Refusal {
+			s.reporter.report(refusal{when: time.Now(), caller: requester, abi: req.ABI, d: d, quiet: true})
+			return nil, errors.New(d.Message)
+		}
+		return nil, fmt.Errorf("paddock kill: pid %d: %v", pid, syscall.Errno(d.Errno))
+	}
+	t, err := w.Lookup(pid)
+	if err != nil {
+		return nil, err
+	}
+	out := &Signalled{Pid: pid, Signal: sig, Comm: t.Comm}
+	if t.Pgrp == pid {
+		greq := req
+		greq.Args[0] = uint64(-int64(pid))
+		if gd := policy.Decide(greq, w); gd.Allow {
+			members, err := s.fs.GroupMembers(pid)
+			if err == nil {
+				if err := unix.Kill(-pid, unix.Signal(sig)); err != nil {
+					return nil, fmt.Errorf("paddock kill: process group %d: %w", pid, err)
+				}
+				out.Group = true
+				for _, m := range members {
+					out.Members = append(out.Members, m.Pid)
+				}
+				sort.Ints(out.Members)
+				return out, nil
+			}
+		}
+	}
+	if !w.stillThere(pid) {
+		return nil, fmt.Errorf("paddock kill: pid %d exited meanwhile", pid)
+	}
+	if err := unix.PidfdSendSignal(w.pidfd(pid), unix.Signal(sig), nil, 0); err != nil {
+		return nil, fmt.Errorf("paddock kill: pid %d: %w", pid, err)
+	}
+	return out, nil
+}
+
+// Owned lists the processes the session owns now: the agent's tree and the
+// adopted processes with their descendants.
+func (s *Session) Owned() ([]Process, error) {
+	s.expireLeases()
+	pids, err := s.fs.Pids()
+	if err != nil {
+		return nil, err
+	}
+	var out []Process
+	for _, pid := range pids {
+		rel, st, err := s.tree.Classify(pid)
+		if err != nil || (rel != ownership.Owned && rel != ownership.AgentRoot) {
+			continue
+		}
+		p := Process{Pid: pid, PPid: st.PPid, Comm: st.Comm, StartTime: st.StartTime, OwnedBy: "tree", Agent: rel == ownership.AgentRoot}
+		if l, ok := s.tree.LeaseFor(pid); ok {
+			p.OwnedBy = "adopted"
+			if l.Pid == pid {
+				at := l.AdoptedAt
+				p.Reason, p.AdoptedAt = l.Reason, &at
+			} else {
+				p.Lease, p.Reason = l.Pid, l.Reason
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// socketPath is the control socket's path ("" when none).
+func (s *Session) socketPath() string {
+	if s.control == nil {
+		return ""
+	}
+	return s.control.path
+}
