@@ -76,6 +76,9 @@ func IdentityOf(st procfs.Stat) Identity {
 	return Identity{Pid: st.Pid, StartTime: st.StartTime, Comm: st.Comm}
 }
 
+// seccompModeFilter is the Seccomp: value of a process under a filter.
+const seccompModeFilter = 2
+
 // maxDepth bounds an ancestry walk; real trees are far shallower.
 const maxDepth = 4096
 
@@ -205,8 +208,24 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 		switch {
 		case p == t.supervisor.Pid:
 			// The supervisor's children are the agent root and, because it
-			// is a child subreaper, orphans from the agent's tree.
-			return Owned, false, nil
+			// is a child subreaper, orphans from the agent's tree, which all
+			// carry the agent's seccomp filter. A child without a filter was
+			// started by the process hosting the supervisor (library use),
+			// not by the agent.
+			if child.Pid == root.Pid {
+				return Owned, false, nil
+			}
+			mode, err := t.fs.SeccompMode(child.Pid)
+			if err != nil {
+				if errors.Is(err, procfs.ErrNotFound) {
+					return Foreign, true, nil
+				}
+				return Foreign, false, err
+			}
+			if mode == seccompModeFilter {
+				return Owned, false, nil
+			}
+			return Foreign, false, nil
 		case root.Pid != 0 && p == root.Pid:
 			return Owned, false, nil
 		case p <= 1:

@@ -258,6 +258,15 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 		d.Allow, d.Rule = true, RuleSelf
 		return d
 	}
+	if t.Rel == ownership.AgentRoot {
+		// The agent is a lifeline only against its own descendants; the user
+		// (paddock kill from outside) or the host program may stop it.
+		caller, err := w.Lookup(r.Tid)
+		if err == nil && caller.Rel != ownership.Owned && caller.Rel != ownership.Gone {
+			d.Allow, d.Rule = true, RuleOwned
+			return d
+		}
+	}
 	d.Errno, d.Refusal, d.Pin = syscall.EPERM, true, 0
 	switch {
 	case t.Rel == ownership.AgentRoot:

@@ -129,6 +129,8 @@ func TestDecide(t *testing.T) {
 		{name: "kill supervisor ancestor", r: req(100, filter.Kill, 50, sigkill), errno: syscall.EPERM, rule: RuleLifeline, message: []string{"ancestor of the paddock supervisor"}, target: 50},
 		{name: "descendant kills agent root", r: req(101, filter.Kill, 100, sigterm), errno: syscall.EPERM, rule: RuleLifeline,
 			message: []string{"critical session lifeline", "the agent itself", "pkill -f"}, target: 100},
+		{name: "supervisor side (paddock kill from outside) stops the agent", r: req(60, filter.Kill, 100, sigterm), allow: true, rule: RuleOwned, target: 100, pin: 100},
+		{name: "foreign caller (user's paddock kill) stops the agent", r: req(200, filter.Kill, 100, sigterm), allow: true, rule: RuleOwned, target: 100, pin: 100},
 		{name: "agent root kills itself", r: req(100, filter.Kill, 100, sigterm), allow: true, rule: RuleSelf, target: 100, pin: 100},
 		{name: "thread signals own process", r: req(111, filter.Kill, 101, sigterm), allow: true, rule: RuleOwned, target: 101, pin: 101},
 		{name: "self allowed even when lookup fails", r: req(666, filter.Kill, 666, sigterm), allow: true, rule: RuleSelf, target: 666},

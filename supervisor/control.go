@@ -348,7 +348,7 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 			s.reporter.report(refusal{when: time.Now(), caller: requester, abi: req.ABI, d: d, quiet: true})
 			return nil, errors.New(d.Message)
 		}
-		return nil, fmt.Errorf("paddock kill: pid %d: %v", pid, syscall.Errno(d.Errno))
+		return nil, fmt.Errorf("paddock kill refused: pid %d is not owned by this session: %v (it has exited, or never existed)", pid, syscall.Errno(d.Errno))
 	}
 	t, err := w.Lookup(pid)
 	if err != nil {

@@ -182,6 +182,21 @@ func (fs FS) Tgid(tid int) (int, error) {
 	return strconv.Atoi(v)
 }
 
+// SeccompMode returns the "Seccomp:" field of /proc/PID/status: 0 none,
+// 1 strict, 2 filter.
+func (fs FS) SeccompMode(pid int) (int, error) {
+	var buf [4096]byte
+	n, err := readSmall(fs.path(pid, "status"), buf[:])
+	if err != nil {
+		return 0, err
+	}
+	v, ok := field(buf[:n], "Seccomp:")
+	if !ok {
+		return 0, fmt.Errorf("read %s: no Seccomp line", fs.path(pid, "status"))
+	}
+	return strconv.Atoi(v)
+}
+
 // FdPid returns the pid that file descriptor fd of process pid designates
 // to pidfd_send_signal: for a pidfd, the "Pid:" line of /proc/PID/fdinfo/FD
 // (-1 once the process has been reaped); for an open /proc/N directory (which

@@ -1,0 +1,192 @@
+package ownership
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
+)
+
+// foreignTree is a tree whose supervisor is a pid nobody has, so every
+// process the test starts is foreign unless adopted.
+func foreignTree(t *testing.T) *Tree {
+	t.Helper()
+	tr, err := NewTree(procfs.Default(), os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.supervisor = Identity{Pid: 1 << 30}
+	tr.ancestors = map[int]uint64{}
+	return tr
+}
+
+func startSleep(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", append([]string{"30"}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// classify is Classify with the test's fatal on error.
+func classify(t *testing.T, tr *Tree, pid int) Relation {
+	t.Helper()
+	rel, _, err := tr.Classify(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+// Seed: test_adopt_process_records_and_enables_signaling (the ownership half).
+func TestAdoptMakesOwned(t *testing.T) {
+	tr := foreignTree(t)
+	c := startSleep(t)
+	if rel := classify(t, tr, c.Process.Pid); rel != Foreign {
+		t.Fatalf("before adoption: %v, want foreign", rel)
+	}
+	l, err := tr.Adopt(AdoptRequest{Pid: c.Process.Pid, Reason: "private daemon test subject in tmux", By: "test", Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Pid != c.Process.Pid || l.Reason != "private daemon test subject in tmux" || l.Comm != "sleep" || l.StartTime == 0 {
+		t.Fatalf("lease = %+v", l)
+	}
+	if rel := classify(t, tr, c.Process.Pid); rel != Owned {
+		t.Fatalf("after adoption: %v, want owned", rel)
+	}
+	if _, ok := tr.Release(c.Process.Pid); !ok {
+		t.Fatal("release found no lease")
+	}
+	if rel := classify(t, tr, c.Process.Pid); rel != Foreign {
+		t.Fatalf("after release: %v, want foreign", rel)
+	}
+}
+
+// Seed: test_pid_reuse_identity_mismatch_refuses_signal — a lease whose
+// recorded start time differs from the live process's authorizes nothing.
+func TestLeaseIdentityMismatchAuthorizesNothing(t *testing.T) {
+	tr := foreignTree(t)
+	c := startSleep(t)
+	if _, err := tr.Adopt(AdoptRequest{Pid: c.Process.Pid, Reason: "x", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	tr.mu.Lock()
+	l := tr.leases[c.Process.Pid]
+	l.StartTime++ // the identity the lease was taken on is not the process now at this pid
+	l.Comm = "stranger"
+	tr.leases[c.Process.Pid] = l
+	tr.mu.Unlock()
+	if rel := classify(t, tr, c.Process.Pid); rel == Owned {
+		t.Fatal("a lease with a mismatched start time still authorizes the pid")
+	}
+	exp := tr.Sweep()
+	if len(exp) != 1 || exp[0].Why != "pid reused" {
+		t.Fatalf("Sweep = %+v, want one lease expired as pid reused", exp)
+	}
+	if len(tr.Leases()) != 0 {
+		t.Fatal("the expired lease is still listed")
+	}
+}
+
+// Seed: test_dead_process_lease_expires_and_refuses_signal.
+func TestLeaseExpiresOnExit(t *testing.T) {
+	tr := foreignTree(t)
+	c := exec.Command("sleep", "0.05")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Adopt(AdoptRequest{Pid: c.Process.Pid, Reason: "short", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait()
+	if rel := classify(t, tr, c.Process.Pid); rel == Owned {
+		t.Fatal("a dead process is still owned")
+	}
+	exp := tr.Sweep()
+	if len(exp) != 1 || exp[0].Why != "exited" || exp[0].Pid != c.Process.Pid {
+		t.Fatalf("Sweep = %+v, want the lease expired as exited", exp)
+	}
+}
+
+// Seed: test_descendant_process_is_owned_via_ancestry_walk and
+// test_ancestry_walk_does_not_cache_visited_strangers — a grandchild of an
+// adopted process is owned, and asking about it enrolls nothing.
+func TestAdoptedDescendantsOwnedWithoutEnrolment(t *testing.T) {
+	tr := foreignTree(t)
+	sh := exec.Command("sh", "-c", "sleep 60 & echo $!; wait")
+	out, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sh.Process.Kill(); _ = sh.Wait() })
+	buf := make([]byte, 32)
+	n, _ := out.Read(buf)
+	grandchild, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+	if _, err := tr.Adopt(AdoptRequest{Pid: sh.Process.Pid, Reason: "parent", Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if rel := classify(t, tr, grandchild); rel != Owned {
+		t.Fatalf("grandchild of an adopted process: %v, want owned", rel)
+	}
+	if l, ok := tr.LeaseFor(grandchild); !ok || l.Pid != sh.Process.Pid {
+		t.Fatalf("LeaseFor(grandchild) = %+v, %v; want the parent's lease", l, ok)
+	}
+	leases := tr.Leases()
+	if len(leases) != 1 || leases[0].Pid != sh.Process.Pid {
+		t.Fatalf("leases after the walk = %+v; the walk must not enrol the processes it visits", leases)
+	}
+}
+
+// Seed: test_adopt_process_without_reason_is_refused, test_adopt_process_invalid_pid_is_refused,
+// test_adopt_lifeline_refused_without_opt_in, test_adopt_lifeline_permitted_with_opt_in_and_audited (ownership half).
+func TestAdoptRefusals(t *testing.T) {
+	tr, err := NewTree(procfs.Default(), os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startSleep(t)
+	tests := []struct {
+		name     string
+		req      AdoptRequest
+		want     string
+		override bool
+	}{
+		{"empty reason", AdoptRequest{Pid: c.Process.Pid, Reason: ""}, "non-empty reason", false},
+		{"blank reason", AdoptRequest{Pid: c.Process.Pid, Reason: " \t"}, "non-empty reason", false},
+		{"pid 1", AdoptRequest{Pid: 1, Reason: "cannot adopt init"}, "valid non-system PID", false},
+		{"negative", AdoptRequest{Pid: -5, Reason: "invalid negative pid"}, "valid non-system PID", false},
+		{"nonexistent", AdoptRequest{Pid: 1 << 30, Reason: "x"}, "valid non-system PID", false},
+		{"supervisor itself", AdoptRequest{Pid: os.Getpid(), Reason: "attempt self adopt"}, "critical session lifeline", false},
+		{"supervisor's parent", AdoptRequest{Pid: os.Getppid(), Reason: "attempt ppid adopt"}, "--lifeline-ok", false},
+		{"supervisor's parent with override", AdoptRequest{Pid: os.Getppid(), Reason: "explicit supervisor restart", LifelineOK: true}, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := tr.Adopt(tc.req)
+			if tc.want == "" {
+				if err != nil || !l.LifelineOverride || l.Pid != tc.req.Pid {
+					t.Fatalf("Adopt = %+v, %v; want an override lease", l, err)
+				}
+				return
+			}
+			if _, ok := err.(*AdoptError); !ok || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Adopt err = %v; want an AdoptError containing %q", err, tc.want)
+			}
+		})
+	}
+}

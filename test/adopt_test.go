@@ -1,0 +1,263 @@
+package test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestAdoptThenSignal: a process the test started outside paddock is refused
+// until the agent adopts it with a reason; then the agent may signal it, the
+// journal holds the adoption with its reason, and paddock ps lists it.
+func TestAdoptThenSignal(t *testing.T) {
+	requireSeccompNotify(t)
+	f := startForeign(t, "sleep", "300")
+	F := itoa(f.pid())
+	r := sh(t, `kill -TERM `+F+` 2>/dev/null; echo before=$?
+$PADDOCK_BIN adopt `+F+` --reason "private daemon test subject in tmux"; echo adopt=$?
+$PADDOCK_BIN ps --json > ps.json; echo ps=$?
+kill -TERM `+F+`; echo after=$?`)
+	for _, want := range []string{"before=1", "adopted pid " + F + " (sleep): private daemon test subject in tmux", "adopt=0", "after=0"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q\n%s", want, r)
+		}
+	}
+	waitFor(t, "the adopted process to die", func() bool { return !f.alive() })
+	var adopted map[string]any
+	for _, rec := range r.records(t) {
+		if rec["action"] == "adopted" {
+			adopted = rec
+		}
+	}
+	if adopted == nil || adopted["pid"] != float64(f.pid()) || adopted["reason"] != "private daemon test subject in tmux" || adopted["adopted_by"] == nil {
+		t.Fatalf("journal adoption record = %v\n%s", adopted, r.journal)
+	}
+}
+
+// TestAdoptPsJSON pins paddock ps --json: the adopted process with its reason
+// and adoption time, the agent with owned_by tree.
+func TestAdoptPsJSON(t *testing.T) {
+	requireSeccompNotify(t)
+	f := startForeign(t, "sleep", "300")
+	F := itoa(f.pid())
+	r := sh(t, `$PADDOCK_BIN adopt `+F+` --reason "subject" > /dev/null && $PADDOCK_BIN ps --json`)
+	var ps []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &ps); err != nil {
+		t.Fatalf("ps --json: %v\n%s", err, r)
+	}
+	var sawAdopted, sawAgent bool
+	for _, p := range ps {
+		for _, k := range []string{"pid", "comm", "start_time", "owned_by"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("ps entry lacks %q: %v", k, p)
+			}
+		}
+		if p["pid"] == float64(f.pid()) {
+			sawAdopted = p["owned_by"] == "adopted" && p["reason"] == "subject" && p["adopted_at"] != nil
+		}
+		if p["agent"] == true {
+			sawAgent = p["owned_by"] == "tree"
+		}
+	}
+	if !sawAdopted || !sawAgent {
+		t.Fatalf("ps --json lacks the adopted process or the agent:\n%s", r.stdout)
+	}
+}
+
+// TestAdoptRefusals: blank reasons, invalid pids, kernel threads and
+// lifelines are refused with messages that say what would be accepted.
+func TestAdoptRefusals(t *testing.T) {
+	requireSeccompNotify(t)
+	f := startForeign(t, "sleep", "300")
+	kthread := kernelThread(t)
+	tests := []struct {
+		name, args, want string
+	}{
+		{"empty reason", itoa(f.pid()) + ` --reason ""`, "non-empty reason"},
+		{"blank reason", itoa(f.pid()) + ` --reason " "`, "non-empty reason"},
+		{"no reason", itoa(f.pid()), "non-empty reason"},
+		{"pid 1", `1 --reason "cannot adopt init"`, "valid non-system PID"},
+		{"negative pid", `--reason "invalid negative pid" -- -5`, "valid non-system PID"},
+		{"nonexistent pid", `999999999 --reason x`, "valid non-system PID"},
+		{"kernel thread", kthread + ` --reason x`, "valid non-system PID"},
+		{"supervisor", `$PPID --reason "attempt ppid adopt"`, "critical session lifeline"},
+		{"agent root", `$$ --reason "attempt self adopt"`, "--lifeline-ok"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sh(t, `$PADDOCK_BIN adopt `+tc.args+`; echo rc=$?`)
+			if !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stdout, "rc=1") {
+				t.Fatalf("want exit 1 and %q\n%s", tc.want, r)
+			}
+			for _, rec := range r.records(t) {
+				if rec["action"] == "adopted" {
+					t.Fatalf("a refused adoption was journaled: %v", rec)
+				}
+			}
+		})
+	}
+}
+
+// kernelThread returns the pid of some kernel thread (PF_KTHREAD), or skips.
+func kernelThread(t *testing.T) string {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 1 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		if len(f) > 6 {
+			if flags, err := strconv.ParseUint(f[6], 10, 64); err == nil && flags&0x00200000 != 0 {
+				return e.Name()
+			}
+		}
+	}
+	t.Skip("needs a kernel thread visible in /proc")
+	return ""
+}
+
+// TestLifelineOverrideAudited: --lifeline-ok adopts the supervisor, and the
+// journal gets a self_lifeline_override record with self_lifeline_opt_in.
+func TestLifelineOverrideAudited(t *testing.T) {
+	requireSeccompNotify(t)
+	r := sh(t, `$PADDOCK_BIN adopt $PPID --reason "explicit supervisor restart" --lifeline-ok; echo rc=$?`)
+	if !strings.Contains(r.stdout, "rc=0") {
+		t.Fatalf("override refused\n%s", r)
+	}
+	var override, adopted bool
+	for _, rec := range r.records(t) {
+		if rec["action"] == "self_lifeline_override" && rec["self_lifeline_opt_in"] == true && rec["reason"] == "explicit supervisor restart" {
+			override = true
+		}
+		if rec["action"] == "adopted" && rec["self_lifeline_opt_in"] == true {
+			adopted = true
+		}
+	}
+	if !override || !adopted {
+		t.Fatalf("journal lacks the audited override:\n%s", r.journal)
+	}
+}
+
+// TestLeaseExpiresWhenProcessDies: a lease on a process that exits authorizes
+// nothing, disappears from paddock ps and is journaled as lease_expired.
+func TestLeaseExpiresWhenProcessDies(t *testing.T) {
+	requireSeccompNotify(t)
+	f := startForeign(t, "sleep", "300")
+	F := itoa(f.pid())
+	// The test kills its foreign process from outside while the agent waits.
+	cmd, journal := paddockCmd(t, "--", "bash", "-c", `$PADDOCK_BIN adopt `+F+` --reason "short-lived" >/dev/null
+echo adopted
+while kill -0 `+F+` 2>/dev/null; do sleep 0.05; done
+sleep 1.5
+$PADDOCK_BIN ps --json
+$PADDOCK_BIN kill `+F+`; echo kill=$?`)
+	var out strings.Builder
+	var errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the adoption", func() bool { return strings.Contains(out.String(), "adopted") })
+	_ = f.cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if strings.Contains(out.String(), `"pid": `+F) {
+		t.Errorf("paddock ps still lists the dead adopted process:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "kill=1") || !strings.Contains(errb.String(), "not owned by this session") {
+		t.Errorf("paddock kill of the dead pid was not refused as not owned\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+	j, _ := os.ReadFile(journal)
+	if !strings.Contains(string(j), `"action":"lease_expired","pid":`+F) {
+		t.Errorf("journal lacks lease_expired for %s:\n%s", F, j)
+	}
+}
+
+// TestPaddockKillGroupOnlyWhenWhollyOwned: paddock kill signals an adopted
+// group leader alone when its group holds a foreign member, and the whole
+// group when every member is owned.
+func TestPaddockKillGroupOnlyWhenWhollyOwned(t *testing.T) {
+	requireSeccompNotify(t)
+	leader := exec.Command("sleep", "300")
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lp := &proc{cmd: leader, exited: make(chan struct{})}
+	go func() { _ = leader.Wait(); close(lp.exited) }()
+	t.Cleanup(func() { _ = leader.Process.Kill(); <-lp.exited })
+	member := exec.Command("sleep", "300")
+	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: leader.Process.Pid}
+	if err := member.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mp := &proc{cmd: member, exited: make(chan struct{})}
+	go func() { _ = member.Wait(); close(mp.exited) }()
+	t.Cleanup(func() { _ = member.Process.Kill(); <-mp.exited })
+
+	L := itoa(leader.Process.Pid)
+	r := sh(t, `$PADDOCK_BIN adopt `+L+` --reason "test adoption" >/dev/null && $PADDOCK_BIN kill `+L)
+	if !strings.Contains(r.stdout, "signalled pid "+L+" (sleep) with SIGTERM") {
+		t.Fatalf("want the adopted leader signalled alone\n%s", r)
+	}
+	waitFor(t, "the adopted leader to die", func() bool { return !lp.alive() })
+	if !mp.alive() {
+		t.Fatal("the foreign member of the adopted process's group died")
+	}
+
+	// Wholly owned: the agent's own job in its own group (set -m gives each job a group).
+	r = sh(t, `set -m; sh -c 'sleep 300 & sleep 300' & g=$!; sleep 0.2; $PADDOCK_BIN kill $g; wait $g; echo job=$?`)
+	if !strings.Contains(r.stdout, "signalled process group") || !strings.Contains(r.stdout, "3 processes") || !strings.Contains(r.stdout, "job=143") {
+		t.Fatalf("want the wholly owned group signalled\n%s", r)
+	}
+}
+
+// TestControlSocketFromOutside: the same user can use the session's socket
+// from outside the agent; without a socket the clients say no supervisor is
+// reachable (exit 3).
+func TestControlSocketFromOutside(t *testing.T) {
+	requireSeccompNotify(t)
+	out, err := exec.Command(bins.paddock, "ps").CombinedOutput()
+	if code := exitCode(err); code != 3 || !strings.Contains(string(out), "no paddock supervisor is reachable") {
+		t.Fatalf("paddock ps outside a session: exit %d\n%s", code, out)
+	}
+	cmd, _ := paddockCmd(t, "--", "bash", "-c", `echo "$PADDOCK_SOCKET"; exec sleep 300`)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	buf := make([]byte, 512)
+	n, _ := stdout.Read(buf)
+	socket := strings.TrimSpace(string(buf[:n]))
+	out, err = exec.Command(bins.paddock, "ps", "--socket", socket, "--json").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"agent": true`) {
+		t.Fatalf("paddock ps --socket %s from outside: %v\n%s", socket, err, out)
+	}
+	st, err := os.Stat(socket[:strings.LastIndexByte(socket, '/')])
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("socket directory mode = %v, %v; want 0700", st.Mode(), err)
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
