@@ -16,6 +16,8 @@ import (
 
 type runFlags struct {
 	journal        string
+	journalMax     int64
+	journalKeep    int
 	logFormat      string
 	logLevel       string
 	noNotifyStderr bool
@@ -37,6 +39,8 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 	}
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVar(&f.journal, "journal", "", "append audit records (JSON Lines) to `FILE` (default $PADDOCK_JOURNAL, else $XDG_STATE_HOME/paddock/journal.jsonl)")
+	cmd.Flags().Int64Var(&f.journalMax, "journal-max-bytes", journal.DefaultMaxBytes, "rotate the journal when it would grow past `BYTES`")
+	cmd.Flags().IntVar(&f.journalKeep, "journal-keep", journal.DefaultKeep, "rotated journal files to keep (FILE.1 .. FILE.N)")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().BoolVar(&f.noNotifyStderr, "no-notify-stderr", false, "do not write refusal messages to the refused process's stderr")
@@ -64,12 +68,12 @@ func newLogger(format, level string) (zerolog.Logger, error) {
 
 // openJournal opens the journal: a path given with --journal must work, the
 // default location is best effort (a warning, not a failure).
-func openJournal(flagValue string, log zerolog.Logger) (*journal.Journal, error) {
+func openJournal(flagValue string, opts journal.Options, log zerolog.Logger) (*journal.Journal, error) {
 	home, _ := os.UserHomeDir()
 	path, err := journal.DefaultPath(flagValue, os.Getenv, home)
 	if err == nil {
 		var j *journal.Journal
-		j, err = journal.Open(path, journal.Options{})
+		j, err = journal.Open(path, opts)
 		if err == nil {
 			return j, nil
 		}
@@ -91,7 +95,10 @@ func runRun(f runFlags, args []string) error {
 		fmt.Fprintf(os.Stderr, "paddock: %s: %v\n", args[0], errUnwrapExec(err))
 		return exitError{code: 127}
 	}
-	j, err := openJournal(f.journal, log)
+	if f.journalMax <= 0 || f.journalKeep <= 0 {
+		return usageError(fmt.Sprintf("--journal-max-bytes %d / --journal-keep %d: both must be positive", f.journalMax, f.journalKeep))
+	}
+	j, err := openJournal(f.journal, journal.Options{MaxBytes: f.journalMax, Keep: f.journalKeep}, log)
 	if err != nil {
 		return err
 	}
