@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
@@ -59,6 +60,8 @@ func (w *fakeWorld) Group(pgid int) ([]policy.Target, error) {
 func (w *fakeWorld) FdPid(tid, fd int) (int, error) { return 0, syscall.EBADF }
 
 func (w *fakeWorld) Root() int { return w.root }
+
+func (w *fakeWorld) Guard() guard.Policy { return guard.Policy{Supervised: true} }
 
 func (w *fakeWorld) Owned(max int) []policy.Target {
 	if len(w.owned) > max {

@@ -61,6 +61,7 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_cont;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGCONT, &sa, NULL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	pid_t child = fork();
 	if (child < 0)
@@ -119,6 +120,8 @@ int main(int argc, char **argv)
 	if (echo < 0)
 		fail("fork");
 	if (echo == 0) {
+		close(ab[1]);
+		close(ba[0]);
 		sched_setaffinity(0, sizeof set, &set);
 		char c;
 		while (read(ab[0], &c, 1) == 1)
@@ -126,6 +129,8 @@ int main(int argc, char **argv)
 				_exit(1);
 		_exit(0);
 	}
+	close(ab[0]);
+	close(ba[1]);
 	sched_setaffinity(0, sizeof set, &set);
 	char c = 'x';
 	for (int i = 0; i < 100; i++)

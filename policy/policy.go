@@ -7,11 +7,13 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
 )
 
@@ -23,6 +25,24 @@ type Request struct {
 	// ABI names the entry ABI ("x86_64", "i386", "x32", ...), for messages.
 	ABI  string
 	Args [6]uint64
+	// Exec holds what the backend read from the caller for execve,
+	// execveat (path, argv, envp) and the power syscalls (the caller's
+	// environment); nil for the other syscalls.
+	Exec *Exec
+}
+
+// Exec is an exec's path, argv and environment as read from the caller's
+// memory (strings may hold any bytes), or the reason they could not be read.
+type Exec struct {
+	Path      string
+	Argv      []string
+	Env       []string
+	Truncated bool  // the read stopped at a bound; what was read is decided on
+	Err       error // the strings could not be read: the exec is refused
+	// Missing: the path does not exist for the caller, so the kernel would
+	// fail the exec with ENOENT; paddock answers that itself (shells try
+	// every PATH entry, and each miss is not a refusal).
+	Missing bool
 }
 
 // Target is what the world knows about one process.
@@ -56,6 +76,8 @@ type World interface {
 	Root() int
 	// Owned lists up to max owned processes, for messages.
 	Owned(max int) []Target
+	// Guard is the host policy for exec and power decisions.
+	Guard() guard.Policy
 }
 
 // Rule names why a decision went the way it did; it is the journal's "rule".
@@ -73,6 +95,8 @@ const (
 	RuleGroup        Rule = "group_not_owned"
 	RuleUndecidable  Rule = "undecidable"
 	RuleNotTrapped   Rule = "not_trapped"
+	// RuleAllowedExec: an exec the guard has nothing against.
+	RuleAllowedExec Rule = "exec"
 )
 
 // Decision is Decide's answer.
@@ -94,6 +118,11 @@ type Decision struct {
 	// Pin is the single process whose identity the backend must re-validate
 	// before letting the syscall run (0: none).
 	Pin int
+	// OptIn names the opt-in variable that allowed a guarded exec or power
+	// call ("" if none); every use is journaled as opt_in_used.
+	OptIn string
+	// Exec is the request's exec, for the journal's exec_denied and opt_in_used records.
+	Exec *Exec
 }
 
 // Linux pidfd_send_signal flags (linux/pidfd.h, Linux 6.9+).
@@ -185,11 +214,54 @@ func Decide(r Request, w World) Decision {
 			return d
 		}
 		return decideThread(r, w, d, pid)
+	case filter.Execve, filter.Execveat:
+		return decideExec(r, w, d)
+	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
+		var env []string
+		if r.Exec != nil {
+			env = r.Exec.Env
+		}
+		return fromVerdict(r, d, guard.CheckPowerEnv(d.Syscall, env, w.Guard()))
 	}
 	// A syscall this core does not know was trapped: refuse rather than guess.
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleNotTrapped, true
 	d.Message = fmt.Sprintf("paddock refused %s (%s ABI) from pid %d: paddock traps this syscall but has no rule for it, so it fails closed. Way out: report this as a paddock bug.",
 		describe(r, d), r.ABI, r.Tid)
+	return d
+}
+
+// decideExec asks the guard about an exec whose strings the backend read.
+func decideExec(r Request, w World, d Decision) Decision {
+	d.Exec = r.Exec
+	if r.Exec == nil || r.Exec.Err != nil {
+		err := errors.New("its path and arguments were not read")
+		if r.Exec != nil {
+			err = r.Exec.Err
+		}
+		d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleUndecidable, true
+		d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): paddock could not read what is being executed (%v), and refuses when it cannot decide. Way out: retry; if it persists, report it as a paddock bug with the command.",
+			d.Syscall, r.Tid, commOf(w, r.Tid), err)
+		return d
+	}
+	if r.Exec.Missing {
+		d.Errno, d.Rule = syscall.ENOENT, RuleNoSuchTarget
+		return d
+	}
+	c := guard.Command{Path: r.Exec.Path, Argv: r.Exec.Argv, Env: r.Exec.Env}
+	return fromVerdict(r, d, guard.CheckCommand(c, w.Guard()))
+}
+
+// fromVerdict turns the guard's verdict into a decision.
+func fromVerdict(r Request, d Decision, v guard.Verdict) Decision {
+	d.Exec = r.Exec
+	if v.Allow {
+		d.Allow, d.Rule, d.OptIn = true, Rule(v.Rule), v.OptIn
+		if d.Rule == "" {
+			d.Rule = RuleAllowedExec
+		}
+		return d
+	}
+	d.Errno, d.Rule, d.Refusal, d.Message = syscall.EPERM, Rule(v.Rule), true, v.Message
 	return d
 }
 

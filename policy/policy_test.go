@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
 )
 
@@ -61,6 +62,8 @@ func (w fakeWorld) FdPid(tid, fd int) (int, error) {
 }
 
 func (w fakeWorld) Root() int { return w.root }
+
+func (w fakeWorld) Guard() guard.Policy { return guard.Policy{AllowOptIn: true, Supervised: true} }
 
 func (w fakeWorld) Owned(max int) []Target {
 	var out []Target

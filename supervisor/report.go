@@ -99,19 +99,25 @@ func (r *reporter) run() {
 			close(f.flushed)
 			continue
 		}
-		r.total++
 		d := f.d
+		if !d.Refusal {
+			// An honoured opt-in: journaled and logged, nothing to tell the caller.
+			r.log.Info().Str("syscall", d.Syscall).Int("caller", f.caller).Str("opt_in", d.OptIn).Str("rule", string(d.Rule)).Msg("opt-in honoured")
+			if r.journal != nil {
+				if err := r.journal.Append(journalRecord(f)); err != nil {
+					r.log.Error().Err(err).Msg("paddock could not write the audit journal")
+				}
+			}
+			continue
+		}
+		r.total++
 		if r.notifyStderr && !f.quiet {
 			r.tellCaller(f)
 		}
 		r.log.Warn().Str("syscall", d.Syscall).Int("caller", f.caller).Int("target", d.Target).
 			Int("signal", d.Signal).Str("rule", string(d.Rule)).Str("abi", f.abi).Msg(d.Message)
 		if r.journal != nil {
-			err := r.journal.Append(journal.Record{TS: f.when, Action: "signal_denied", Pid: f.caller, Fields: map[string]any{
-				"target": d.Target, "signal": d.Signal, "syscall": d.Syscall, "rule": string(d.Rule),
-				"message": d.Message, "abi": f.abi,
-			}})
-			if err != nil {
+			if err := r.journal.Append(journalRecord(f)); err != nil {
 				r.log.Error().Err(err).Msg("paddock could not write the audit journal; the refusal itself stands")
 			}
 		}
@@ -148,4 +154,56 @@ func (r *reporter) tellCaller(f refusal) {
 	}
 	_, _ = unix.Write(fd, []byte(msg))
 	unix.Close(fd)
+}
+
+// Bounds on an exec's argv as journaled.
+const (
+	journalArgs     = 64
+	journalArgBytes = 4096
+)
+
+// journalRecord renders a refusal (or an honoured opt-in) as its journal record.
+func journalRecord(f refusal) journal.Record {
+	d := f.d
+	fields := map[string]any{"syscall": d.Syscall, "rule": string(d.Rule), "abi": f.abi}
+	action := "signal_denied"
+	switch {
+	case d.Exec != nil && (d.Syscall == "execve" || d.Syscall == "execveat"):
+		action = "exec_denied"
+		fields["path"] = d.Exec.Path
+		fields["argv"] = boundedArgv(d.Exec.Argv)
+		if d.Exec.Truncated {
+			fields["truncated"] = true
+		}
+	case d.Exec != nil:
+		action = "power_denied"
+	default:
+		fields["target"], fields["signal"] = d.Target, d.Signal
+	}
+	if d.Message != "" {
+		fields["message"] = d.Message
+	}
+	if !d.Refusal {
+		action = "opt_in_used"
+		fields["opt_in"] = d.OptIn
+	}
+	return journal.Record{TS: f.when, Action: action, Pid: f.caller, Fields: fields}
+}
+
+// boundedArgv keeps a journal record of a huge argv readable.
+func boundedArgv(argv []string) []string {
+	out := make([]string, 0, min(len(argv), journalArgs+1))
+	total := 0
+	for i, a := range argv {
+		if i == journalArgs || total >= journalArgBytes {
+			out = append(out, "...("+strconv.Itoa(len(argv)-i)+" more)")
+			break
+		}
+		if len(a) > journalArgBytes-total {
+			a = a[:journalArgBytes-total] + "..."
+		}
+		total += len(a)
+		out = append(out, a)
+	}
+	return out
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
@@ -39,8 +40,11 @@ type Config struct {
 	Log zerolog.Logger
 	// NotifyStderr writes each refusal's message to the caller's stderr.
 	NotifyStderr bool
-	// TrapExec also traps execve/execveat (for the exec guards).
+	// TrapExec also traps execve/execveat and the reboot/kexec syscalls, so
+	// that Guard decides them.
 	TrapExec bool
+	// Guard is the host policy for exec and power decisions.
+	Guard guard.Policy
 	// Self is the binary re-executed as init ("" means /proc/self/exe); it
 	// must call MaybeRunInit first thing.
 	Self string
@@ -104,7 +108,7 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s.wg.Add(1)
-	go s.serve(newLiveWorld(tree, fs))
+	go s.serve(newLiveWorld(tree, fs, cfg.Guard))
 	go s.sweepLeases(time.Second)
 
 	s.sigs = make(chan os.Signal, 16)
@@ -139,7 +143,7 @@ func (s *Session) launch() (int, error) {
 	}
 	argv := []string{"paddock", InitArg}
 	if s.cfg.TrapExec {
-		argv = append(argv, "--trap-exec")
+		argv = append(argv, "--trap-exec", "--trap-power")
 	}
 	argv = append(argv, "--", s.cfg.Path)
 	argv = append(argv, s.cfg.Args...)
@@ -292,6 +296,12 @@ func (s *Session) handle(w *liveWorld, n *seccompNotif) {
 		req.Syscall = filter.Unknown
 		req.ABI = fmt.Sprintf("arch %#x nr %d", n.Data.Arch, n.Data.Nr)
 	}
+	switch sc {
+	case filter.Execve, filter.Execveat:
+		req.Exec = readExec(req.Tid, sc, abi, req.Args, w.buf[:])
+	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
+		req.Exec = &policy.Exec{Env: readEnviron(req.Tid)}
+	}
 	d := policy.Decide(req, w)
 	// The caller's pid was read from /proc during the decision; it named the
 	// caller only if the caller is still waiting.
@@ -312,7 +322,7 @@ func (s *Session) handle(w *liveWorld, n *seccompNotif) {
 	}
 	// Queued before the answer, so that a caller that exits right after its
 	// refusal cannot outrun the report (Wait flushes the queue).
-	if d.Refusal {
+	if d.Refusal || d.OptIn != "" {
 		s.reporter.report(refusal{when: time.Now(), caller: req.Tid, abi: req.ABI, d: d})
 	}
 	if err := send(s.listener, n.ID, errno); err != nil {

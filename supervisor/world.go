@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
@@ -17,8 +18,11 @@ import (
 // re-validated before the syscall is let through. One liveWorld serves one
 // receive worker and is reset between notifications.
 type liveWorld struct {
-	tree *ownership.Tree
-	fs   procfs.FS
+	tree  *ownership.Tree
+	fs    procfs.FS
+	guard guard.Policy
+	// buf is scratch space for reading a caller's memory.
+	buf [4096]byte
 	// looked holds this notification's lookups, with their pidfds (-1: none).
 	looked []pinned
 }
@@ -28,9 +32,12 @@ type pinned struct {
 	pidfd int
 }
 
-func newLiveWorld(tree *ownership.Tree, fs procfs.FS) *liveWorld {
-	return &liveWorld{tree: tree, fs: fs, looked: make([]pinned, 0, 4)}
+func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy) *liveWorld {
+	return &liveWorld{tree: tree, fs: fs, guard: g, looked: make([]pinned, 0, 4)}
 }
+
+// Guard implements policy.World.
+func (w *liveWorld) Guard() guard.Policy { return w.guard }
 
 // reset closes the pidfds of the previous notification.
 func (w *liveWorld) reset() {

@@ -19,7 +19,7 @@ func TestAdoptThenSignal(t *testing.T) {
 	F := itoa(f.pid())
 	r := sh(t, `kill -TERM `+F+` 2>/dev/null; echo before=$?
 $PADDOCK_BIN adopt `+F+` --reason "private daemon test subject in tmux"; echo adopt=$?
-$PADDOCK_BIN ps --json > ps.json; echo ps=$?
+$PADDOCK_BIN ps --json > /dev/null; echo ps=$?
 kill -TERM `+F+`; echo after=$?`)
 	for _, want := range []string{"before=1", "adopted pid " + F + " (sleep): private daemon test subject in tmux", "adopt=0", "after=0"} {
 		if !strings.Contains(r.stdout, want) {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -276,21 +277,21 @@ cat /proc/$$/environ > /dev/null && echo own=readable`
 	}
 }
 
-// childOf returns the first child of pid, or 0.
+// childOf returns the first child of pid, or 0. Children are listed per
+// thread, and paddock forks the agent from a thread of its own.
 func childOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + itoa(pid) + "/task/" + itoa(pid) + "/children")
-	if err != nil {
-		return 0
+	tasks, _ := os.ReadDir("/proc/" + itoa(pid) + "/task")
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/" + itoa(pid) + "/task/" + task.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			n, _ := strconv.Atoi(f[0])
+			return n
+		}
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	n := 0
-	for _, c := range f[0] {
-		n = n*10 + int(c-'0')
-	}
-	return n
+	return 0
 }
 
 // TestSupervisorKilledFromOutside: SIGKILL to the supervisor leaves a foreign

@@ -57,6 +57,9 @@ saying what was refused, why, and the way out.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd())
+	root.AddCommand(newPreflightCmd())
+	root.AddCommand(newCheckCmd(), newProfileCmd())
+	root.AddCommand(newJournalCmd())
 	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd())
 	return root
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/supervisor"
 )
@@ -107,6 +108,7 @@ func runRun(f runFlags, args []string) error {
 	}
 	s, err := supervisor.Start(supervisor.Config{
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
+		TrapExec: true, Guard: guard.Policy{AllowOptIn: true, Supervised: true},
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/journal"
+)
+
+type journalFlags struct {
+	journal string
+	json    bool
+	follow  bool
+	wide    bool
+	since   string
+	actions []string
+}
+
+func newJournalCmd() *cobra.Command {
+	var f journalFlags
+	cmd := &cobra.Command{
+		Use:   "journal [flags]",
+		Short: "Print the audit journal",
+		Long: `Print the audit journal that paddock run writes, oldest record first. The
+rotated files are read too (FILE.N, ..., FILE.1, then FILE), so history
+survives rotation.
+
+The table shows, per record: the time in UTC (RFC 3339, to the second), the
+action, the pid the record is about, and a summary built from the record's
+fields (call and signal, target, exec argv, rule, reason, ...), cut to 120
+columns with "…". --wide prints whole rows, with the record's message.
+--json prints the records exactly as stored, one JSON object per line.
+Anything a record quotes (an agent's argv, say) is shown with control
+characters escaped, so it cannot drive the terminal.
+
+--since takes a duration back from now (90s, 10m, 2h, 24h, or days: 7d) or an
+RFC 3339 time (2026-12-02T13:00:00Z). Records whose time cannot be read are
+shown rather than hidden. --action takes one or more of these (repeat the
+flag or separate them with commas):
+  ` + strings.Join(journal.Actions, ", ") + `
+
+--follow keeps printing records as they are appended, across rotations, until
+interrupted (SIGINT or SIGTERM); a journal that does not exist yet is waited for.
+
+Exit status:
+  0  the journal was read. Also when it does not exist yet (nothing has been
+     recorded; a note on stderr says so), and when its last line is
+     incomplete, which is what a writer interrupted mid-record leaves behind
+     (reported on stderr).
+  1  the journal could not be read, or a line other than the last is not a
+     JSON object. paddock never writes such a line, so the file was edited or
+     damaged: every good record is still printed, and every bad line is
+     reported on stderr.
+  2  usage error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runJournal(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.journal, "journal", "", "read the journal at `FILE` (default $PADDOCK_JOURNAL, else $XDG_STATE_HOME/paddock/journal.jsonl)")
+	fl.BoolVar(&f.json, "json", false, "print the records as stored (JSON Lines)")
+	fl.BoolVarP(&f.follow, "follow", "f", false, "keep printing records as they are appended, until interrupted")
+	fl.BoolVar(&f.wide, "wide", false, "do not cut table rows; add each record's message")
+	fl.StringVar(&f.since, "since", "", "only records from the last `DURATION` (10m, 2h, 7d) or since an RFC 3339 time")
+	fl.StringSliceVar(&f.actions, "action", nil, "only records with action `A` (repeatable, or comma-separated)")
+	return cmd
+}
+
+// recordFilter selects records by action and time.
+type recordFilter struct {
+	actions map[string]bool // nil: any
+	since   time.Time       // zero: any
+}
+
+func (rf recordFilter) match(rec map[string]any) bool {
+	if rf.actions != nil {
+		a, _ := rec["action"].(string)
+		if !rf.actions[a] {
+			return false
+		}
+	}
+	if !rf.since.IsZero() {
+		s, _ := rec["ts"].(string)
+		if ts, err := time.Parse(time.RFC3339Nano, s); err == nil && ts.Before(rf.since) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSince reads --since: a Go duration, a number of days ("7d"), or an
+// RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if days, ok := strings.CutSuffix(s, "d"); ok {
+			const day = 24 * time.Hour
+			if n, perr := strconv.ParseUint(days, 10, 63); perr == nil && n <= uint64(math.MaxInt64/day) {
+				d, err = time.Duration(n)*day, nil
+			}
+		}
+	}
+	if err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("--since %q: want a duration back from now (10m, 2h, 7d), not a negative one", s)
+		}
+		return now.Add(-d), nil
+	}
+	if t, terr := time.Parse(time.RFC3339Nano, s); terr == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want a duration (90s, 10m, 2h, 24h, 7d) or an RFC 3339 time (2026-12-02T13:00:00Z)", s)
+}
+
+func parseActions(list []string) (map[string]bool, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	set := map[string]bool{}
+	for _, a := range list {
+		a = strings.TrimSpace(a)
+		if !slices.Contains(journal.Actions, a) {
+			return nil, fmt.Errorf("--action %q: unknown action; known actions: %s", a, strings.Join(journal.Actions, ", "))
+		}
+		set[a] = true
+	}
+	return set, nil
+}
+
+// journalPrinter prints records as they are read, counting what it saw.
+type journalPrinter struct {
+	out     *bufio.Writer
+	errw    io.Writer
+	json    bool
+	table   *journal.Table
+	filter  recordFilter
+	total   int  // records read
+	shown   int  // records printed
+	corrupt bool // a line other than the last was not a JSON object
+}
+
+// record prints one good line if it passes the filter.
+func (p *journalPrinter) record(raw []byte, rec map[string]any) error {
+	p.total++
+	if !p.filter.match(rec) {
+		return nil
+	}
+	p.shown++
+	if p.json {
+		p.out.Write(raw)
+		return p.out.WriteByte('\n')
+	}
+	return p.table.Row(rec)
+}
+
+// warn reports a problem on stderr, after what was printed before it.
+func (p *journalPrinter) warn(format string, args ...any) {
+	p.out.Flush()
+	fmt.Fprintf(p.errw, "paddock: "+format+"\n", args...)
+}
+
+func (p *journalPrinter) badLine(file string, no int, raw []byte) {
+	p.corrupt = true
+	where := "a line"
+	if no > 0 {
+		where = "line " + strconv.Itoa(no)
+	}
+	p.warn("journal %s: %s is not a JSON object (paddock never writes one: the file was edited or damaged): %s",
+		file, where, journal.Excerpt(raw, 200))
+}
+
+// readFile prints the records of one whole file and reports its bad lines.
+// It returns the offset just past the file's last '\n', where following it
+// resumes: an incomplete last line is reported now and printed later if its
+// writer finishes it.
+func (p *journalPrinter) readFile(f *os.File) (int64, error) {
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return 0, fmt.Errorf("journal %s: read: %w", f.Name(), err)
+	}
+	lines, torn, _ := journal.ReadLines(bytes.NewReader(data))
+	for _, l := range lines {
+		if l.Rec == nil {
+			p.badLine(f.Name(), l.No, l.Raw)
+			continue
+		}
+		if err := p.record(l.Raw, l.Rec); err != nil {
+			return 0, err
+		}
+	}
+	if torn != nil {
+		p.warn("%v", &journal.TornLineError{Path: f.Name(), Line: torn})
+	}
+	return int64(bytes.LastIndexByte(data, '\n') + 1), nil
+}
+
+func runJournal(cmd *cobra.Command, f journalFlags) error {
+	actions, err := parseActions(f.actions)
+	if err != nil {
+		return err
+	}
+	filter := recordFilter{actions: actions}
+	if f.since != "" {
+		if filter.since, err = parseSince(f.since, time.Now()); err != nil {
+			return err
+		}
+	}
+	home, _ := os.UserHomeDir()
+	path, err := journal.DefaultPath(f.journal, os.Getenv, home)
+	if err != nil {
+		return err
+	}
+
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	defer out.Flush()
+	p := &journalPrinter{
+		out: out, errw: cmd.ErrOrStderr(), json: f.json, filter: filter,
+		table: &journal.Table{W: out, Wide: f.wide},
+	}
+	fail := func(err error) error {
+		p.warn("%v", err)
+		return exitError{code: 1}
+	}
+	status := func() error {
+		if err := out.Flush(); err != nil {
+			return fail(fmt.Errorf("write: %w", err))
+		}
+		if p.corrupt {
+			return exitError{code: 1}
+		}
+		return nil
+	}
+
+	files, err := journal.OpenHistory(path)
+	if err != nil {
+		return fail(err)
+	}
+	var live *os.File // the live file, when following it
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for i, file := range files {
+		isLive := f.follow && i == len(files)-1 && file.Name() == path
+		off, err := p.readFile(file)
+		if err != nil {
+			return fail(err)
+		}
+		if isLive {
+			if _, err := file.Seek(off, io.SeekStart); err != nil {
+				return fail(fmt.Errorf("journal %s: %w", path, err))
+			}
+			live = file
+			files = files[:i] // FollowFile closes it
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return fail(fmt.Errorf("write: %w", err))
+	}
+	switch {
+	case len(files) == 0 && live == nil && f.follow:
+		p.warn("no journal at %s yet (nothing has been recorded; paddock run writes it); waiting for it", path)
+	case len(files) == 0 && live == nil:
+		p.warn("no journal at %s yet (nothing has been recorded; paddock run writes it)", path)
+	case p.shown == 0 && p.total == 0:
+		p.warn("journal %s has no records", path)
+	case p.shown == 0:
+		p.warn("none of the %d records in journal %s match the filters", p.total, path)
+	}
+	if !f.follow {
+		return status()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	follower := &journal.Follower{Path: path, Warn: func(err error) { p.warn("%v", err) }}
+	emit := func(line []byte) error {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
+		rec, ok := journal.ParseLine(line)
+		if !ok {
+			p.badLine(path, 0, line)
+			return nil
+		}
+		if err := p.record(line, rec); err != nil {
+			return err
+		}
+		return out.Flush()
+	}
+	if live != nil {
+		err = follower.FollowFile(ctx, live, emit)
+	} else {
+		err = follower.Follow(ctx, 0, emit)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return status()
+}

@@ -1,0 +1,726 @@
+package guard
+
+import (
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// finding is why a command is guarded.
+type finding struct {
+	rule   string
+	effect string   // "reboot this machine" (power and session rules)
+	verb   string   // systemctl verb, for protected services
+	units  []string // protected units hit
+	target string   // isolate target
+}
+
+func powerF(effect string) *finding   { return &finding{rule: RulePowerControl, effect: effect} }
+func sessionF(effect string) *finding { return &finding{rule: RuleSessionControl, effect: effect} }
+
+const (
+	effReboot    = "reboot this machine"
+	effPoweroff  = "power off this machine"
+	effHalt      = "halt this machine"
+	effShutdown  = "shut down (power off, halt or reboot) this machine"
+	effKexec     = "boot straight into another kernel (a reboot)"
+	effSoft      = "soft-reboot userspace, ending every process and session on this machine"
+	effSuspend   = "suspend this machine"
+	effHibernate = "hibernate this machine"
+	effRescue    = "switch this machine to rescue mode, stopping the user's session and most services"
+	effEmergency = "switch this machine to emergency mode, stopping the user's session and nearly every service"
+	effSysrq     = "trigger a magic SysRq action (b reboots, o powers off, c crashes the kernel) at once"
+	effPowerFile = "suspend or hibernate this machine through /sys/power"
+	effLogout    = "log the user out, ending their desktop session"
+	effSession   = "end the user's login sessions and every process in them"
+)
+
+// guardedFile reports whether writing to p is power control.
+func guardedFile(p string) bool {
+	switch filepath.Clean(p) {
+	case "/proc/sysrq-trigger", "/sys/power/state":
+		return true
+	}
+	return false
+}
+
+func fileEffect(p string) string {
+	if filepath.Clean(p) == "/proc/sysrq-trigger" {
+		return effSysrq
+	}
+	return effPowerFile
+}
+
+type decider func(c *cmd, args []word, p *Policy) *finding
+
+var deciders map[string]decider
+
+func always(effect string) decider {
+	return func(*cmd, []word, *Policy) *finding { return powerF(effect) }
+}
+
+func init() {
+	deciders = map[string]decider{
+		"reboot":               always(effReboot),
+		"poweroff":             always(effPoweroff),
+		"halt":                 always(effHalt),
+		"shutdown":             always(effShutdown),
+		"kexec":                always(effKexec),
+		"pm-suspend":           always(effSuspend),
+		"pm-suspend-hybrid":    always(effSuspend),
+		"pm-hibernate":         always(effHibernate),
+		"s2ram":                always(effSuspend),
+		"s2both":               always(effSuspend),
+		"s2disk":               always(effHibernate),
+		"zzz":                  always(effSuspend),
+		"ZZZ":                  always(effHibernate),
+		"systemd-sleep":        always(effSuspend),
+		"init":                 decideInit,
+		"telinit":              decideInit,
+		"systemctl":            decideSystemctl,
+		"loginctl":             decideLoginctl,
+		"busctl":               decideDbus,
+		"dbus-send":            decideDbus,
+		"gdbus":                decideDbus,
+		"qdbus":                decideDbus,
+		"qdbus6":               decideDbus,
+		"qdbus-qt5":            decideDbus,
+		"qdbus-qt6":            decideDbus,
+		"rtcwake":              decideRtcwake,
+		"gnome-session-quit":   decideSessionQuit,
+		"xfce4-session-logout": decideSessionQuit,
+		"lxqt-leave":           decideSessionQuit,
+		"swaymsg":              decideWMExit,
+		"i3-msg":               decideWMExit,
+		"hyprctl":              decideWMExit,
+		"service":              decideService,
+		"invoke-rc.d":          decideService,
+		"rc-service":           decideService,
+		"tee":                  decideTee,
+		"dd":                   decideDd,
+		"kill":                 decideKill,
+		"pkill":                decidePkill,
+		"killall":              decideKillall,
+		"killall5":             decideKillall5,
+		"skill":                decideKillall,
+		"fuser":                decideFuser,
+	}
+}
+
+// decide returns why c is guarded, or nil.
+func decide(c *cmd, p *Policy) *finding {
+	for _, w := range c.writes {
+		return powerF(fileEffect(w))
+	}
+	if c.pseudo || len(c.argv) == 0 {
+		return nil
+	}
+	for _, name := range c.names() {
+		if d := deciders[name]; d != nil {
+			if f := d(c, c.argv[1:], p); f != nil {
+				return f
+			}
+		}
+	}
+	// /etc/init.d/gdm3 stop
+	if s, ok := c.argv[0].lit(); ok && strings.Contains(s, "/") {
+		if dir := path.Base(path.Dir(s)); dir == "init.d" || dir == "rc.d" {
+			if len(c.argv) > 1 {
+				return serviceAction(path.Base(s), c.argv[1], p)
+			}
+		}
+	}
+	return nil
+}
+
+func decideInit(c *cmd, args []word, p *Policy) *finding {
+	_, ops := scanOpts(args, optSpec{})
+	if len(ops) == 0 {
+		return nil
+	}
+	v, ok := ops[0].lit()
+	if !ok {
+		return nil
+	}
+	switch v {
+	case "0":
+		return powerF(effPoweroff)
+	case "6":
+		return powerF(effReboot)
+	case "1", "s", "S", "single":
+		return powerF(effRescue)
+	case "2", "3", "4":
+		return isolate("multi-user.target", p)
+	}
+	return nil
+}
+
+// systemctl verbs.
+var (
+	systemctlPower = map[string]string{
+		"reboot": effReboot, "poweroff": effPoweroff, "halt": effHalt, "kexec": effKexec,
+		"soft-reboot": effSoft, "suspend": effSuspend, "hibernate": effHibernate,
+		"hybrid-sleep": effSuspend, "suspend-then-hibernate": effSuspend, "sleep": effSuspend,
+		"emergency": effEmergency, "rescue": effRescue,
+	}
+	// verbs that stop, disable or restart the units they name
+	protectVerbs = map[string]string{
+		"stop": "stopping", "disable": "disabling", "mask": "masking", "kill": "killing",
+		"restart": "restarting", "try-restart": "restarting", "reload-or-restart": "restarting",
+		"try-reload-or-restart": "restarting", "reload-or-try-restart": "restarting",
+		"condrestart": "restarting", "condreload": "restarting", "force-reload": "restarting",
+		"condstop": "stopping", "freeze": "freezing",
+	}
+	// verbs that start the units they name
+	startVerbs = map[string]bool{
+		"start": true, "restart": true, "try-restart": true, "reload-or-restart": true,
+		"try-reload-or-restart": true, "reload-or-try-restart": true, "condrestart": true,
+		"condreload": true, "force-reload": true,
+	}
+	// units whose start is power control
+	powerUnits = map[string]string{
+		"poweroff.target": effPoweroff, "reboot.target": effReboot, "halt.target": effHalt,
+		"kexec.target": effKexec, "soft-reboot.target": effSoft, "ctrl-alt-del.target": effReboot,
+		"suspend.target": effSuspend, "hibernate.target": effHibernate, "hybrid-sleep.target": effSuspend,
+		"suspend-then-hibernate.target": effSuspend, "sleep.target": effSuspend,
+		"rescue.target": effRescue, "emergency.target": effEmergency,
+		"runlevel0.target": effPoweroff, "runlevel1.target": effRescue, "runlevel6.target": effReboot,
+		"systemd-poweroff.service": effPoweroff, "systemd-reboot.service": effReboot,
+		"systemd-halt.service": effHalt, "systemd-kexec.service": effKexec,
+		"systemd-soft-reboot.service": effSoft, "systemd-suspend.service": effSuspend,
+		"systemd-hibernate.service": effHibernate, "systemd-hybrid-sleep.service": effSuspend,
+		"systemd-suspend-then-hibernate.service": effSuspend,
+		"rescue.service":                         effRescue, "emergency.service": effEmergency,
+	}
+)
+
+var systemctlSpec = optSpec{short: "tspPHMnoC", permute: true,
+	long: longs("type", "state", "signal", "property", "host", "machine", "lines", "output", "root", "image",
+		"job-mode", "kill-whom", "kill-value", "what", "preset-mode", "timestamp", "message", "when", "drop-in",
+		"reboot-argument", "boot-loader-menu", "boot-loader-entry", "check-inhibitors", "image-policy", "capsule")}
+
+func decideSystemctl(c *cmd, args []word, p *Policy) *finding {
+	opts, ops := scanOpts(args, systemctlSpec)
+	if len(ops) == 0 {
+		return nil
+	}
+	verb, ok := ops[0].lit()
+	if !ok {
+		return nil
+	}
+	units := ops[1:]
+	if eff, ok := systemctlPower[verb]; ok {
+		return powerF(eff)
+	}
+	switch verb {
+	case "isolate":
+		if len(units) == 0 {
+			return nil
+		}
+		t, ok := units[0].lit()
+		if !ok {
+			return &finding{rule: RuleIsolate, target: units[0].s}
+		}
+		return isolate(t, p)
+	case "exit":
+		return sessionF("stop the service manager (with --user: every service of the user's session)")
+	}
+	if startVerbs[verb] || ((verb == "enable" || verb == "reenable") && has(opts, "--now")) {
+		for _, u := range units {
+			if s, ok := u.lit(); ok {
+				if eff, ok := powerUnits[unitName(s, ".service")]; ok {
+					return powerF(eff)
+				}
+			}
+		}
+	}
+	gerund, ok := protectVerbs[verb]
+	if !ok {
+		return nil
+	}
+	if verb == "disable" && has(opts, "--now") {
+		gerund = "disabling and stopping"
+	}
+	if verb == "mask" && has(opts, "--now") {
+		gerund = "masking and stopping"
+	}
+	if hit := protectedUnits(units, p); len(hit) > 0 {
+		return &finding{rule: RuleProtectedService, verb: gerund, units: hit}
+	}
+	return nil
+}
+
+// unitName adds suffix to a unit name that has none.
+func unitName(u, suffix string) string {
+	if strings.ContainsRune(u, '.') && !strings.HasSuffix(u, ".") {
+		return u
+	}
+	return strings.TrimSuffix(u, ".") + suffix
+}
+
+// isolate decides `systemctl isolate T`: only the default target and
+// graphical.target keep the user's session and remote access.
+func isolate(t string, p *Policy) *finding {
+	t = unitName(t, ".target")
+	switch t {
+	case "runlevel2.target", "runlevel3.target", "runlevel4.target":
+		t = "multi-user.target"
+	case "runlevel5.target":
+		t = "graphical.target"
+	}
+	if eff, ok := powerUnits[t]; ok {
+		return powerF(eff)
+	}
+	if t == "graphical.target" || t == "default.target" {
+		return nil
+	}
+	if p.DefaultTarget != "" && t == unitName(p.DefaultTarget, ".target") {
+		return nil
+	}
+	return &finding{rule: RuleIsolate, target: t}
+}
+
+// aliases: other names of a protected unit (a unit protected under one
+// name is protected under the others).
+var aliases = map[string][]string{
+	"display-manager": {"gdm", "gdm3", "sddm", "lightdm", "lxdm", "xdm", "slim", "greetd", "ly", "cosmic-greeter"},
+	"gdm":             {"gdm3", "display-manager"},
+	"gdm3":            {"gdm", "display-manager"},
+	"sddm":            {"display-manager"},
+	"lightdm":         {"display-manager"},
+	"sshd":            {"ssh"},
+	"ssh":             {"sshd"},
+	"dbus":            {"dbus-broker", "messagebus"},
+	"systemd-logind":  {"logind"},
+	"logind":          {"systemd-logind"},
+	"NetworkManager":  {"network-manager"},
+	"polkit":          {"polkitd"},
+	"gnome-shell":     {"org.gnome.Shell@wayland", "org.gnome.Shell@x11", "gnome-shell-wayland", "gnome-shell-x11"},
+	"plasmashell":     {"plasma-plasmashell"},
+}
+
+// trimUnit drops the .service or .socket suffix a protected name may carry.
+func trimUnit(u string) string {
+	for _, s := range []string{".service", ".socket"} {
+		if strings.HasSuffix(u, s) && len(u) > len(s) {
+			return strings.TrimSuffix(u, s)
+		}
+	}
+	return u
+}
+
+func isPattern(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// protectedNames returns the protected units with their aliases.
+func protectedNames(p *Policy) []string {
+	list := p.ServicesToSurvive
+	if len(list) == 0 {
+		list = defaultServices[:]
+	}
+	var out []string
+	for _, e := range list {
+		e = trimUnit(strings.TrimSpace(e))
+		if e == "" {
+			continue
+		}
+		out = append(out, e)
+		out = append(out, aliases[e]...)
+	}
+	return out
+}
+
+// protectedUnits returns the units among us that the policy protects. A
+// unit argument may itself be a pattern, as systemctl matches them.
+func protectedUnits(us []word, p *Policy) []string {
+	names := protectedNames(p)
+	var hit []string
+	for _, u := range us {
+		s, ok := u.lit()
+		if !ok || strings.HasPrefix(s, "-") {
+			continue
+		}
+		if matchUnit(trimUnit(s), names) {
+			hit = append(hit, s)
+		}
+	}
+	return hit
+}
+
+func matchUnit(u string, names []string) bool {
+	for _, n := range names {
+		switch {
+		case u == n:
+			return true
+		case isPattern(n):
+			if m, _ := path.Match(n, u); m {
+				return true
+			}
+		}
+		if isPattern(u) {
+			if m, _ := path.Match(u, n); m {
+				return true
+			}
+			if m, _ := path.Match(u, n+".service"); m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var loginctlSpec = optSpec{short: "pPsHMno", permute: true, long: longs("property", "signal", "host", "machine", "lines", "output", "kill-whom")}
+
+func decideLoginctl(c *cmd, args []word, p *Policy) *finding {
+	_, ops := scanOpts(args, loginctlSpec)
+	if len(ops) == 0 {
+		return nil
+	}
+	verb, _ := ops[0].lit()
+	switch verb {
+	case "reboot":
+		return powerF(effReboot)
+	case "poweroff":
+		return powerF(effPoweroff)
+	case "halt":
+		return powerF(effHalt)
+	case "suspend", "hybrid-sleep", "suspend-then-hibernate", "sleep":
+		return powerF(effSuspend)
+	case "hibernate":
+		return powerF(effHibernate)
+	case "terminate-session", "terminate-user", "terminate-seat", "kill-session", "kill-user":
+		return sessionF(effSession)
+	}
+	return nil
+}
+
+// D-Bus methods that are power or session control, by the service or
+// interface that must appear in the call.
+var dbusMethods = map[string]map[string]*finding{
+	"org.freedesktop.login1": {
+		"PowerOff": powerF(effPoweroff), "PowerOffWithFlags": powerF(effPoweroff),
+		"Reboot": powerF(effReboot), "RebootWithFlags": powerF(effReboot),
+		"Halt": powerF(effHalt), "HaltWithFlags": powerF(effHalt),
+		"Suspend": powerF(effSuspend), "SuspendWithFlags": powerF(effSuspend),
+		"Hibernate": powerF(effHibernate), "HibernateWithFlags": powerF(effHibernate),
+		"HybridSleep": powerF(effSuspend), "HybridSleepWithFlags": powerF(effSuspend),
+		"SuspendThenHibernate": powerF(effSuspend), "SuspendThenHibernateWithFlags": powerF(effSuspend),
+		"Sleep": powerF(effSuspend), "ScheduleShutdown": powerF(effShutdown),
+		"TerminateSession": sessionF(effSession), "TerminateUser": sessionF(effSession),
+		"TerminateSeat": sessionF(effSession), "KillSession": sessionF(effSession), "KillUser": sessionF(effSession),
+	},
+	"org.freedesktop.systemd1": {
+		"Reboot": powerF(effReboot), "PowerOff": powerF(effPoweroff), "Halt": powerF(effHalt),
+		"KExec": powerF(effKexec), "SoftReboot": powerF(effSoft),
+	},
+	"org.gnome.SessionManager": {
+		"Shutdown": powerF(effShutdown), "Reboot": powerF(effReboot), "Logout": sessionF(effLogout),
+	},
+	"org.kde.Shutdown": {
+		"logoutAndShutdown": powerF(effPoweroff), "logoutAndReboot": powerF(effReboot), "logout": sessionF(effLogout),
+	},
+	"org.kde.ksmserver": {"logout": sessionF(effLogout)},
+	"org.xfce.SessionManager": {
+		"Shutdown": powerF(effShutdown), "Restart": powerF(effReboot), "Suspend": powerF(effSuspend),
+		"Hibernate": powerF(effHibernate), "HybridSleep": powerF(effSuspend), "Logout": sessionF(effLogout),
+	},
+}
+
+// dbusContexts orders dbusMethods' keys, so that a call naming several
+// services is decided the same way every time.
+var dbusContexts = []string{"org.freedesktop.login1", "org.freedesktop.systemd1", "org.gnome.SessionManager",
+	"org.kde.Shutdown", "org.kde.ksmserver", "org.xfce.SessionManager"}
+
+// systemd1 Manager methods that stop or restart the unit they name.
+var dbusUnitMethods = map[string]string{
+	"StopUnit": "stopping", "RestartUnit": "restarting", "TryRestartUnit": "restarting",
+	"ReloadOrRestartUnit": "restarting", "ReloadOrTryRestartUnit": "restarting", "KillUnit": "killing",
+	"DisableUnitFiles": "disabling", "DisableUnitFilesWithFlags": "disabling", "MaskUnitFiles": "masking",
+	"FreezeUnit": "freezing", "StartUnit": "", "EnqueueUnitJob": "",
+}
+
+// decideDbus looks at busctl, dbus-send, gdbus and qdbus calls.
+func decideDbus(c *cmd, args []word, p *Policy) *finding {
+	var toks []string
+	for _, a := range args {
+		s, ok := a.lit()
+		if !ok {
+			continue
+		}
+		if i := strings.IndexByte(s, '='); i >= 0 && strings.HasPrefix(s, "-") {
+			s = s[i+1:]
+		}
+		// dbus-send's "string:gdm.service", gdbus's "'gdm.service'"
+		if i := strings.IndexByte(s, ':'); i >= 0 && !strings.HasPrefix(s, "/") {
+			switch s[:i] {
+			case "string", "objpath", "boolean", "uint32", "int32", "uint64", "int64", "variant":
+				s = s[i+1:]
+			}
+		}
+		s = strings.Trim(s, `'"`)
+		toks = append(toks, s)
+	}
+	member := func(t string) string {
+		if i := strings.LastIndexByte(t, '.'); i >= 0 {
+			return t[i+1:]
+		}
+		return t
+	}
+	for _, ctx := range dbusContexts {
+		methods := dbusMethods[ctx]
+		if !containsAny(toks, ctx) {
+			continue
+		}
+		for _, t := range toks {
+			if f, ok := methods[member(t)]; ok && (t == member(t) || strings.HasPrefix(t, ctx)) {
+				return f
+			}
+		}
+	}
+	if containsAny(toks, "org.freedesktop.systemd1") {
+		for _, t := range toks {
+			gerund, ok := dbusUnitMethods[member(t)]
+			if !ok {
+				continue
+			}
+			var units []word
+			for _, u := range toks {
+				units = append(units, litWord(u))
+				if eff, ok := powerUnits[u]; ok && (gerund == "" || gerund == "restarting") {
+					return powerF(eff)
+				}
+			}
+			if gerund == "" {
+				continue
+			}
+			if hit := protectedUnits(units, p); len(hit) > 0 {
+				return &finding{rule: RuleProtectedService, verb: gerund, units: hit}
+			}
+		}
+	}
+	return nil
+}
+
+func containsAny(toks []string, sub string) bool {
+	for _, t := range toks {
+		if strings.Contains(t, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func decideRtcwake(c *cmd, args []word, p *Policy) *finding {
+	opts, _ := scanOpts(args, optSpec{short: "dmstA", permute: true, long: longs("device", "mode", "seconds", "time", "date", "adjfile")})
+	if has(opts, "-n", "--dry-run", "-h", "--help", "-V", "--version") {
+		return nil
+	}
+	mode := "standby"
+	if m := values(opts, "-m", "--mode"); len(m) > 0 {
+		mode = m[len(m)-1]
+	}
+	switch mode {
+	case "no", "on", "disable", "show":
+		return nil
+	case "off":
+		return powerF(effPoweroff)
+	case "disk":
+		return powerF(effHibernate)
+	}
+	return powerF(effSuspend)
+}
+
+func decideSessionQuit(c *cmd, args []word, p *Policy) *finding {
+	for _, a := range args {
+		switch s, _ := a.lit(); s {
+		case "--power-off", "--halt", "--shutdown", "-h":
+			return powerF(effPoweroff)
+		case "--reboot", "-r":
+			return powerF(effReboot)
+		case "--suspend":
+			return powerF(effSuspend)
+		case "--hibernate", "--hybrid-sleep":
+			return powerF(effHibernate)
+		case "--logout", "-l":
+			return sessionF(effLogout)
+		}
+	}
+	if name, _ := c.name(); name == "gnome-session-quit" {
+		return sessionF(effLogout) // its default is to log out
+	}
+	return nil
+}
+
+func decideWMExit(c *cmd, args []word, p *Policy) *finding {
+	for _, a := range args {
+		if s, ok := a.lit(); ok && (s == "exit" || strings.HasPrefix(s, "exit ") || strings.HasSuffix(s, " exit")) {
+			return sessionF("end the user's desktop session (the compositor exits, and every window with it)")
+		}
+	}
+	return nil
+}
+
+// decideService handles `service NAME ACTION`, invoke-rc.d and rc-service.
+func decideService(c *cmd, args []word, p *Policy) *finding {
+	_, ops := scanOpts(args, optSpec{})
+	if len(ops) < 2 {
+		return nil
+	}
+	name, ok := ops[0].lit()
+	if !ok {
+		return nil
+	}
+	return serviceAction(name, ops[1], p)
+}
+
+func serviceAction(name string, action word, p *Policy) *finding {
+	a, ok := action.lit()
+	if !ok {
+		return nil
+	}
+	gerund := ""
+	switch a {
+	case "stop", "zap", "condstop":
+		gerund = "stopping"
+	case "restart", "force-reload", "try-restart", "condrestart", "reload-or-restart":
+		gerund = "restarting"
+	default:
+		return nil
+	}
+	if hit := protectedUnits([]word{litWord(name)}, p); len(hit) > 0 {
+		return &finding{rule: RuleProtectedService, verb: gerund, units: hit}
+	}
+	return nil
+}
+
+func decideTee(c *cmd, args []word, p *Policy) *finding {
+	_, ops := scanOpts(args, optSpec{permute: true, long: longs("output-error")})
+	for _, o := range ops {
+		if s, ok := o.lit(); ok && guardedFile(s) {
+			return powerF(fileEffect(s))
+		}
+	}
+	return nil
+}
+
+func decideDd(c *cmd, args []word, p *Policy) *finding {
+	for _, a := range args {
+		if s, ok := a.lit(); ok && strings.HasPrefix(s, "of=") && guardedFile(s[3:]) {
+			return powerF(fileEffect(s[3:]))
+		}
+	}
+	return nil
+}
+
+// Broad kill commands: refused only where no supervisor decides per target.
+
+func broadKill() *finding { return &finding{rule: RuleBroadKill} }
+
+func decideKill(c *cmd, args []word, p *Policy) *finding {
+	if p.Supervised {
+		return nil
+	}
+	targets := args
+	sig := ""
+	if len(args) > 0 && !args[0].dyn && strings.HasPrefix(args[0].s, "-") && args[0].s != "--" {
+		a := args[0].s
+		switch {
+		case a == "-l" || a == "-L" || a == "--list" || a == "--table" || a == "--help":
+			return nil
+		case a == "-s" || a == "-n" || a == "--signal":
+			if len(args) > 1 {
+				sig = args[1].s
+			}
+			targets = args[min(2, len(args)):]
+		default:
+			sig = strings.TrimPrefix(a, "-")
+			targets = args[1:]
+		}
+	}
+	if len(targets) > 0 && targets[0].s == "--" && !targets[0].dyn {
+		targets = targets[1:]
+	}
+	if isSignalZero(sig) {
+		return nil
+	}
+	if len(targets) == 0 {
+		if c.xargs {
+			return broadKill()
+		}
+		return nil
+	}
+	for _, t := range targets {
+		raw := strings.Trim(t.raw, `"`)
+		if strings.HasPrefix(t.s, "%") || raw == "$!" || raw == "${!}" {
+			continue // the shell's own jobs
+		}
+		return broadKill()
+	}
+	return nil
+}
+
+func isSignalZero(sig string) bool {
+	s := strings.TrimPrefix(strings.ToUpper(sig), "SIG")
+	return s == "0"
+}
+
+func decidePkill(c *cmd, args []word, p *Policy) *finding {
+	if p.Supervised {
+		return nil
+	}
+	opts, ops := scanOpts(args, optSpec{short: "gGPsStuUF", permute: true,
+		long: longs("signal", "group", "parent", "session", "terminal", "euid", "uid", "pidfile", "ns", "nslist", "runstates", "cgroup")})
+	if has(opts, "-0", "-V", "--version", "-h", "--help") {
+		return nil
+	}
+	for _, s := range values(opts, "--signal") {
+		if isSignalZero(s) {
+			return nil
+		}
+	}
+	if len(ops) == 0 && len(opts) == 0 && !c.xargs {
+		return nil
+	}
+	return broadKill()
+}
+
+func decideKillall(c *cmd, args []word, p *Policy) *finding {
+	if p.Supervised {
+		return nil
+	}
+	opts, ops := scanOpts(args, optSpec{short: "snuyoZ", permute: true, long: longs("signal", "user", "younger-than", "older-than", "context", "ns")})
+	if has(opts, "-l", "-L", "--list", "-V", "--version", "-h", "--help", "-0") {
+		return nil
+	}
+	for _, s := range values(opts, "-s", "--signal") {
+		if isSignalZero(s) {
+			return nil
+		}
+	}
+	if len(ops) == 0 && !has(opts, "-u", "--user") && !c.xargs {
+		return nil
+	}
+	return broadKill()
+}
+
+func decideKillall5(c *cmd, args []word, p *Policy) *finding {
+	if p.Supervised {
+		return nil
+	}
+	return broadKill()
+}
+
+func decideFuser(c *cmd, args []word, p *Policy) *finding {
+	if p.Supervised {
+		return nil
+	}
+	for _, a := range args {
+		s, ok := a.lit()
+		if !ok {
+			continue
+		}
+		if s == "--kill" || (strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "--") && strings.ContainsRune(s, 'k')) {
+			return broadKill()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+// Package guard decides whether a command may run: power control (reboot,
+// poweroff, suspend, ... in every spelling paddock knows), protected desktop
+// services (systemctl stop|restart|mask|... of a unit in the host profile's
+// services_to_survive, systemctl isolate), session-ending commands, and,
+// when no supervisor decides per target, broad kill commands.
+//
+// It answers two kinds of question:
+//
+//   - CheckCommand: one exec, as the kernel trap sees it (path, argv,
+//     environment). Argv-style wrappers (sudo, env, nohup, timeout, nice,
+//     busybox, ...) are unwrapped; a nested shell string (sh -c '...') is
+//     not, because the shell's own execs are trapped one by one.
+//   - CheckShell and CheckArgv: a shell string or an argv before it runs
+//     (paddock check, agent-harness hooks). The string is parsed with a real
+//     shell parser (mvdan.cc/sh): env-assignment prefixes, wrappers, nested
+//     sh -c / bash -lc / eval strings, chains, pipelines, subshells, command
+//     substitutions, loops over literal words and here-documents fed to a
+//     shell are all followed.
+//
+// Explicit user intent is PADDOCK_ALLOW_POWER_CONTROL=1 (aliases
+// RLM_ALLOW_POWER_CONTROL, PRIME_ALLOW_POWER_CONTROL) in the environment the
+// command would run with; it is honoured only when Policy.AllowOptIn is set.
+// Broad kill commands have no opt-in: under paddock run the kernel decides
+// each target (Policy.Supervised), elsewhere they are refused.
+//
+// The package performs no I/O: every fact comes from its arguments.
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Command is one exec: the resolved path, argv and environment ("KEY=VALUE").
+// For commands read from a shell string, Path is argv[0] as written and Env
+// holds only what the string itself sets (assignment prefixes, exports,
+// env/sudo VAR=VALUE arguments).
+type Command struct {
+	Path string
+	Argv []string
+	Env  []string
+}
+
+// Policy is what the guard needs from the host profile. Build it with
+// profile.Profile.GuardPolicy; the zero Policy honours no opt-in.
+type Policy struct {
+	// ServicesToSurvive lists the protected units ("gdm", "pipewire.service",
+	// globs like "user@*"); empty means DefaultServices.
+	ServicesToSurvive []string
+	// AllowOptIn honours PADDOCK_ALLOW_POWER_CONTROL=1 (profile key allow_opt_in).
+	AllowOptIn bool
+	// DefaultTarget is the result of `systemctl get-default`, "" if unknown.
+	DefaultTarget string
+	// Supervised is true under paddock run: broad kill commands pass, because
+	// the kernel-level rule decides each target.
+	Supervised bool
+	// Profile names the profile file, for messages ("" when none was read).
+	Profile string
+}
+
+// Verdict is the guard's answer for one command or shell string.
+type Verdict struct {
+	Allow bool
+	// Rule is "" for an ordinary command, else one of the Rule* constants
+	// (also set when an opt-in allowed the command).
+	Rule string
+	// Message explains a refusal (what, why, way out), or records which
+	// opt-in allowed a guarded command; "" for an ordinary allowed command.
+	Message string
+	// OptIn is the environment variable that was honoured, "" if none. The
+	// caller journals every honoured opt-in as opt_in_used.
+	OptIn string
+}
+
+// Rules, as journaled.
+const (
+	RulePowerControl     = "power_control"     // reboot, poweroff, suspend, ...
+	RuleProtectedService = "protected_service" // systemctl stop gdm, ...
+	RuleIsolate          = "isolate"           // systemctl isolate multi-user.target
+	RuleSessionControl   = "session_control"   // loginctl terminate-user, gnome-session-quit, ...
+	RuleBroadKill        = "broad_kill"        // pkill, killall, kill PID without a supervisor
+	RuleUnparsable       = "unparsable"        // a shell string paddock cannot read
+)
+
+// OptInVars are the environment variables that declare explicit user
+// intent for power control and protected services, preferred first.
+var optInVars = [...]string{"PADDOCK_ALLOW_POWER_CONTROL", "RLM_ALLOW_POWER_CONTROL", "PRIME_ALLOW_POWER_CONTROL"}
+
+// OptInVars returns the names of the opt-in variables, preferred first.
+func OptInVars() []string { return optInVars[:] }
+
+// defaultServices is the protected list used when the profile sets none.
+var defaultServices = [...]string{
+	"display-manager", "gdm", "gdm3", "sddm", "lightdm", "gnome-shell", "plasmashell", "sway",
+	"hyprland", "pipewire", "pipewire-pulse", "wireplumber", "systemd-logind", "dbus",
+	"NetworkManager", "polkit", "sshd",
+}
+
+// DefaultServices returns a copy of the units protected when the profile
+// sets no services_to_survive.
+func DefaultServices() []string { return append([]string(nil), defaultServices[:]...) }
+
+// Checked is one command of a shell string and the guard's verdict on it.
+type Checked struct {
+	Command Command
+	Verdict Verdict
+}
+
+// ErrUnparsable wraps the parser's complaint about a shell string.
+var ErrUnparsable = errors.New("cannot parse shell string")
+
+// CheckCommand decides one exec (what the kernel trap reports): argv-style
+// wrappers and busybox applets are unwrapped, nested shell strings are not
+// (the shell's own execs are trapped when they happen). Both argv[0] and the
+// executable's path count: a busybox or systemctl symlink named reboot is
+// reboot.
+func CheckCommand(c Command, p Policy) Verdict {
+	r := newReader(false)
+	env := envMap(c.Env)
+	argv := c.Argv
+	if len(argv) == 0 {
+		argv = []string{c.Path}
+	}
+	r.unwrap(literalCmd(argv, env))
+	if c.Path != "" && len(c.Argv) > 0 && filepath.Base(c.Path) != filepath.Base(c.Argv[0]) {
+		alt := append([]string{c.Path}, c.Argv[1:]...)
+		r.unwrap(literalCmd(alt, env))
+	}
+	return combine(r.decideAll(&p)).Verdict
+}
+
+// CheckArgv decides an argv the way `paddock check -- CMD ARG...` does:
+// like CheckCommand, and also everything a nested shell string
+// (sh -c '...', su -c, watch, flock -c, ...) would run. env is the
+// environment it would run with.
+func CheckArgv(argv []string, env []string, p Policy) ([]Checked, Verdict, error) {
+	r := newReader(true)
+	if len(argv) == 0 {
+		return nil, Verdict{Allow: true}, nil
+	}
+	r.caller = envMap(env)
+	r.unwrap(literalCmd(argv, copyEnv(r.caller)))
+	if r.err != nil {
+		return nil, unparsable(strings.Join(argv, " "), r.err), r.err
+	}
+	all := r.decideAll(&p)
+	return all, combine(all).Verdict, nil
+}
+
+// CheckShell decides a shell string (a Bash tool call, `paddock check
+// --shell`). env is the environment the shell would start with; its opt-in,
+// or one set by the string itself (an assignment prefix, an export, env or
+// sudo VAR=VALUE), declares explicit intent. A string paddock cannot parse
+// is refused (rule "unparsable") and the parser's error is returned too:
+// paddock does not let through what it cannot read.
+func CheckShell(s string, env []string, p Policy) (Verdict, error) {
+	_, v, err := ExplainShell(s, env, p)
+	return v, err
+}
+
+// ExplainShell is CheckShell with the verdict on each command.
+func ExplainShell(s string, env []string, p Policy) ([]Checked, Verdict, error) {
+	r := newReader(true)
+	r.caller = envMap(env)
+	r.parseScript(s, newScope(r.caller), 0)
+	if r.err != nil {
+		return nil, unparsable(s, r.err), r.err
+	}
+	all := r.decideAll(&p)
+	return all, combine(all).Verdict, nil
+}
+
+// Commands returns the simple commands of a shell string, wrappers and env
+// prefixes unwrapped (sudo, env, nohup, timeout, nice, ionice, setsid,
+// stdbuf, exec, command, busybox, ...), nested sh -c / bash -lc / eval
+// strings expanded, assignment prefixes and exports moved into
+// Command.Env. Words paddock cannot know before run time ($VAR, $(cmd))
+// are kept as written.
+func Commands(s string) ([]Command, error) {
+	r := newReader(true)
+	r.parseScript(s, newScope(nil), 0)
+	if r.err != nil {
+		return nil, r.err
+	}
+	out := make([]Command, 0, len(r.out))
+	for _, c := range r.out {
+		if c.pseudo {
+			continue
+		}
+		out = append(out, c.public(nil))
+	}
+	return out, nil
+}
+
+// CheckPower decides the reboot and kexec syscalls themselves
+// ("reboot", "kexec_load", "kexec_file_load") when no environment is known:
+// always refused. Use CheckPowerEnv where the caller's environment is
+// readable, so that the opt-in works for programs that call reboot(2)
+// directly.
+func CheckPower(syscall string) Verdict {
+	return CheckPowerEnv(syscall, nil, Policy{})
+}
+
+// CheckPowerEnv decides the reboot/kexec syscalls with the caller's
+// environment and the policy's opt-in rule.
+func CheckPowerEnv(syscall string, env []string, p Policy) Verdict {
+	what := syscall + "(2)"
+	effect := "reboot, power off or halt this machine"
+	if strings.HasPrefix(syscall, "kexec") {
+		effect = "load a kernel to boot into (kexec), which ends in a reboot"
+	}
+	f := &finding{rule: RulePowerControl, effect: effect}
+	return verdictFor(f, what, "a program that calls "+syscall+"(2)", envMap(env), "", &p, true)
+}
+
+func unparsable(s string, err error) Verdict {
+	return Verdict{Rule: RuleUnparsable, Message: fmt.Sprintf(
+		"paddock refused `%s`: paddock could not read this shell string (%v), and it does not let through what it cannot read. "+
+			"Way out: simplify the command (one command per line, plain quoting), or run it under paddock run, where each exec is checked as it happens.",
+		display(s), err)}
+}
+
+// combine folds the per-command verdicts: the first refusal wins; else the
+// first honoured opt-in; else allowed.
+func combine(all []Checked) Checked {
+	var opt *Checked
+	for i := range all {
+		if !all[i].Verdict.Allow {
+			return all[i]
+		}
+		if opt == nil && all[i].Verdict.OptIn != "" {
+			opt = &all[i]
+		}
+	}
+	if opt != nil {
+		return *opt
+	}
+	return Checked{Verdict: Verdict{Allow: true}}
+}

@@ -1,0 +1,623 @@
+package guard
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The seed's set_host_profile for section 2's service test and section 5.
+var (
+	seedDesktop  = Policy{ServicesToSurvive: []string{"display-manager", "sway", "hyprland", "pipewire"}, AllowOptIn: true}
+	seedRestart  = Policy{ServicesToSurvive: []string{"display-manager", "gdm", "logind"}, AllowOptIn: true}
+	seedUnrelate = Policy{ServicesToSurvive: []string{"display-manager", "gdm"}, AllowOptIn: true}
+	defaults     = Policy{AllowOptIn: true}
+)
+
+func mustContain(t *testing.T, msg string, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(msg, s) {
+			t.Errorf("message lacks %q:\n%s", s, msg)
+		}
+	}
+}
+
+func checkShell(t *testing.T, s string, env []string, p Policy) Verdict {
+	t.Helper()
+	v, err := CheckShell(s, env, p)
+	if err != nil {
+		t.Fatalf("CheckShell(%q): %v", s, err)
+	}
+	return v
+}
+
+// seed: test_power_control_commands_refused_without_explicit_intent
+func TestSeedPowerControlRefusedWithoutIntent(t *testing.T) {
+	for _, cmd := range []string{
+		"reboot", "poweroff", "shutdown -h now", "halt", "init 0", "init 6",
+		"systemctl reboot", "systemctl poweroff", "systemctl halt", "systemctl suspend", "systemctl hibernate",
+		"sudo reboot", "sudo systemctl poweroff",
+	} {
+		t.Run(cmd, func(t *testing.T) {
+			v := checkShell(t, cmd, nil, defaults)
+			if v.Allow || v.Rule != RulePowerControl {
+				t.Fatalf("got %+v, want a power_control refusal", v)
+			}
+			mustContain(t, v.Message, "power-control commands", "require explicit user intent", "PADDOCK_ALLOW_POWER_CONTROL=1", "Way out:")
+		})
+	}
+}
+
+// seed: test_power_control_permitted_with_explicit_intent
+func TestSeedPowerControlPermittedWithIntent(t *testing.T) {
+	for _, tc := range []struct{ cmd, optIn string }{
+		{"RLM_ALLOW_POWER_CONTROL=1 reboot", "RLM_ALLOW_POWER_CONTROL"},
+		{"RLM_ALLOW_POWER_CONTROL=1 systemctl poweroff", "RLM_ALLOW_POWER_CONTROL"},
+		{"PRIME_ALLOW_POWER_CONTROL=1 shutdown -h now", "PRIME_ALLOW_POWER_CONTROL"},
+		{"PADDOCK_ALLOW_POWER_CONTROL=1 reboot", "PADDOCK_ALLOW_POWER_CONTROL"},
+		{"PADDOCK_ALLOW_POWER_CONTROL=1 systemctl poweroff", "PADDOCK_ALLOW_POWER_CONTROL"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			v := checkShell(t, tc.cmd, nil, defaults)
+			if !v.Allow || v.OptIn != tc.optIn || v.Rule != RulePowerControl {
+				t.Fatalf("got %+v, want allowed through %s", v, tc.optIn)
+			}
+			mustContain(t, v.Message, tc.optIn+"=1", "explicit user intent", "opt_in_used")
+		})
+	}
+}
+
+// seed: test_protected_services_cannot_be_disabled_without_explicit_intent
+func TestSeedProtectedServicesRefused(t *testing.T) {
+	for _, cmd := range []string{
+		"systemctl disable display-manager",
+		"systemctl stop sway",
+		"systemctl mask pipewire.service",
+	} {
+		t.Run(cmd, func(t *testing.T) {
+			v := checkShell(t, cmd, nil, seedDesktop)
+			if v.Allow || v.Rule != RuleProtectedService {
+				t.Fatalf("got %+v, want a protected_service refusal", v)
+			}
+			mustContain(t, v.Message, "protected desktop service", "PADDOCK_ALLOW_POWER_CONTROL=1", "services_to_survive", "Way out:")
+			unit := strings.Fields(cmd)[2]
+			mustContain(t, v.Message, unit)
+		})
+	}
+}
+
+// seed: test_systemctl_restart_verbs_refused_on_desktop_services
+func TestSeedSystemctlRestartVerbsRefused(t *testing.T) {
+	for _, verb := range []string{"restart", "try-restart", "reload-or-restart", "isolate"} {
+		for _, target := range []string{"display-manager", "gdm.service", "logind"} {
+			cmd := "systemctl " + verb + " " + target
+			t.Run(cmd, func(t *testing.T) {
+				v := checkShell(t, cmd, nil, seedRestart)
+				if v.Allow {
+					t.Fatalf("allowed: %+v", v)
+				}
+				want := RuleProtectedService
+				if verb == "isolate" {
+					want = RuleIsolate
+				}
+				if v.Rule != want {
+					t.Errorf("rule %q, want %q", v.Rule, want)
+				}
+				mustContain(t, v.Message, "protected desktop service", "PADDOCK_ALLOW_POWER_CONTROL=1", "Way out:")
+			})
+		}
+	}
+}
+
+// seed: test_systemctl_restart_permitted_for_unrelated_services
+func TestSeedSystemctlRestartUnrelatedPermitted(t *testing.T) {
+	for _, cmd := range []string{"systemctl restart nginx", "systemctl try-restart my-worker.service"} {
+		t.Run(cmd, func(t *testing.T) {
+			if v := checkShell(t, cmd, nil, seedUnrelate); !v.Allow || v.Rule != "" || v.Message != "" {
+				t.Fatalf("got %+v, want plainly allowed", v)
+			}
+		})
+	}
+}
+
+// seed: test_bash_refusal_names_scoped_process_control (and the kill half of
+// test_pid_1_and_unrelated_process_refused's _check_command_guards("kill 12345"))
+func TestSeedBroadKillNamesScopedProcessControl(t *testing.T) {
+	for _, cmd := range []string{"pkill -f cargo", "killall node", "kill 12345"} {
+		t.Run(cmd, func(t *testing.T) {
+			v := checkShell(t, cmd, nil, defaults)
+			if v.Allow || v.Rule != RuleBroadKill {
+				t.Fatalf("got %+v, want a broad_kill refusal", v)
+			}
+			mustContain(t, v.Message, "paddock kill PID", "paddock adopt PID --reason", "h.Kill()", "paddock run", "Way out:")
+			sup := defaults
+			sup.Supervised = true
+			if v := checkShell(t, cmd, nil, sup); !v.Allow {
+				t.Errorf("supervised: refused: %+v (the kernel decides each target under paddock run)", v)
+			}
+		})
+	}
+}
+
+type shellCase struct {
+	cmd    string
+	env    []string
+	pol    *Policy
+	allow  bool
+	rule   string
+	optIn  string
+	reason string // what the case pins
+}
+
+func runShellCases(t *testing.T, cases []shellCase) {
+	t.Helper()
+	for _, tc := range cases {
+		name := tc.cmd
+		if tc.reason != "" {
+			name = tc.reason + ": " + tc.cmd
+		}
+		t.Run(name, func(t *testing.T) {
+			p := defaults
+			if tc.pol != nil {
+				p = *tc.pol
+			}
+			v := checkShell(t, tc.cmd, tc.env, p)
+			if v.Allow != tc.allow || v.Rule != tc.rule || v.OptIn != tc.optIn {
+				t.Fatalf("got allow=%v rule=%q optIn=%q, want allow=%v rule=%q optIn=%q\n%s",
+					v.Allow, v.Rule, v.OptIn, tc.allow, tc.rule, tc.optIn, v.Message)
+			}
+			if !v.Allow {
+				if !strings.HasPrefix(v.Message, "paddock refused ") || !strings.Contains(v.Message, "Way out:") {
+					t.Errorf("refusal message lacks what/way out:\n%s", v.Message)
+				}
+			}
+		})
+	}
+}
+
+func pol(f func(*Policy)) *Policy {
+	p := defaults
+	f(&p)
+	return &p
+}
+
+var (
+	power   = RulePowerControl
+	service = RuleProtectedService
+	iso     = RuleIsolate
+	sess    = RuleSessionControl
+	kill    = RuleBroadKill
+	optIn   = "PADDOCK_ALLOW_POWER_CONTROL"
+)
+
+func TestCheckShellWrappers(t *testing.T) {
+	runShellCases(t, []shellCase{
+		{cmd: "sudo -u root reboot", rule: power},
+		{cmd: "sudo -E reboot", rule: power},
+		{cmd: "sudo --user=root -- systemctl poweroff", rule: power},
+		{cmd: "doas reboot", rule: power},
+		{cmd: "pkexec reboot", rule: power},
+		{cmd: "run0 systemctl reboot", rule: power},
+		{cmd: "env reboot", rule: power},
+		{cmd: "env -u HOME -C / reboot", rule: power},
+		{cmd: "env -S 'systemctl poweroff'", rule: power},
+		{cmd: "nohup reboot &", rule: power},
+		{cmd: "timeout 5 reboot", rule: power},
+		{cmd: "timeout -s KILL --kill-after=3 10s systemctl reboot", rule: power},
+		{cmd: "nice -n 10 reboot", rule: power},
+		{cmd: "nice -10 poweroff", rule: power},
+		{cmd: "ionice -c3 reboot", rule: power},
+		{cmd: "ionice -c3 -p 1234", allow: true, reason: "ionice -p runs nothing"},
+		{cmd: "setsid -f reboot", rule: power},
+		{cmd: "stdbuf -oL reboot", rule: power},
+		{cmd: "exec reboot", rule: power},
+		{cmd: "exec -a foo reboot", rule: power},
+		{cmd: "command reboot", rule: power},
+		{cmd: "command -v reboot", allow: true, reason: "command -v only looks it up"},
+		{cmd: "builtin kill 1234", rule: kill},
+		{cmd: "time reboot", rule: power},
+		{cmd: "/usr/bin/time -f %e reboot", rule: power},
+		{cmd: "xargs reboot < /dev/null", rule: power},
+		{cmd: "chroot /mnt reboot", rule: power},
+		{cmd: "unshare -m reboot", rule: power},
+		{cmd: "nsenter -t 1 -m reboot", rule: power},
+		{cmd: "flock /tmp/l reboot", rule: power},
+		{cmd: "flock /tmp/l -c 'systemctl poweroff'", rule: power},
+		{cmd: "watch -n 5 systemctl suspend", rule: power},
+		{cmd: "su -c 'reboot'", rule: power},
+		{cmd: "su - root -c 'systemctl poweroff'", rule: power},
+		{cmd: "runuser -u nobody -- reboot", rule: power},
+		{cmd: "strace -f -o /tmp/t reboot", rule: power},
+		{cmd: "systemd-run --on-active=1h reboot", rule: power},
+		{cmd: "systemd-inhibit --why=x reboot", rule: power},
+		{cmd: "chrt -f 10 reboot", rule: power},
+		{cmd: "taskset -c 0 reboot", rule: power},
+		{cmd: "/lib64/ld-linux-x86-64.so.2 /sbin/reboot", rule: power},
+		{cmd: "sudo sudo env nohup nice timeout 1 reboot", rule: power, reason: "wrappers stack"},
+		{cmd: "sudo -l reboot", allow: true, reason: "sudo -l only lists"},
+		{cmd: "sudo -v", allow: true},
+		{cmd: "find / -name x -exec reboot \\;", rule: power},
+		{cmd: "find /etc -name '*.conf' -exec cat {} +", allow: true},
+	})
+}
+
+func TestCheckShellNestingChainsPaths(t *testing.T) {
+	runShellCases(t, []shellCase{
+		{cmd: "sh -c 'reboot'", rule: power},
+		{cmd: "bash -lc 'sudo systemctl poweroff'", rule: power},
+		{cmd: "bash -c -l \"echo hi; reboot\"", rule: power},
+		{cmd: "bash -o pipefail -ec 'true && poweroff'", rule: power},
+		{cmd: "sh -c \"bash -c 'sh -c reboot'\"", rule: power, reason: "three levels"},
+		{cmd: "zsh -c 'systemctl suspend'", rule: power},
+		{cmd: "busybox sh -c 'busybox reboot'", rule: power},
+		{cmd: "eval 'systemctl poweroff'", rule: power},
+		{cmd: "bash script.sh", allow: true, reason: "a script file is not read"},
+		{cmd: "echo ok; reboot", rule: power},
+		{cmd: "make && sudo reboot", rule: power},
+		{cmd: "false || poweroff", rule: power},
+		{cmd: "ls | xargs echo; halt", rule: power},
+		{cmd: "(cd /; reboot)", rule: power},
+		{cmd: "{ sync; reboot; }", rule: power},
+		{cmd: "if true; then reboot; fi", rule: power},
+		{cmd: "while true; do sleep 1; done; poweroff", rule: power},
+		{cmd: "case x in x) reboot;; esac", rule: power},
+		{cmd: "f() { reboot; }; f", rule: power},
+		{cmd: "echo $(reboot)", rule: power, reason: "command substitution runs"},
+		{cmd: "cat <(systemctl poweroff)", rule: power, reason: "process substitution runs"},
+		{cmd: "echo `halt`", rule: power},
+		{cmd: "x=$(poweroff)", rule: power},
+		{cmd: "/sbin/reboot", rule: power},
+		{cmd: "/usr/sbin/shutdown -r +5", rule: power},
+		{cmd: "./reboot", rule: power},
+		{cmd: "../../bin/systemctl reboot", rule: power},
+		{cmd: "\\reboot", rule: power, reason: "a backslash bypasses aliases, not paddock"},
+		{cmd: "'reboot'", rule: power},
+		{cmd: "re\"boot\"", rule: power},
+		{cmd: "$'\\x72eboot'", rule: power},
+		{cmd: "/sbin/reb??t", rule: power, reason: "a pattern that can only be reboot"},
+		{cmd: "$(which reboot)", rule: power},
+		{cmd: "\"$(command -v systemctl)\" poweroff", rule: power},
+		{cmd: "$HOME/bin/reboot", rule: power, reason: "a known last element"},
+		{cmd: "X=reboot; $X", rule: power, reason: "a variable set in the string"},
+		{cmd: "CMD='systemctl stop gdm'; $CMD", rule: service, reason: "word splitting"},
+		{cmd: "for u in nginx gdm; do systemctl restart $u; done", rule: service, reason: "loops over literal words"},
+		{cmd: "systemctl restart {nginx,sshd}", rule: service, reason: "brace expansion"},
+		{cmd: "echo reboot | sh", rule: power, reason: "a script piped into a shell"},
+		{cmd: "bash <<'EOF'\nsystemctl poweroff\nEOF", rule: power, reason: "a here-document fed to a shell"},
+		{cmd: "sh <<< 'reboot'", rule: power},
+		{cmd: "echo b > /proc/sysrq-trigger", rule: power},
+		{cmd: "echo mem | sudo tee /sys/power/state", rule: power},
+		{cmd: "dd if=/dev/zero of=/proc/sysrq-trigger bs=1 count=1", rule: power},
+		{cmd: "cat /sys/power/state", allow: true, reason: "reading is harmless"},
+		{cmd: "$CMD reboot", allow: true, reason: "unknown program"},
+		{cmd: "echo reboot", allow: true},
+		{cmd: "grep -r poweroff /etc", allow: true},
+		{cmd: "man shutdown", allow: true},
+		{cmd: "git commit -m 'reboot the thing'", allow: true},
+		{cmd: "# reboot", allow: true},
+		{cmd: "", allow: true},
+	})
+}
+
+func TestCheckShellPowerForms(t *testing.T) {
+	runShellCases(t, []shellCase{
+		{cmd: "shutdown -c", rule: power, reason: "shutdown with any arguments"},
+		{cmd: "reboot --help", rule: power},
+		{cmd: "telinit 0", rule: power},
+		{cmd: "init 1", rule: power},
+		{cmd: "telinit 3", rule: iso},
+		{cmd: "telinit 5", allow: true},
+		{cmd: "init q", allow: true},
+		{cmd: "busybox reboot", rule: power},
+		{cmd: "busybox poweroff -f", rule: power},
+		{cmd: "busybox ls", allow: true},
+		{cmd: "kexec -e", rule: power},
+		{cmd: "systemctl kexec", rule: power},
+		{cmd: "systemctl soft-reboot", rule: power},
+		{cmd: "systemctl hybrid-sleep", rule: power},
+		{cmd: "systemctl suspend-then-hibernate", rule: power},
+		{cmd: "systemctl emergency", rule: power},
+		{cmd: "systemctl rescue", rule: power},
+		{cmd: "systemctl --force --force reboot", rule: power},
+		{cmd: "systemctl -i poweroff", rule: power},
+		{cmd: "systemctl start reboot.target", rule: power},
+		{cmd: "systemctl isolate poweroff.target", rule: power},
+		{cmd: "systemctl status", allow: true},
+		{cmd: "systemctl list-units --type=service", allow: true},
+		{cmd: "systemctl is-active gdm", allow: true},
+		{cmd: "systemctl", allow: true},
+		{cmd: "loginctl poweroff", rule: power},
+		{cmd: "loginctl suspend", rule: power},
+		{cmd: "loginctl reboot --ignore-inhibitors", rule: power},
+		{cmd: "loginctl terminate-user alice", rule: sess},
+		{cmd: "loginctl list-sessions", allow: true},
+		{cmd: "busctl call org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager PowerOff b false", rule: power},
+		{cmd: "busctl --system call org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager Suspend b true", rule: power},
+		{cmd: "busctl call org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager CanPowerOff", allow: true},
+		{cmd: "dbus-send --system --print-reply --dest=org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager.Reboot boolean:true", rule: power},
+		{cmd: "dbus-send --system --dest=org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager.Hibernate boolean:true", rule: power},
+		{cmd: "gdbus call --system --dest org.freedesktop.login1 --object-path /org/freedesktop/login1 --method org.freedesktop.login1.Manager.PowerOff true", rule: power},
+		{cmd: "gdbus call -y -d org.freedesktop.login1 -o /org/freedesktop/login1 -m org.freedesktop.login1.Manager.Suspend true", rule: power},
+		{cmd: "busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager StopUnit ss gdm.service replace", rule: service},
+		{cmd: "busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager StartUnit ss reboot.target replace", rule: power},
+		{cmd: "busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager RestartUnit ss nginx.service replace", allow: true},
+		{cmd: "gdbus call --session --dest org.gnome.SessionManager --object-path /org/gnome/SessionManager --method org.gnome.SessionManager.Logout 1", rule: sess},
+		{cmd: "qdbus org.kde.Shutdown /Shutdown logoutAndReboot", rule: power},
+		{cmd: "busctl tree org.freedesktop.login1", allow: true},
+		{cmd: "rtcwake -m mem -s 60", rule: power},
+		{cmd: "rtcwake -m show", allow: true},
+		{cmd: "rtcwake -m no -s 60", allow: true},
+		{cmd: "pm-suspend", rule: power},
+		{cmd: "gnome-session-quit --power-off --no-prompt", rule: power},
+		{cmd: "gnome-session-quit --no-prompt", rule: sess},
+		{cmd: "swaymsg exit", rule: sess},
+		{cmd: "swaymsg reload", allow: true},
+		{cmd: "hyprctl dispatch exit", rule: sess},
+	})
+}
+
+func TestCheckShellServices(t *testing.T) {
+	server := pol(func(p *Policy) { p.DefaultTarget = "multi-user.target" })
+	desktop := pol(func(p *Policy) { p.DefaultTarget = "graphical.target" })
+	custom := pol(func(p *Policy) { p.ServicesToSurvive = []string{"my-app", "user@*"} })
+	runShellCases(t, []shellCase{
+		{cmd: "systemctl stop gdm", rule: service},
+		{cmd: "systemctl stop gdm3.service", rule: service},
+		{cmd: "systemctl restart display-manager.service", rule: service},
+		{cmd: "systemctl disable --now sddm", rule: service},
+		{cmd: "systemctl --now mask lightdm", rule: service},
+		{cmd: "systemctl kill -s KILL gnome-shell", rule: service},
+		{cmd: "systemctl freeze plasmashell", rule: service},
+		{cmd: "systemctl try-reload-or-restart NetworkManager", rule: service},
+		{cmd: "systemctl reload-or-restart polkit", rule: service},
+		{cmd: "systemctl condrestart sshd", rule: service},
+		{cmd: "systemctl force-reload dbus", rule: service},
+		{cmd: "systemctl stop ssh", rule: service, reason: "sshd's Debian name"},
+		{cmd: "systemctl stop dbus-broker", rule: service, reason: "dbus's implementation"},
+		{cmd: "systemctl --user restart pipewire pipewire-pulse wireplumber", rule: service, reason: "--user units, several in one call"},
+		{cmd: "systemctl --user stop wireplumber.service", rule: service},
+		{cmd: "systemctl stop nginx gdm", rule: service, reason: "one protected among several"},
+		{cmd: "systemctl stop 'gdm*'", rule: service, reason: "systemctl matches patterns"},
+		{cmd: "systemctl stop '*.service'", rule: service},
+		{cmd: "systemctl stop -- sshd", rule: service},
+		{cmd: "systemctl stop systemd-logind.service", rule: service},
+		{cmd: "systemctl start gdm", allow: true, reason: "starting is harmless"},
+		{cmd: "systemctl reload sshd", allow: true},
+		{cmd: "systemctl enable --now gdm", allow: true},
+		{cmd: "systemctl status gdm", allow: true},
+		{cmd: "systemctl restart nginx", allow: true},
+		{cmd: "systemctl stop $UNIT", allow: true, reason: "unknown unit"},
+		{cmd: "service gdm3 stop", rule: service},
+		{cmd: "service nginx restart", allow: true},
+		{cmd: "/etc/init.d/gdm3 restart", rule: service},
+		{cmd: "invoke-rc.d lightdm stop", rule: service},
+		{cmd: "rc-service sshd stop", rule: service},
+		{cmd: "systemctl isolate multi-user.target", rule: iso},
+		{cmd: "systemctl isolate multi-user", rule: iso, reason: "isolate adds .target"},
+		{cmd: "systemctl isolate rescue.target", rule: power},
+		{cmd: "systemctl isolate emergency", rule: power},
+		{cmd: "systemctl isolate graphical.target", allow: true},
+		{cmd: "systemctl isolate default.target", allow: true},
+		{cmd: "systemctl isolate multi-user.target", pol: server, allow: true, reason: "the default target of a server"},
+		{cmd: "systemctl isolate multi-user.target", pol: desktop, rule: iso},
+		{cmd: "systemctl isolate runlevel3.target", rule: iso},
+		{cmd: "systemctl isolate $T", rule: iso, reason: "an unknown target is not known to be safe"},
+		{cmd: "systemctl stop my-app", pol: custom, rule: service},
+		{cmd: "systemctl stop user@1000.service", pol: custom, rule: service, reason: "globs in services_to_survive"},
+		{cmd: "systemctl stop gdm", pol: custom, allow: true, reason: "the profile's list replaces the defaults"},
+	})
+}
+
+func TestCheckShellOptIns(t *testing.T) {
+	noOpt := pol(func(p *Policy) { p.AllowOptIn = false })
+	runShellCases(t, []shellCase{
+		{cmd: "reboot", env: []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}, allow: true, rule: power, optIn: optIn, reason: "opt-in in the environment"},
+		{cmd: "reboot", env: []string{"RLM_ALLOW_POWER_CONTROL=1"}, allow: true, rule: power, optIn: "RLM_ALLOW_POWER_CONTROL"},
+		{cmd: "reboot", env: []string{"PADDOCK_ALLOW_POWER_CONTROL=0"}, rule: power, reason: "0 is not intent"},
+		{cmd: "reboot", env: []string{"PADDOCK_ALLOW_POWER_CONTROL="}, rule: power},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=true reboot", allow: true, rule: power, optIn: optIn},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 systemctl stop gdm", allow: true, rule: service, optIn: optIn},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 systemctl isolate multi-user.target", allow: true, rule: iso, optIn: optIn},
+		{cmd: "export PADDOCK_ALLOW_POWER_CONTROL=1; reboot", allow: true, rule: power, optIn: optIn},
+		{cmd: "export PADDOCK_ALLOW_POWER_CONTROL=1 && sudo -E reboot", allow: true, rule: power, optIn: optIn},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1; reboot", rule: power, reason: "a shell variable is not in the environment"},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 true; reboot", rule: power, reason: "a prefix applies to its command only"},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 sudo reboot", rule: power, reason: "sudo resets the environment"},
+		{cmd: "sudo PADDOCK_ALLOW_POWER_CONTROL=1 reboot", allow: true, rule: power, optIn: optIn},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 sudo --preserve-env=PADDOCK_ALLOW_POWER_CONTROL reboot", allow: true, rule: power, optIn: optIn},
+		{cmd: "env PADDOCK_ALLOW_POWER_CONTROL=1 reboot", allow: true, rule: power, optIn: optIn},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 env -i reboot", rule: power, reason: "env -i clears it"},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 env -u PADDOCK_ALLOW_POWER_CONTROL reboot", rule: power},
+		{cmd: "reboot", env: []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}, pol: noOpt, rule: power, reason: "allow_opt_in = false"},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 systemctl stop gdm", pol: noOpt, rule: service},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 bash -c 'reboot'", allow: true, rule: power, optIn: optIn, reason: "a nested shell inherits the environment"},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 pkill -f x", rule: kill, reason: "no opt-in for broad kills"},
+		{cmd: "ls; PADDOCK_ALLOW_POWER_CONTROL=1 reboot; systemctl stop gdm", rule: service, reason: "one opt-in does not cover another command"},
+	})
+}
+
+func TestCheckShellKill(t *testing.T) {
+	sup := pol(func(p *Policy) { p.Supervised = true })
+	runShellCases(t, []shellCase{
+		{cmd: "kill -9 12345", rule: kill},
+		{cmd: "kill -s TERM 12345", rule: kill},
+		{cmd: "kill -- -1", rule: kill},
+		{cmd: "kill $(pgrep node)", rule: kill},
+		{cmd: "pgrep node | xargs kill", rule: kill},
+		{cmd: "killall5 -9", rule: kill},
+		{cmd: "killall -u alice", rule: kill},
+		{cmd: "fuser -k 8080/tcp", rule: kill},
+		{cmd: "sudo pkill -9 python", rule: kill},
+		{cmd: "kill -0 12345", allow: true, reason: "signal 0 is an existence probe"},
+		{cmd: "kill -l", allow: true},
+		{cmd: "sleep 100 & kill $!", allow: true, reason: "the shell's own job"},
+		{cmd: "kill %1", allow: true},
+		{cmd: "killall -l", allow: true},
+		{cmd: "pgrep -f cargo", allow: true},
+		{cmd: "fuser -v 8080/tcp", allow: true},
+		{cmd: "kill 12345", pol: sup, allow: true},
+		{cmd: "pkill -f cargo", pol: sup, allow: true},
+		{cmd: "killall5 -9", pol: sup, allow: true},
+		{cmd: "pkill -f cargo; reboot", pol: sup, rule: power},
+	})
+}
+
+func TestCheckCommandExec(t *testing.T) {
+	cases := []struct {
+		name  string
+		c     Command
+		p     Policy
+		allow bool
+		rule  string
+		optIn string
+	}{
+		{"reboot", Command{Path: "/usr/sbin/reboot", Argv: []string{"reboot"}}, defaults, false, power, ""},
+		{"busybox symlink named reboot", Command{Path: "/bin/busybox", Argv: []string{"reboot"}}, defaults, false, power, ""},
+		{"busybox applet", Command{Path: "/bin/busybox", Argv: []string{"busybox", "poweroff"}}, defaults, false, power, ""},
+		{"systemctl symlink named poweroff", Command{Path: "/usr/bin/systemctl", Argv: []string{"poweroff"}}, defaults, false, power, ""},
+		{"argv[0] renamed", Command{Path: "/usr/sbin/reboot", Argv: []string{"foo"}}, defaults, false, power, ""},
+		{"opt-in in envp", Command{Path: "/usr/sbin/reboot", Argv: []string{"reboot"}, Env: []string{"PATH=/bin", "PADDOCK_ALLOW_POWER_CONTROL=1"}}, defaults, true, power, optIn},
+		{"alias opt-in", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "poweroff"}, Env: []string{"PRIME_ALLOW_POWER_CONTROL=1"}}, defaults, true, power, "PRIME_ALLOW_POWER_CONTROL"},
+		{"first occurrence wins", Command{Path: "/sbin/reboot", Argv: []string{"reboot"}, Env: []string{"PADDOCK_ALLOW_POWER_CONTROL=0", "PADDOCK_ALLOW_POWER_CONTROL=1"}}, defaults, false, power, ""},
+		{"opt-in refused by profile", Command{Path: "/sbin/reboot", Argv: []string{"reboot"}, Env: []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}}, Policy{}, false, power, ""},
+		{"sudo", Command{Path: "/usr/bin/sudo", Argv: []string{"sudo", "systemctl", "stop", "gdm"}}, defaults, false, service, ""},
+		{"env -i drops the opt-in", Command{Path: "/usr/bin/env", Argv: []string{"env", "-i", "reboot"}, Env: []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}}, defaults, false, power, ""},
+		{"shell strings wait for their own execs", Command{Path: "/bin/bash", Argv: []string{"bash", "-c", "reboot"}}, defaults, true, "", ""},
+		{"restart unrelated", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "restart", "nginx"}}, seedUnrelate, true, "", ""},
+		{"kill supervised", Command{Path: "/usr/bin/kill", Argv: []string{"kill", "12345"}}, Policy{Supervised: true}, true, "", ""},
+		{"pkill supervised", Command{Path: "/usr/bin/pkill", Argv: []string{"pkill", "-f", "x"}}, Policy{Supervised: true}, true, "", ""},
+		{"ordinary", Command{Path: "/usr/bin/ls", Argv: []string{"ls", "-l"}}, defaults, true, "", ""},
+		{"empty argv", Command{Path: "/usr/sbin/halt"}, defaults, false, power, ""},
+		{"isolate default", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "isolate", "multi-user.target"}}, Policy{DefaultTarget: "multi-user.target"}, true, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := CheckCommand(tc.c, tc.p)
+			if v.Allow != tc.allow || v.Rule != tc.rule || v.OptIn != tc.optIn {
+				t.Fatalf("got %+v, want allow=%v rule=%q optIn=%q", v, tc.allow, tc.rule, tc.optIn)
+			}
+		})
+	}
+}
+
+func TestCheckArgvFollowsShellStrings(t *testing.T) {
+	_, v, err := CheckArgv([]string{"bash", "-lc", "sudo systemctl poweroff"}, nil, defaults)
+	if err != nil || v.Allow || v.Rule != power {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	_, v, err = CheckArgv([]string{"sh", "-c", "echo ${"}, nil, defaults)
+	if err == nil || v.Allow || v.Rule != RuleUnparsable {
+		t.Fatalf("unparsable nested string: got %+v, %v", v, err)
+	}
+	all, v, err := CheckArgv([]string{"env", "A=1", "ls"}, []string{"A=1", "B=2"}, defaults)
+	if err != nil || !v.Allow || len(all) != 1 || !reflect.DeepEqual(all[0].Command.Argv, []string{"ls"}) || len(all[0].Command.Env) != 0 {
+		t.Fatalf("got %+v, %+v, %v", all, v, err)
+	}
+}
+
+func TestCheckShellUnparsable(t *testing.T) {
+	for _, s := range []string{"echo 'unterminated", "if then fi", "reboot (", "echo ${"} {
+		v, err := CheckShell(s, nil, defaults)
+		if err == nil || v.Allow || v.Rule != RuleUnparsable {
+			t.Errorf("%q: got %+v, %v; want an unparsable refusal", s, v, err)
+			continue
+		}
+		mustContain(t, v.Message, "paddock refused", "could not read", "Way out:")
+	}
+}
+
+func TestCheckPower(t *testing.T) {
+	for _, sc := range []string{"reboot", "kexec_load", "kexec_file_load"} {
+		v := CheckPower(sc)
+		if v.Allow || v.Rule != power {
+			t.Errorf("%s: %+v", sc, v)
+		}
+		mustContain(t, v.Message, "paddock refused "+sc+"(2)", "power-control commands", "require explicit user intent", "PADDOCK_ALLOW_POWER_CONTROL=1")
+	}
+	if v := CheckPowerEnv("reboot", []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}, defaults); !v.Allow || v.OptIn != optIn {
+		t.Errorf("with opt-in: %+v", v)
+	}
+	if v := CheckPowerEnv("reboot", []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}, Policy{}); v.Allow {
+		t.Errorf("with opt-in but allow_opt_in false: %+v", v)
+	}
+}
+
+func TestMessages(t *testing.T) {
+	v := checkShell(t, "sudo reboot", nil, defaults)
+	mustContain(t, v.Message, "paddock refused exec of `reboot`", "would reboot this machine",
+		"`sudo PADDOCK_ALLOW_POWER_CONTROL=1 reboot`", "sudo resets the environment")
+	v = checkShell(t, "systemctl suspend", nil, defaults)
+	mustContain(t, v.Message, "suspended desktop is a dead session")
+	v = checkShell(t, "systemctl stop sway pipewire", nil, *pol(func(p *Policy) {
+		p.ServicesToSurvive = []string{"sway", "pipewire"}
+		p.Profile = "/etc/paddock.toml"
+	}))
+	mustContain(t, v.Message, "sway, pipewire are a protected desktop service", "services_to_survive in /etc/paddock.toml: sway, pipewire",
+		"stopping it", "`PADDOCK_ALLOW_POWER_CONTROL=1 systemctl stop sway pipewire`")
+	v = checkShell(t, "systemctl isolate multi-user.target", nil, *pol(func(p *Policy) { p.DefaultTarget = "graphical.target" }))
+	mustContain(t, v.Message, "systemctl isolate multi-user.target stops every unit", "default target (graphical.target)", "systemctl start UNIT")
+	v = checkShell(t, "reboot", []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}, Policy{})
+	mustContain(t, v.Message, "allow_opt_in = false", "PADDOCK_ALLOW_POWER_CONTROL=1 is set")
+	v = checkShell(t, "echo b > /proc/sysrq-trigger", nil, defaults)
+	mustContain(t, v.Message, "`echo b > /proc/sysrq-trigger`", "SysRq")
+	v = checkShell(t, "printf 'a\\nb' && shutdown -r now `echo`", nil, defaults)
+	if strings.ContainsAny(v.Message, "\n\r") {
+		t.Errorf("message spans lines: %q", v.Message)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []Command
+	}{
+		{"CUDA_VISIBLE_DEVICES=0 python serve.py --model x", []Command{{Path: "python", Argv: []string{"python", "serve.py", "--model", "x"}, Env: []string{"CUDA_VISIBLE_DEVICES=0"}}}},
+		{"sudo -u ml env HF_HOME=/d nohup vllm serve m --gpu-memory-utilization 0.9 &", []Command{{Path: "vllm", Argv: []string{"vllm", "serve", "m", "--gpu-memory-utilization", "0.9"}, Env: []string{"HF_HOME=/d"}}}},
+		{"export A=1; bash -lc 'B=2 timeout 5 python t.py'", []Command{{Path: "python", Argv: []string{"python", "t.py"}, Env: []string{"A=1", "B=2"}}}},
+		{"ls | grep x && echo $HOME", []Command{{Path: "ls", Argv: []string{"ls"}}, {Path: "grep", Argv: []string{"grep", "x"}}, {Path: "echo", Argv: []string{"echo", "$HOME"}}}},
+		{"env", []Command{{Path: "env", Argv: []string{"env"}}}},
+	}
+	for _, tc := range cases {
+		got, err := Commands(tc.in)
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Commands(%q)\n got %+v\nwant %+v", tc.in, got, tc.want)
+		}
+	}
+	if _, err := Commands("echo 'x"); err == nil {
+		t.Error("unparsable: no error")
+	}
+}
+
+func TestLimits(t *testing.T) {
+	deep := strings.Repeat("eval ", maxDepth+2) + "reboot" // each eval is one more level
+	if v, err := CheckShell(deep, nil, defaults); err == nil || v.Allow {
+		t.Errorf("nesting past the limit: %+v, %v", v, err)
+	}
+	many := strings.Repeat("true; ", maxCommands+1)
+	if v, err := CheckShell(many, nil, defaults); err == nil || v.Allow {
+		t.Errorf("too many commands: %+v, %v", v, err)
+	}
+	loops := "for a in 1 2 3 4 5 6 7 8 9; do for b in 1 2 3 4 5 6 7 8; do for c in 1 2 3 4 5 6 7 8; do for d in 1 2 3 4 5 6 7 8; do true; done; done; done; done"
+	if _, err := CheckShell(loops, nil, defaults); err == nil {
+		t.Errorf("4608 loop iterations: no error")
+	}
+	if v := checkShell(t, "echo {1..100000}; reboot", nil, defaults); v.Allow {
+		t.Errorf("brace blow-up hid a reboot")
+	}
+}
+
+func TestDefaultServicesIsACopy(t *testing.T) {
+	d := DefaultServices()
+	d[0] = "changed"
+	if DefaultServices()[0] != "display-manager" {
+		t.Fatal("DefaultServices shares its backing array")
+	}
+	if len(d) != 17 {
+		t.Fatalf("%d default services, want the issue's 17", len(d))
+	}
+}

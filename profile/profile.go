@@ -1,0 +1,422 @@
+// Package profile reads paddock's host profile: a small TOML file that says
+// what this machine is (name, GPU memory, how much of it the desktop keeps,
+// which services must survive, whether it is headless) and whether explicit
+// opt-ins are honoured.
+//
+// The file is found at --profile FILE, else $PADDOCK_PROFILE, else
+// $XDG_CONFIG_HOME/paddock/profile.toml (~/.config/paddock/profile.toml
+// when XDG_CONFIG_HOME is unset); with none, detected and default values
+// apply. Unknown keys, wrong types and impossible values are errors that
+// name the file, the line and the key: paddock does not start on a profile
+// it cannot trust.
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/paddock-dev/paddock/guard"
+)
+
+// Keys of the profile file.
+const (
+	KeyName              = "name"
+	KeyTotalVRAMGB       = "total_vram_gb"
+	KeyDesktopHeadroomGB = "desktop_headroom_gb"
+	KeyServicesToSurvive = "services_to_survive"
+	KeyHeadless          = "headless"
+	KeyAllowOptIn        = "allow_opt_in"
+)
+
+// Keys lists the profile keys in the order paddock prints them.
+var Keys = []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn}
+
+// Sources: where a value came from (Profile.Sources values; file values are
+// "file PATH:LINE").
+const (
+	SourceDefault  = "default"
+	SourceDetected = "detected"
+	// Sources["profile"], where the file's path came from:
+	SourceFlag        = "flag --profile"
+	SourceEnv         = "env PADDOCK_PROFILE"
+	SourceDefaultPath = "default location"
+	SourceNone        = "none"
+)
+
+// Profile is the effective host profile.
+type Profile struct {
+	Name string
+	// TotalVRAMGB is the GPU memory in GB; nil: not set (the VRAM preflight
+	// detects it).
+	TotalVRAMGB *float64
+	// DesktopHeadroomGB is the GPU memory the desktop keeps; nil: not set
+	// (the VRAM preflight's default applies).
+	DesktopHeadroomGB *float64
+	// ServicesToSurvive lists the protected units; nil: guard.DefaultServices.
+	ServicesToSurvive []string
+	// Headless: nil = auto (see Detected).
+	Headless   *bool
+	AllowOptIn bool
+	// Sources maps each key, and "profile" (the file's path), to where its
+	// value came from: "file PATH:LINE", "env PADDOCK_PROFILE", "flag
+	// --profile", "detected", "default".
+	Sources map[string]string
+	// Path is the profile file read, "" when none.
+	Path string
+	// Detected holds the facts Load found on this host (Parse leaves it zero).
+	Detected Facts
+}
+
+// Facts are detected, not configured.
+type Facts struct {
+	Headless       bool
+	HeadlessReason string
+	// DefaultTarget is what `systemctl get-default` would say, "" if unknown.
+	DefaultTarget       string
+	DefaultTargetReason string
+}
+
+// Error is a profile that paddock refuses: it names the file, line and key.
+type Error struct {
+	Path string
+	Line int    // 0 when unknown
+	Key  string // "" for a file-level problem
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("profile ")
+	b.WriteString(e.Path)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Key != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Defaults returns the profile used when no file is found.
+func Defaults() Profile {
+	p := Profile{AllowOptIn: true, Sources: map[string]string{"profile": SourceNone}}
+	for _, k := range Keys {
+		p.Sources[k] = SourceDefault
+	}
+	return p
+}
+
+// Load finds the profile (flag, $PADDOCK_PROFILE, $XDG_CONFIG_HOME or
+// ~/.config), parses it, and detects the host facts. A file named by the
+// flag or the environment must exist; an absent file at the default
+// location means defaults.
+func Load(flagValue string, getenv func(string) string, home string) (Profile, error) {
+	p, err := load(flagValue, getenv, home)
+	if err != nil {
+		return p, err
+	}
+	p.Detected = Detect(getenv, "/")
+	if p.Headless == nil {
+		p.Sources[KeyHeadless] = SourceDetected
+	}
+	return p, nil
+}
+
+func load(flagValue string, getenv func(string) string, home string) (Profile, error) {
+	path, src := "", SourceNone
+	switch {
+	case flagValue != "":
+		path, src = flagValue, SourceFlag
+	case getenv("PADDOCK_PROFILE") != "":
+		path, src = getenv("PADDOCK_PROFILE"), SourceEnv
+	default:
+		if x := getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
+			path = filepath.Join(x, "paddock", "profile.toml")
+		} else if home != "" {
+			path = filepath.Join(home, ".config", "paddock", "profile.toml")
+		}
+		src = SourceDefaultPath
+	}
+	if path == "" {
+		return Defaults(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if src == SourceDefaultPath && errors.Is(err, fs.ErrNotExist) {
+			p := Defaults()
+			p.Sources["profile"] = SourceNone + " (no " + path + ")"
+			return p, nil
+		}
+		msg := err.Error()
+		if pe, ok := err.(*fs.PathError); ok {
+			msg = pe.Err.Error()
+		}
+		return Profile{}, &Error{Path: path, Msg: fmt.Sprintf("cannot read it (%s; named by %s). Way out: fix the path, or unset it to use %s.",
+			msg, src, defaultPathHint(getenv, home))}
+	}
+	p, err := Parse(path, data)
+	if err != nil {
+		return p, err
+	}
+	p.Sources["profile"] = src
+	return p, nil
+}
+
+func defaultPathHint(getenv func(string) string, home string) string {
+	if x := getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "paddock", "profile.toml")
+	}
+	if home != "" {
+		return filepath.Join(home, ".config", "paddock", "profile.toml")
+	}
+	return "the defaults"
+}
+
+// Parse reads a profile file's contents; path is used in errors and
+// sources.
+func Parse(path string, data []byte) (Profile, error) {
+	p := Defaults()
+	p.Path = path
+	p.Sources["profile"] = "file"
+	text := string(data)
+	var raw map[string]any
+	md, err := toml.Decode(text, &raw)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return Profile{}, &Error{Path: path, Line: pe.Position.Line, Key: pe.LastKey,
+				Msg: "not valid TOML: " + pe.Message + ". Way out: fix the syntax (a line is `key = value`; strings in quotes)."}
+		}
+		return Profile{}, &Error{Path: path, Msg: "not valid TOML: " + err.Error()}
+	}
+	// Unknown keys first, in file order.
+	for _, k := range md.Keys() {
+		top := k[0]
+		if !isKey(top) {
+			return Profile{}, &Error{Path: path, Line: keyLine(text, top), Key: top,
+				Msg: fmt.Sprintf("unknown key%s. Way out: the keys are %s.", suggest(top), strings.Join(Keys, ", "))}
+		}
+		if len(k) > 1 {
+			return Profile{}, &Error{Path: path, Line: keyLine(text, top), Key: top, Msg: "must be a plain value, not a table"}
+		}
+	}
+	bad := func(key, msg string) error {
+		return &Error{Path: path, Line: keyLine(text, key), Key: key, Msg: msg}
+	}
+	src := func(key string) string {
+		if l := keyLine(text, key); l > 0 {
+			return fmt.Sprintf("file %s:%d", path, l)
+		}
+		return "file " + path
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keyLine(text, keys[i]) < keyLine(text, keys[j]) })
+	for _, key := range keys {
+		v := raw[key]
+		switch key {
+		case KeyName:
+			s, ok := v.(string)
+			if !ok {
+				return Profile{}, bad(key, "want a string, like name = \"desktop\"; got "+describe(v))
+			}
+			p.Name = s
+		case KeyTotalVRAMGB, KeyDesktopHeadroomGB:
+			f, err := gigabytes(key, v)
+			if err != nil {
+				return Profile{}, bad(key, err.Error())
+			}
+			if key == KeyTotalVRAMGB {
+				p.TotalVRAMGB = &f
+			} else {
+				p.DesktopHeadroomGB = &f
+			}
+		case KeyServicesToSurvive:
+			list, err := services(v)
+			if err != nil {
+				return Profile{}, bad(key, err.Error())
+			}
+			p.ServicesToSurvive = list
+		case KeyHeadless:
+			switch x := v.(type) {
+			case bool:
+				p.Headless = &x
+			case string:
+				if x != "auto" {
+					return Profile{}, bad(key, fmt.Sprintf("want \"auto\", true or false; got %q", x))
+				}
+			default:
+				return Profile{}, bad(key, "want \"auto\", true or false; got "+describe(v))
+			}
+		case KeyAllowOptIn:
+			b, ok := v.(bool)
+			if !ok {
+				return Profile{}, bad(key, "want true or false; got "+describe(v))
+			}
+			p.AllowOptIn = b
+		}
+		p.Sources[key] = src(key)
+	}
+	if p.TotalVRAMGB != nil && p.DesktopHeadroomGB != nil && *p.DesktopHeadroomGB > *p.TotalVRAMGB {
+		return Profile{}, bad(KeyDesktopHeadroomGB, fmt.Sprintf(
+			"%s GB of desktop headroom is more than the %s GB of total_vram_gb (%s). Way out: set desktop_headroom_gb to at most total_vram_gb.",
+			num(*p.DesktopHeadroomGB), num(*p.TotalVRAMGB), src(KeyTotalVRAMGB)))
+	}
+	return p, nil
+}
+
+func isKey(k string) bool {
+	for _, x := range Keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest names the known key an unknown one was probably meant to be.
+func suggest(k string) string {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("-", "", "_", "", " ", "").Replace(s))
+	}
+	for _, x := range Keys {
+		if norm(x) == norm(k) {
+			return fmt.Sprintf(" (did you mean %s?)", x)
+		}
+	}
+	return ""
+}
+
+func gigabytes(key string, v any) (float64, error) {
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return 0, fmt.Errorf("want a number of gigabytes, like %s = 24 or 23.5; got %s", key, describe(v))
+	}
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return 0, fmt.Errorf("want a finite number of gigabytes; got %v", f)
+	case f < 0:
+		if key == KeyTotalVRAMGB {
+			return 0, fmt.Errorf("%s GB: VRAM cannot be negative. Way out: set it to the GPU memory in GB (nvidia-smi --query-gpu=memory.total --format=csv), or remove the key to have it detected", num(f))
+		}
+		return 0, fmt.Errorf("%s GB: headroom cannot be negative. Way out: set it to the GB the desktop keeps (0 or more)", num(f))
+	}
+	return f, nil
+}
+
+func services(v any) ([]string, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("want a list of unit names, like [\"gdm\", \"pipewire\"]; got %s", describe(v))
+	}
+	if len(arr) == 0 {
+		return nil, errors.New("is empty. Way out: remove the key to protect paddock's defaults, or list the units that must survive (globs like \"user@*\" work)")
+	}
+	out := make([]string, 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("entry %d: want a unit name string; got %s", i+1, describe(e))
+		}
+		if s == "" || strings.ContainsAny(s, " \t\n/") {
+			return nil, fmt.Errorf("entry %d: %q is not a unit name", i+1, s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	case int64:
+		return fmt.Sprintf("the integer %d", x)
+	case float64:
+		return fmt.Sprintf("the number %v", x)
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	case []any, []map[string]any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+func num(f float64) string { return fmt.Sprintf("%g", f) }
+
+// lineProbe fails to decode on purpose: the decoder's error carries the
+// line of the key it was decoding.
+type lineProbe struct{}
+
+var errProbe = errors.New("probe")
+
+func (lineProbe) UnmarshalTOML(any) error { return errProbe }
+
+// keyLine returns the line where top-level key k is defined, 0 if unknown.
+func keyLine(text, k string) int {
+	if !strings.ContainsAny(k, "\"`\\") {
+		t := reflect.StructOf([]reflect.StructField{{
+			Name: "F", Type: reflect.TypeOf(lineProbe{}), Tag: reflect.StructTag(`toml:"` + k + `"`),
+		}})
+		_, err := toml.Decode(text, reflect.New(t).Interface())
+		var pe toml.ParseError
+		if errors.As(err, &pe) && pe.Position.Line > 0 {
+			return pe.Position.Line
+		}
+	}
+	for i, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, k) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// GuardPolicy is what the command guard needs from the profile. Supervised
+// is left false: the caller knows whether a supervisor decides kills.
+func (p Profile) GuardPolicy() guard.Policy {
+	return guard.Policy{
+		ServicesToSurvive: append([]string(nil), p.ServicesToSurvive...),
+		AllowOptIn:        p.AllowOptIn,
+		DefaultTarget:     p.Detected.DefaultTarget,
+		Profile:           p.Path,
+	}
+}
+
+// IsHeadless is the effective headless setting: the profile's, else the
+// detected one. The reason says which.
+func (p Profile) IsHeadless() (bool, string) {
+	if p.Headless != nil {
+		return *p.Headless, p.Sources[KeyHeadless]
+	}
+	return p.Detected.Headless, p.Detected.HeadlessReason
+}
+
+// Services is the effective protected list.
+func (p Profile) Services() []string {
+	if len(p.ServicesToSurvive) == 0 {
+		return guard.DefaultServices()
+	}
+	return append([]string(nil), p.ServicesToSurvive...)
+}

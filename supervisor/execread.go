@@ -1,0 +1,245 @@
+package supervisor
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/policy"
+)
+
+// Bounds on what is read from a caller for one exec. The kernel allows an
+// argv and environment of several MiB; the guard needs the command name, its
+// arguments and a handful of variables, so reading stops at these bounds and
+// the decision is made on what was read (an opt-in past the bound is simply
+// not seen, which errs towards refusal).
+const (
+	maxPath    = 4096    // PATH_MAX
+	maxStrings = 4096    // argv + envp entries
+	maxBytes   = 1 << 20 // argv + envp bytes
+	maxString  = 1 << 17 // one string (the kernel's MAX_ARG_STRLEN)
+)
+
+// memReader reads another process's memory, with process_vm_readv and, where
+// that is refused (e.g. by a Yama or LSM policy), /proc/PID/mem.
+type memReader struct {
+	tid   int
+	memFd int // /proc/TID/mem, opened on first need (-1: not yet)
+	buf   []byte
+}
+
+func newMemReader(tid int, buf []byte) *memReader {
+	return &memReader{tid: tid, memFd: -1, buf: buf}
+}
+
+func (m *memReader) close() {
+	if m.memFd >= 0 {
+		unix.Close(m.memFd)
+	}
+}
+
+// readAt fills p from address addr; it returns how many bytes it could read
+// (a short read stops at an unmapped page).
+func (m *memReader) readAt(p []byte, addr uint64) (int, error) {
+	if addr == 0 {
+		return 0, unix.EFAULT
+	}
+	local := []unix.Iovec{{Base: &p[0]}}
+	local[0].SetLen(len(p))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
+	n, err := unix.ProcessVMReadv(m.tid, local, remote, 0)
+	if err == nil {
+		return n, nil
+	}
+	if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOSYS) {
+		return 0, err
+	}
+	if m.memFd < 0 {
+		fd, oerr := unix.Open("/proc/"+strconv.Itoa(m.tid)+"/mem", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if oerr != nil {
+			return 0, fmt.Errorf("process_vm_readv: %v; open /proc/%d/mem: %w", err, m.tid, oerr)
+		}
+		m.memFd = fd
+	}
+	return unix.Pread(m.memFd, p, int64(addr))
+}
+
+// cstring reads a NUL-terminated string of at most max bytes at addr,
+// chunk by chunk so that no read crosses into an unmapped page needlessly.
+func (m *memReader) cstring(addr uint64, max int) (string, bool, error) {
+	var out []byte
+	for len(out) < max {
+		chunk := 4096 - int(addr%4096)
+		if chunk > max-len(out) {
+			chunk = max - len(out)
+		}
+		if chunk > len(m.buf) {
+			chunk = len(m.buf)
+		}
+		n, err := m.readAt(m.buf[:chunk], addr)
+		if n == 0 {
+			if err == nil {
+				err = unix.EFAULT
+			}
+			return "", false, err
+		}
+		if i := bytes.IndexByte(m.buf[:n], 0); i >= 0 {
+			out = append(out, m.buf[:i]...)
+			return string(out), false, nil
+		}
+		out = append(out, m.buf[:n]...)
+		addr += uint64(n)
+	}
+	return string(out), true, nil
+}
+
+// pointer reads one pointer of size ps (4 or 8) at addr.
+func (m *memReader) pointer(addr uint64, ps int) (uint64, error) {
+	var b [8]byte
+	n, err := m.readAt(b[:ps], addr)
+	if n != ps {
+		if err == nil {
+			err = unix.EFAULT
+		}
+		return 0, err
+	}
+	if ps == 4 {
+		return uint64(binary.LittleEndian.Uint32(b[:4])), nil
+	}
+	return binary.LittleEndian.Uint64(b[:8]), nil
+}
+
+// vector reads a NULL-terminated array of string pointers (argv or envp).
+func (m *memReader) vector(addr uint64, ps int, budget *int, count *int) ([]string, bool, error) {
+	var out []string
+	if addr == 0 {
+		return nil, false, nil // a NULL argv or envp is accepted by Linux as empty
+	}
+	for {
+		if *count >= maxStrings || *budget <= 0 {
+			return out, true, nil
+		}
+		p, err := m.pointer(addr, ps)
+		if err != nil {
+			return out, false, err
+		}
+		if p == 0 {
+			return out, false, nil
+		}
+		limit := maxString
+		if limit > *budget {
+			limit = *budget
+		}
+		s, trunc, err := m.cstring(p, limit)
+		if err != nil {
+			return out, false, err
+		}
+		out = append(out, s)
+		*budget -= len(s) + 1
+		*count++
+		if trunc {
+			return out, true, nil
+		}
+		addr += uint64(ps)
+	}
+}
+
+// readExec reads the path, argv and envp of a trapped execve or execveat.
+func readExec(tid int, sc filter.Syscall, abi filter.ABI, args [6]uint64, buf []byte) *policy.Exec {
+	m := newMemReader(tid, buf)
+	defer m.close()
+	pathArg, argvArg, envArg := args[0], args[1], args[2]
+	if sc == filter.Execveat {
+		pathArg, argvArg, envArg = args[1], args[2], args[3]
+	}
+	ps := abi.PointerSize()
+	if ps != 4 {
+		ps = 8
+	}
+	if ps == 4 {
+		pathArg, argvArg, envArg = uint64(uint32(pathArg)), uint64(uint32(argvArg)), uint64(uint32(envArg))
+	}
+	e := &policy.Exec{}
+	path, trunc, err := m.cstring(pathArg, maxPath)
+	if err != nil {
+		e.Err = fmt.Errorf("read exec path of pid %d: %w", tid, err)
+		return e
+	}
+	if sc == filter.Execveat && path == "" {
+		// execveat(fd, "", ..., AT_EMPTY_PATH) runs the file behind fd.
+		if target, err := readFdLink(tid, int(int32(uint32(args[0])))); err == nil {
+			path = target
+		}
+	}
+	e.Path, e.Truncated = path, trunc
+	if sc == filter.Execve && path != "" {
+		e.Missing = missingFor(tid, path)
+	}
+	budget, count := maxBytes, 0
+	var t1, t2 bool
+	if e.Argv, t1, err = m.vector(argvArg, ps, &budget, &count); err != nil {
+		e.Err = fmt.Errorf("read argv of pid %d: %w", tid, err)
+		return e
+	}
+	if e.Env, t2, err = m.vector(envArg, ps, &budget, &count); err != nil {
+		e.Err = fmt.Errorf("read environment of pid %d: %w", tid, err)
+		return e
+	}
+	e.Truncated = e.Truncated || t1 || t2
+	return e
+}
+
+// readFdLink names the file behind descriptor fd of tid.
+func readFdLink(tid, fd int) (string, error) {
+	var b [4096]byte
+	n, err := unix.Readlink("/proc/"+strconv.Itoa(tid)+"/fd/"+strconv.Itoa(fd), b[:])
+	if err != nil {
+		return "", err
+	}
+	return string(b[:n]), nil
+}
+
+// readEnviron reads a process's initial environment (/proc/TID/environ), for
+// the power syscalls' opt-in, bounded like an exec's.
+func readEnviron(tid int) []string {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/environ", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 64<<10)
+	tmp := make([]byte, 16<<10)
+	for len(buf) < maxBytes {
+		n, err := unix.Read(fd, tmp)
+		if n <= 0 || err != nil {
+			break
+		}
+		buf = append(buf, tmp[:n]...)
+	}
+	var env []string
+	for _, kv := range bytes.Split(bytes.TrimRight(buf, "\x00"), []byte{0}) {
+		if len(kv) > 0 {
+			env = append(env, string(kv))
+		}
+	}
+	return env
+}
+
+// missingFor reports whether path does not exist as the caller sees it
+// (through its root and working directory).
+func missingFor(tid int, path string) bool {
+	base := "/proc/" + strconv.Itoa(tid)
+	if path[0] == '/' {
+		base += "/root"
+	} else {
+		base += "/cwd/"
+	}
+	var st unix.Stat_t
+	err := unix.Stat(base+path, &st)
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
+}
