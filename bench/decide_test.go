@@ -11,6 +11,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/vram"
 )
 
 // fakeWorld is a small in-memory policy.World: an agent root, one owned
@@ -62,6 +63,10 @@ func (w *fakeWorld) FdPid(tid, fd int) (int, error) { return 0, syscall.EBADF }
 func (w *fakeWorld) Root() int { return w.root }
 
 func (w *fakeWorld) Guard() guard.Policy { return guard.Policy{Supervised: true} }
+
+func (w *fakeWorld) VRAM() *vram.Budget { return nil }
+
+func (w *fakeWorld) Files(int) vram.Files { return vram.Files{} }
 
 func (w *fakeWorld) Owned(max int) []policy.Target {
 	if len(w.owned) > max {

@@ -59,6 +59,12 @@ else
 	now() { now=$(date +%s%N); }
 fi
 
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+read -r load1 _ </proc/loadavg
+if python3 -c "import sys; sys.exit(0 if float('$load1') > 1.0 else 1)"; then
+	echo "bench/run.sh: warning: load average $load1 on $(nproc) CPUs; other work will skew the numbers" >&2
+fi
+
 # Raw samples, one "workload<TAB>mode<TAB>value" line each.
 samples=$out/samples.tsv
 : >"$samples"
@@ -126,15 +132,17 @@ for ((i = 0; i < STARTUP_RUNS; i++)); do
 	done
 done
 
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
 # Machine facts for the report header.
 cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 kernel=$(uname -r)
 ncpu=$(nproc)
 
-python3 - "$samples" "$out/results.md" "$kernel" "$ncpu" "$cpu" "$PAIRS" "$KILL_N" "$SPACED_N" "$FORKEXEC_N" "$STARTUP_RUNS" <<'PY'
+python3 - "$samples" "$out/results.md" "$kernel" "$ncpu" "$cpu" "$PAIRS" "$KILL_N" "$SPACED_N" "$FORKEXEC_N" "$STARTUP_RUNS" "$load_start" "$load_end" <<'PY'
 import statistics, sys
 
-samples, dest, kernel, ncpu, cpu, pairs, kill_n, spaced_n, fe_n, st_runs = sys.argv[1:]
+samples, dest, kernel, ncpu, cpu, pairs, kill_n, spaced_n, fe_n, st_runs, load_start, load_end = sys.argv[1:]
 vals = {}
 for line in open(samples):
     w, mode, v = line.rstrip("\n").split("\t")
@@ -161,7 +169,8 @@ rows = [
 ]
 
 lines = []
-lines.append("Machine: %s, %s CPUs, Linux %s; %s pairs per workload, bare and paddock alternating." % (cpu, ncpu, kernel, pairs))
+lines.append("Machine: %s, %s CPUs, Linux %s; %s pairs per workload, bare and paddock alternating; "
+             "load average %s at start, %s at end." % (cpu, ncpu, kernel, pairs, load_start, load_end))
 lines.append("")
 lines.append("| workload | unit | bare median | paddock median | ratio | added | bare spread (min-max) | paddock spread (min-max) | target | met |")
 lines.append("|---|---|---:|---:|---:|---:|---|---|---|---|")

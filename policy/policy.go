@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/vram"
 )
 
 // Request is one trapped syscall as the kernel reported it.
@@ -78,6 +79,11 @@ type World interface {
 	Owned(max int) []Target
 	// Guard is the host policy for exec and power decisions.
 	Guard() guard.Policy
+	// VRAM is the host's GPU memory budget; nil: no VRAM preflight.
+	VRAM() *vram.Budget
+	// Files reads files as thread tid sees them (its root and working
+	// directory), for estimators that look at model files.
+	Files(tid int) vram.Files
 }
 
 // Rule names why a decision went the way it did; it is the journal's "rule".
@@ -248,7 +254,18 @@ func decideExec(r Request, w World, d Decision) Decision {
 		return d
 	}
 	c := guard.Command{Path: r.Exec.Path, Argv: r.Exec.Argv, Env: r.Exec.Env}
-	return fromVerdict(r, d, guard.CheckCommand(c, w.Guard()))
+	gp := w.Guard()
+	d = fromVerdict(r, d, guard.CheckCommand(c, gp))
+	if !d.Allow {
+		return d
+	}
+	if b := w.VRAM(); b != nil {
+		v, _, ok := vram.PreflightCommandFiles(r.Exec.Argv, r.Exec.Env, *b, w.Files(r.Tid), gp.AllowOptIn)
+		if ok && (!v.Allow || v.OptIn != "") {
+			return fromVerdict(r, d, guard.Verdict{Allow: v.Allow, Rule: v.Rule, Message: v.Message, OptIn: v.OptIn})
+		}
+	}
+	return d
 }
 
 // fromVerdict turns the guard's verdict into a decision.
@@ -261,6 +278,7 @@ func fromVerdict(r Request, d Decision, v guard.Verdict) Decision {
 		}
 		return d
 	}
+	d.Allow, d.OptIn = false, ""
 	d.Errno, d.Rule, d.Refusal, d.Message = syscall.EPERM, Rule(v.Rule), true, v.Message
 	return d
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/vram"
 )
 
 // fakeWorld is a table-driven world: processes by pid, threads by tid.
@@ -18,6 +19,7 @@ type fakeWorld struct {
 	fds     map[[2]int]int
 	broken  map[int]bool // Lookup fails for these pids
 	root    int
+	vram    *vram.Budget
 }
 
 func (w fakeWorld) Lookup(pid int) (Target, error) {
@@ -64,6 +66,10 @@ func (w fakeWorld) FdPid(tid, fd int) (int, error) {
 func (w fakeWorld) Root() int { return w.root }
 
 func (w fakeWorld) Guard() guard.Policy { return guard.Policy{AllowOptIn: true, Supervised: true} }
+
+func (w fakeWorld) VRAM() *vram.Budget { return w.vram }
+
+func (w fakeWorld) Files(int) vram.Files { return vram.Files{} }
 
 func (w fakeWorld) Owned(max int) []Target {
 	var out []Target
@@ -208,5 +214,58 @@ func TestSignalName(t *testing.T) {
 		if got := SignalName(sig); got != want {
 			t.Errorf("SignalName(%d) = %q, want %q", sig, got, want)
 		}
+	}
+}
+
+func TestDecideExec(t *testing.T) {
+	total, headroom := 24.0, 4.0
+	b := vram.NewBudget(vram.Host{Headless: true}, vram.Settings{TotalGB: &total, HeadroomGB: &headroom, AllowOptIn: true})
+	w := world()
+	w.vram = &b
+	exec := func(env []string, argv ...string) Request {
+		r := req(101, filter.Execve)
+		r.Exec = &Exec{Path: "/usr/bin/" + argv[0], Argv: argv, Env: env}
+		return r
+	}
+	tests := []struct {
+		name  string
+		r     Request
+		allow bool
+		errno syscall.Errno
+		rule  Rule
+		optIn string
+	}{
+		{"ordinary command", exec(nil, "ls", "-l"), true, 0, RuleAllowedExec, ""},
+		{"reboot refused", exec(nil, "reboot"), false, syscall.EPERM, "power_control", ""},
+		{"reboot with opt-in", exec([]string{"PADDOCK_ALLOW_POWER_CONTROL=1"}, "reboot"), true, 0, "power_control", "PADDOCK_ALLOW_POWER_CONTROL"},
+		{"guard allows, VRAM refuses", exec(nil, "vllm", "serve", "meta-llama/Llama-3-70B"), false, syscall.EPERM, "vram_over_budget", ""},
+		{"VRAM within budget", exec(nil, "vllm", "serve", "meta-llama/Llama-3-8B", "--gpu-memory-utilization", "0.7"), true, 0, RuleAllowedExec, ""},
+		{"VRAM opt-in", exec([]string{"PADDOCK_ALLOW_OVERBUDGET_VRAM=1"}, "vllm", "serve", "meta-llama/Llama-3-70B"), true, 0, "vram_opt_in", "PADDOCK_ALLOW_OVERBUDGET_VRAM"},
+		{"missing path is ENOENT, not a refusal", func() Request { r := exec(nil, "reboot"); r.Exec.Missing = true; return r }(), false, syscall.ENOENT, RuleNoSuchTarget, ""},
+		{"unreadable exec fails closed", func() Request { r := req(101, filter.Execve); r.Exec = &Exec{Err: errors.New("EFAULT")}; return r }(), false, syscall.EPERM, RuleUndecidable, ""},
+		{"no exec info fails closed", req(101, filter.Execve), false, syscall.EPERM, RuleUndecidable, ""},
+		{"reboot syscall refused", req(101, filter.Reboot), false, syscall.EPERM, "power_control", ""},
+		{"reboot syscall with opt-in in the caller's environment", func() Request {
+			r := req(101, filter.Reboot)
+			r.Exec = &Exec{Env: []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}}
+			return r
+		}(), true, 0, "power_control", "PADDOCK_ALLOW_POWER_CONTROL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.r, w)
+			if d.Allow != tc.allow || d.Rule != tc.rule || d.OptIn != tc.optIn {
+				t.Fatalf("Decide = allow %v rule %q opt-in %q (%s); want allow %v rule %q opt-in %q", d.Allow, d.Rule, d.OptIn, d.Message, tc.allow, tc.rule, tc.optIn)
+			}
+			if !d.Allow && d.Errno != tc.errno {
+				t.Errorf("errno = %v, want %v", d.Errno, tc.errno)
+			}
+			if d.Refusal != (!d.Allow && d.Errno == syscall.EPERM) {
+				t.Errorf("Refusal = %v for allow %v errno %v", d.Refusal, d.Allow, d.Errno)
+			}
+			if d.Refusal && !strings.Contains(d.Message, "Way out") && !strings.Contains(d.Message, "way out") {
+				t.Errorf("refusal without a way out: %s", d.Message)
+			}
+		})
 	}
 }

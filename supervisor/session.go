@@ -25,6 +25,7 @@ import (
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/vram"
 )
 
 // Config describes one supervised command.
@@ -45,6 +46,8 @@ type Config struct {
 	TrapExec bool
 	// Guard is the host policy for exec and power decisions.
 	Guard guard.Policy
+	// VRAM is the GPU memory budget execs are preflighted against (nil: none).
+	VRAM *vram.Budget
 	// Self is the binary re-executed as init ("" means /proc/self/exe); it
 	// must call MaybeRunInit first thing.
 	Self string
@@ -108,7 +111,7 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s.wg.Add(1)
-	go s.serve(newLiveWorld(tree, fs, cfg.Guard))
+	go s.serve(newLiveWorld(tree, fs, cfg.Guard, cfg.VRAM))
 	go s.sweepLeases(time.Second)
 
 	s.sigs = make(chan os.Signal, 16)

@@ -2,7 +2,10 @@ package supervisor
 
 import (
 	"errors"
+	"io"
+	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/vram"
 )
 
 // liveWorld is the policy.World of one notification: it reads /proc through
@@ -21,6 +25,7 @@ type liveWorld struct {
 	tree  *ownership.Tree
 	fs    procfs.FS
 	guard guard.Policy
+	vram  *vram.Budget
 	// buf is scratch space for reading a caller's memory.
 	buf [4096]byte
 	// looked holds this notification's lookups, with their pidfds (-1: none).
@@ -32,8 +37,33 @@ type pinned struct {
 	pidfd int
 }
 
-func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy) *liveWorld {
-	return &liveWorld{tree: tree, fs: fs, guard: g, looked: make([]pinned, 0, 4)}
+func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b *vram.Budget) *liveWorld {
+	return &liveWorld{tree: tree, fs: fs, guard: g, vram: b, looked: make([]pinned, 0, 4)}
+}
+
+// VRAM implements policy.World.
+func (w *liveWorld) VRAM() *vram.Budget { return w.vram }
+
+// Files implements policy.World: paths resolve through /proc/TID/root and
+// /proc/TID/cwd, as the caller would resolve them.
+func (w *liveWorld) Files(tid int) vram.Files {
+	resolve := func(p string) string {
+		base := w.fs.Root + "/" + strconv.Itoa(tid)
+		if strings.HasPrefix(p, "/") {
+			return base + "/root" + p
+		}
+		return base + "/cwd/" + p
+	}
+	return vram.Files{
+		Size: func(p string) (int64, error) {
+			st, err := os.Stat(resolve(p))
+			if err != nil {
+				return 0, err
+			}
+			return st.Size(), nil
+		},
+		Open: func(p string) (io.ReadCloser, error) { return os.Open(resolve(p)) },
+	}
 }
 
 // Guard implements policy.World.

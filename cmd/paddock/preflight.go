@@ -62,16 +62,14 @@ is in the environment or leads the command line. See docs/vram.md.`,
 	return cmd
 }
 
-// loadVRAMSettings reads the VRAM keys of a host profile. Profile files are
-// read by the profile package, which this build does not wire in yet: a
-// --profile is refused rather than ignored, and the explicit flags stand in.
-// TODO(profile): read total_vram_gb, desktop_headroom_gb, headless from the
-// profile package and set AllowOptIn from it.
+// loadVRAMSettings reads the VRAM keys of the host profile (--profile,
+// $PADDOCK_PROFILE, or the default location).
 func loadVRAMSettings(profileFlag string) (vram.Settings, error) {
-	if profileFlag != "" {
-		return vram.Settings{}, fmt.Errorf("--profile %s: this build does not read profile files yet; pass --total-vram GB, --headroom GB and --headless true|false instead", profileFlag)
+	p, err := loadProfile(profileFlag)
+	if err != nil {
+		return vram.Settings{}, err
 	}
-	return vram.Settings{AllowOptIn: true}, nil
+	return vramSettings(p), nil
 }
 
 func runPreflight(cmd *cobra.Command, f preflightFlags, args []string) error {
@@ -118,11 +116,10 @@ func runPreflight(cmd *cobra.Command, f preflightFlags, args []string) error {
 	default:
 		src = vram.LiveSources()
 	}
-	h, err := vram.Detect(src, set.Headless)
+	b, err := hostBudget(src, set)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "paddock: VRAM detection: %v\n", err)
 	}
-	b := vram.NewBudget(h, set)
 
 	var v vram.Verdict
 	var report vram.Report

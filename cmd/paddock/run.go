@@ -10,12 +10,13 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/supervisor"
+	"github.com/paddock-dev/paddock/vram"
 )
 
 type runFlags struct {
+	profile        string
 	journal        string
 	journalMax     int64
 	journalKeep    int
@@ -39,6 +40,7 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVar(&f.profile, "profile", "", "host profile `FILE` (TOML; default $PADDOCK_PROFILE, else $XDG_CONFIG_HOME/paddock/profile.toml); a broken profile stops paddock before CMD starts")
 	cmd.Flags().StringVar(&f.journal, "journal", "", "append audit records (JSON Lines) to `FILE` (default $PADDOCK_JOURNAL, else $XDG_STATE_HOME/paddock/journal.jsonl)")
 	cmd.Flags().Int64Var(&f.journalMax, "journal-max-bytes", journal.DefaultMaxBytes, "rotate the journal when it would grow past `BYTES`")
 	cmd.Flags().IntVar(&f.journalKeep, "journal-keep", journal.DefaultKeep, "rotated journal files to keep (FILE.1 .. FILE.N)")
@@ -91,6 +93,16 @@ func runRun(f runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	prof, err := loadProfile(f.profile)
+	if err != nil {
+		return err
+	}
+	budget, err := hostBudget(vram.LiveSources(), vramSettings(prof))
+	if err != nil {
+		log.Warn().Err(err).Msg("VRAM detection failed; the VRAM preflight uses conservative defaults")
+	}
+	gp := prof.GuardPolicy()
+	gp.Supervised = true
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "paddock: %s: %v\n", args[0], errUnwrapExec(err))
@@ -108,7 +120,7 @@ func runRun(f runFlags, args []string) error {
 	}
 	s, err := supervisor.Start(supervisor.Config{
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
-		TrapExec: true, Guard: guard.Policy{AllowOptIn: true, Supervised: true},
+		TrapExec: true, Guard: gp, VRAM: &budget,
 	})
 	if err != nil {
 		return err
@@ -117,7 +129,12 @@ func runRun(f runFlags, args []string) error {
 	if j != nil {
 		journalPath = j.Path()
 	}
-	log.Info().Int("pid", s.Pid()).Str("backend", "seccomp").Str("socket", s.SocketPath()).Str("journal", journalPath).
+	profName := prof.Path
+	if profName == "" {
+		profName = "defaults"
+	}
+	log.Info().Int("pid", s.Pid()).Str("backend", "seccomp").Str("profile", profName).Str("vram", budget.Describe()).
+		Str("socket", s.SocketPath()).Str("journal", journalPath).
 		Str("command", strings.Join(args, " ")).Msg("agent started")
 	return exitError{code: s.Wait()}
 }

@@ -7,7 +7,8 @@
 //
 //	kill PID SIG | tkill TID SIG | tgkill PID TID SIG | sigqueue PID SIG |
 //	tgsigqueue PID TID SIG | pidfd PID SIG | ptrace-attach PID |
-//	vmwrite PID | pidfd-getfd PID FD | int80-kill PID SIG | sleep SECONDS
+//	vmwrite PID | pidfd-getfd PID FD | int80-kill PID SIG | reboot-invalid |
+//	sleep SECONDS
 package main
 
 import (
@@ -111,6 +112,11 @@ func run(verb string, a []int) error {
 		return err
 	case "int80-kill":
 		return int80Kill(a[0], a[1])
+	case "reboot-invalid":
+		// reboot(2) with magic numbers the kernel rejects (EINVAL): harmless
+		// if paddock let it through, EPERM when paddock refuses it.
+		_, _, e := unix.RawSyscall6(unix.SYS_REBOOT, 0x1234, 0x5678, unix.LINUX_REBOOT_CMD_POWER_OFF, 0, 0, 0)
+		return errnoOf(e)
 	case "sleep":
 		time.Sleep(time.Duration(a[0]) * time.Second)
 		return nil

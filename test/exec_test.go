@@ -1,0 +1,190 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// standins puts stand-in scripts for names first on PATH; each appends its
+// argv to the marker file when it runs. No real power command ever runs.
+func standins(t *testing.T, names ...string) (dir, marker string) {
+	t.Helper()
+	dir = t.TempDir()
+	marker = filepath.Join(dir, "marker")
+	for _, n := range names {
+		script := "#!/bin/sh\necho \"" + n + " $*\" >> " + marker + "\n"
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, marker
+}
+
+// runWithPath runs a script under paddock with dir first on PATH.
+func runWithPath(t *testing.T, dir string, extra []string, script string) result {
+	t.Helper()
+	old := os.Getenv("PATH")
+	t.Setenv("PATH", dir+":"+old)
+	args := append(extra, "--", "bash", "-c", script)
+	return runPaddock(t, args...)
+}
+
+func markerLines(marker string) string {
+	b, _ := os.ReadFile(marker)
+	return string(b)
+}
+
+// TestPowerControlRefusedAtExec covers the seed's power-control tests through
+// the kernel path: each command is refused at execve with EPERM unless the
+// opt-in is in its environment, and the stand-in never runs when refused.
+func TestPowerControlRefusedAtExec(t *testing.T) {
+	requireSeccompNotify(t)
+	dir, marker := standins(t, "reboot", "poweroff", "shutdown", "halt", "init", "systemctl", "sudo")
+	refused := []string{"reboot", "poweroff", "shutdown -h now", "halt", "init 0", "init 6",
+		"systemctl reboot", "systemctl poweroff", "systemctl halt", "systemctl suspend", "systemctl hibernate",
+		"sh -c 'systemctl poweroff'", "env systemctl kexec", "/usr/bin/env reboot"}
+	for _, c := range refused {
+		t.Run(c, func(t *testing.T) {
+			os.Remove(marker)
+			r := runWithPath(t, dir, nil, c+"; echo rc=$?")
+			if m := markerLines(marker); m != "" {
+				t.Fatalf("the stand-in ran: %q\n%s", m, r)
+			}
+			for _, want := range []string{"power-control commands", "require explicit user intent", "PADDOCK_ALLOW_POWER_CONTROL=1"} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("message lacks %q\n%s", want, r)
+				}
+			}
+			if !strings.Contains(r.journal, `"action":"exec_denied"`) || !strings.Contains(r.journal, `"rule":"power_control"`) {
+				t.Errorf("journal lacks exec_denied/power_control:\n%s", r.journal)
+			}
+		})
+	}
+	for _, c := range []string{"PADDOCK_ALLOW_POWER_CONTROL=1 reboot", "RLM_ALLOW_POWER_CONTROL=1 systemctl poweroff", "PRIME_ALLOW_POWER_CONTROL=1 shutdown -h now"} {
+		t.Run(c, func(t *testing.T) {
+			os.Remove(marker)
+			r := runWithPath(t, dir, nil, c)
+			if markerLines(marker) == "" || r.code != 0 {
+				t.Fatalf("explicit intent did not let the stand-in run\n%s", r)
+			}
+			if !strings.Contains(r.journal, `"action":"opt_in_used"`) {
+				t.Errorf("journal lacks opt_in_used:\n%s", r.journal)
+			}
+		})
+	}
+}
+
+// TestProtectedServicesRefusedAtExec covers the seed's protected-service and
+// systemctl-verb tests through the kernel path, with a profile naming the
+// services to survive.
+func TestProtectedServicesRefusedAtExec(t *testing.T) {
+	requireSeccompNotify(t)
+	dir, marker := standins(t, "systemctl")
+	prof := filepath.Join(t.TempDir(), "profile.toml")
+	if err := os.WriteFile(prof, []byte(`name = "desktop"
+services_to_survive = ["display-manager", "sway", "hyprland", "pipewire", "gdm", "logind"]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := []string{"systemctl disable display-manager", "systemctl stop sway", "systemctl mask pipewire.service"}
+	for _, verb := range []string{"restart", "try-restart", "reload-or-restart", "isolate"} {
+		for _, unit := range []string{"display-manager", "gdm.service", "logind"} {
+			refused = append(refused, "systemctl "+verb+" "+unit)
+		}
+	}
+	for _, c := range refused {
+		t.Run(c, func(t *testing.T) {
+			os.Remove(marker)
+			r := runWithPath(t, dir, []string{"--profile", prof}, c)
+			if m := markerLines(marker); m != "" {
+				t.Fatalf("the stand-in ran: %q\n%s", m, r)
+			}
+			if !strings.Contains(r.stderr, "PADDOCK_ALLOW_POWER_CONTROL=1") || !(strings.Contains(r.stderr, "protected desktop service") || strings.Contains(r.stderr, "isolate")) {
+				t.Errorf("message lacks the protected service and the opt-in\n%s", r)
+			}
+		})
+	}
+	for _, c := range []string{"systemctl restart nginx", "systemctl try-restart my-worker.service"} {
+		t.Run(c, func(t *testing.T) {
+			os.Remove(marker)
+			r := runWithPath(t, dir, []string{"--profile", prof}, c)
+			if markerLines(marker) == "" || r.code != 0 {
+				t.Fatalf("an unrelated service was refused\n%s", r)
+			}
+		})
+	}
+}
+
+// TestRebootSyscallRefused: reboot(2) with invalid magic numbers gets EPERM
+// from paddock instead of EINVAL from the kernel.
+func TestRebootSyscallRefused(t *testing.T) {
+	requireSeccompNotify(t)
+	r := sh(t, `$AGENTHELPER reboot-invalid`)
+	if !strings.Contains(r.stdout, "err EPERM") {
+		t.Fatalf("reboot(2) was not refused by paddock\n%s", r)
+	}
+	if !strings.Contains(r.journal, `"action":"power_denied"`) {
+		t.Errorf("journal lacks power_denied:\n%s", r.journal)
+	}
+	r = sh(t, `PADDOCK_ALLOW_POWER_CONTROL=1 $AGENTHELPER reboot-invalid`)
+	if !strings.Contains(r.stdout, "err EINVAL") {
+		t.Fatalf("with the opt-in the kernel should answer EINVAL\n%s", r)
+	}
+}
+
+// TestVRAMPreflightAtExec: a stand-in vllm on PATH is refused or allowed as
+// the estimate against the profile's budget says (24 GB, 4 GB headroom).
+func TestVRAMPreflightAtExec(t *testing.T) {
+	requireSeccompNotify(t)
+	dir, marker := standins(t, "vllm")
+	prof := filepath.Join(t.TempDir(), "profile.toml")
+	if err := os.WriteFile(prof, []byte("name = \"test-gpu\"\ntotal_vram_gb = 24.0\ndesktop_headroom_gb = 4.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		cmd     string
+		allowed bool
+	}{
+		{"vllm serve meta-llama/Llama-3-70B", false},
+		{"vllm serve meta-llama/Llama-3-8B --gpu-memory-utilization 0.95", false},
+		{"vllm serve meta-llama/Llama-3-8B --gpu-memory-utilization 0.7", true},
+		{"PADDOCK_ALLOW_OVERBUDGET_VRAM=1 vllm serve meta-llama/Llama-3-70B", true},
+		{"RLM_ALLOW_OVERBUDGET_VRAM=1 vllm serve meta-llama/Llama-3-70B", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.cmd, func(t *testing.T) {
+			os.Remove(marker)
+			r := runWithPath(t, dir, []string{"--profile", prof}, tc.cmd)
+			ran := markerLines(marker) != ""
+			if ran != tc.allowed {
+				t.Fatalf("stand-in ran = %v, want %v\n%s", ran, tc.allowed, r)
+			}
+			if !tc.allowed {
+				for _, want := range []string{"VRAM preflight rejected", "exceeds host VRAM budget", "20.0 GB available", "4.0 GB desktop headroom reserved", "24.0 GB total", "PADDOCK_ALLOW_OVERBUDGET_VRAM=1"} {
+					if !strings.Contains(r.stderr, want) {
+						t.Errorf("message lacks %q\n%s", want, r)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBrokenProfileStopsBeforeStart: a profile with an unknown key stops
+// paddock before the agent runs, naming the file, line and key.
+func TestBrokenProfileStopsBeforeStart(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "profile.toml")
+	if err := os.WriteFile(prof, []byte("name = \"x\"\ntotal_vram_gb = -3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	r := runPaddock(t, "--profile", prof, "--", "touch", marker)
+	if r.code == 0 || !strings.Contains(r.stderr, prof+":2") || !strings.Contains(r.stderr, "total_vram_gb") {
+		t.Fatalf("want a non-zero exit naming %s:2 and total_vram_gb\n%s", prof, r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the agent ran despite the broken profile")
+	}
+}
