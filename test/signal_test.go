@@ -268,6 +268,8 @@ func TestSupervisorIsNotDumpable(t *testing.T) {
 cat /proc/$$/environ > /dev/null && echo own=readable`
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
 		bins.paddock, "run", "--journal", filepath.Join(dir, "j.jsonl"), "--", "sh", "-c", script)
+	// nobody's own home: root's is closed to it (and holds root's profile).
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
