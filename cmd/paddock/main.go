@@ -53,8 +53,9 @@ pidfd_send_signal, ptrace, process_vm_writev, pidfd_getfd) are decided by a
 supervisor against the agent's ownership tree. A refused call fails with EPERM
 and a message, on the caller's stderr, in the log and in the audit journal,
 saying what was refused, why, and the way out.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.AddCommand(newRunCmd())
 	root.AddCommand(newPreflightCmd())
