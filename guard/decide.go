@@ -115,7 +115,7 @@ func decide(c *cmd, p *Policy) *finding {
 	if c.pseudo || len(c.argv) == 0 {
 		return nil
 	}
-	for _, name := range c.names() {
+	if name, ok := c.name(); ok {
 		if d := deciders[name]; d != nil {
 			if f := d(c, c.argv[1:], p); f != nil {
 				return f
@@ -650,8 +650,9 @@ func decideKill(c *cmd, args []word, p *Policy) *finding {
 	}
 	for _, t := range targets {
 		raw := strings.Trim(t.raw, `"`)
-		if strings.HasPrefix(t.s, "%") || raw == "$!" || raw == "${!}" {
-			continue // the shell's own jobs
+		switch {
+		case strings.HasPrefix(t.s, "%") && !t.dyn, raw == "$!", raw == "${!}", raw == "$$", raw == "${$}", raw == "$BASHPID":
+			continue // the shell's own jobs, or the shell itself
 		}
 		return broadKill()
 	}

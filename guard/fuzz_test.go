@@ -34,7 +34,6 @@ func FuzzShell(f *testing.F) {
 		f.Add(s, "PADDOCK_ALLOW_POWER_CONTROL=1")
 	}
 	f.Fuzz(func(t *testing.T, s, envs string) {
-		defer watchdog(s)()
 		env := strings.Split(envs, "\x00")
 		base := Policy{ServicesToSurvive: []string{"gdm", "user@*"}, AllowOptIn: false, DefaultTarget: "graphical.target"}
 		v, err := CheckShell(s, env, base)

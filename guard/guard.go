@@ -117,6 +117,9 @@ var ErrUnparsable = errors.New("cannot parse shell string")
 // executable's path count: a busybox or systemctl symlink named reboot is
 // reboot.
 func CheckCommand(c Command, p Policy) Verdict {
+	if !interesting(c.Path) && (len(c.Argv) == 0 || !interesting(c.Argv[0])) {
+		return Verdict{Allow: true} // the common case: nothing the guard knows
+	}
 	r := newReader(false)
 	env := envMap(c.Env)
 	argv := c.Argv
@@ -216,10 +219,10 @@ func CheckPowerEnv(syscall string, env []string, p Policy) Verdict {
 }
 
 func unparsable(s string, err error) Verdict {
-	return Verdict{Rule: RuleUnparsable, Message: fmt.Sprintf(
+	return Verdict{Rule: RuleUnparsable, Message: oneLine(fmt.Sprintf(
 		"paddock refused `%s`: paddock could not read this shell string (%v), and it does not let through what it cannot read. "+
 			"Way out: simplify the command (one command per line, plain quoting), or run it under paddock run, where each exec is checked as it happens.",
-		display(s), err)}
+		display(s), err))}
 }
 
 // combine folds the per-command verdicts: the first refusal wins; else the

@@ -453,6 +453,8 @@ func TestCheckShellKill(t *testing.T) {
 		{cmd: "kill -l", allow: true},
 		{cmd: "sleep 100 & kill $!", allow: true, reason: "the shell's own job"},
 		{cmd: "kill %1", allow: true},
+		{cmd: "kill -TERM $$", allow: true, reason: "the shell itself"},
+		{cmd: "kill $PPID", rule: kill},
 		{cmd: "killall -l", allow: true},
 		{cmd: "pgrep -f cargo", allow: true},
 		{cmd: "fuser -v 8080/tcp", allow: true},
@@ -561,6 +563,12 @@ func TestMessages(t *testing.T) {
 	mustContain(t, v.Message, "allow_opt_in = false", "PADDOCK_ALLOW_POWER_CONTROL=1 is set")
 	v = checkShell(t, "echo b > /proc/sysrq-trigger", nil, defaults)
 	mustContain(t, v.Message, "`echo b > /proc/sysrq-trigger`", "SysRq")
+	v = CheckCommand(Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "isolate", "a\nb"}}, defaults)
+	if v.Allow || strings.ContainsAny(v.Message, "\n\r") {
+		t.Errorf("isolate of a name with a newline: %q", v.Message)
+	}
+	v = checkShell(t, "reboot", []string{"PADDOCK_ALLOW_POWER_CONTROL=1\r"}, defaults)
+	mustContain(t, v.Message, `PADDOCK_ALLOW_POWER_CONTROL="1\r"`)
 	v = checkShell(t, "printf 'a\\nb' && shutdown -r now `echo`", nil, defaults)
 	if strings.ContainsAny(v.Message, "\n\r") {
 		t.Errorf("message spans lines: %q", v.Message)
@@ -577,6 +585,8 @@ func TestCommands(t *testing.T) {
 		{"export A=1; bash -lc 'B=2 timeout 5 python t.py'", []Command{{Path: "python", Argv: []string{"python", "t.py"}, Env: []string{"A=1", "B=2"}}}},
 		{"ls | grep x && echo $HOME", []Command{{Path: "ls", Argv: []string{"ls"}}, {Path: "grep", Argv: []string{"grep", "x"}}, {Path: "echo", Argv: []string{"echo", "$HOME"}}}},
 		{"env", []Command{{Path: "env", Argv: []string{"env"}}}},
+		{"bash <<'EOF'\necho 'x' a\\\\b $HOME\nEOF", []Command{{Path: "echo", Argv: []string{"echo", "x", "a\\b", "$HOME"}}}},
+		{"X=1; bash <<EOF\necho $X\nEOF", []Command{{Path: "echo", Argv: []string{"echo", "1"}}}},
 	}
 	for _, tc := range cases {
 		got, err := Commands(tc.in)
@@ -608,6 +618,25 @@ func TestLimits(t *testing.T) {
 	}
 	if v := checkShell(t, "echo {1..100000}; reboot", nil, defaults); v.Allow {
 		t.Errorf("brace blow-up hid a reboot")
+	}
+}
+
+func BenchmarkCheckCommand(b *testing.B) {
+	env := make([]string, 50)
+	for i := range env {
+		env[i] = "VAR" + strings.Repeat("X", i%7) + "=" + strings.Repeat("v", 40)
+	}
+	c := Command{Path: "/usr/bin/ls", Argv: []string{"ls", "-la", "/tmp"}, Env: env}
+	p := Policy{AllowOptIn: true, Supervised: true}
+	for i := 0; i < b.N; i++ {
+		CheckCommand(c, p)
+	}
+}
+
+func BenchmarkCheckShell(b *testing.B) {
+	p := Policy{AllowOptIn: true}
+	for i := 0; i < b.N; i++ {
+		CheckShell("cd /src && CUDA_VISIBLE_DEVICES=0 timeout 600 python train.py --epochs 3 2>&1 | tee log.txt", nil, p)
 	}
 }
 

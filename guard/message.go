@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -42,19 +43,19 @@ const powerList = "reboot, poweroff, halt, shutdown, suspend, hibernate, kexec, 
 // examples ("" when there is none to show).
 func verdictFor(f *finding, what, text string, env map[string]string, resetBy string, p *Policy, syscall bool) Verdict {
 	if f.rule == RuleBroadKill {
-		return Verdict{Rule: f.rule, Message: fmt.Sprintf(
+		return Verdict{Rule: f.rule, Message: oneLine(fmt.Sprintf(
 			"paddock refused %s: broad kill commands (pkill, killall, killall5, kill PID) can reach processes this session does not own, "+
 				"and no paddock supervisor is reachable here ($PADDOCK_SOCKET is not set) to decide each target. "+
 				"Way out: signal a process the session owns with `paddock kill PID`; to control one it did not start, adopt it first with "+
 				"`paddock adopt PID --reason \"...\"`; for a process started through a session handle, use the handle's Kill (h.Kill()); "+
 				"or run the agent under `paddock run`, where the kernel lets such commands reach exactly the processes the session owns.",
-			what)}
+			what))}
 	}
 	name, val := findOptIn(env)
 	if name != "" && p.AllowOptIn {
-		return Verdict{Allow: true, Rule: f.rule, OptIn: name, Message: fmt.Sprintf(
+		return Verdict{Allow: true, Rule: f.rule, OptIn: name, Message: oneLine(fmt.Sprintf(
 			"paddock allowed %s (%s) because %s=%s in its environment declares explicit user intent; the use is journaled as opt_in_used.",
-			what, ruleNoun(f), name, val)}
+			what, ruleNoun(f), name, showValue(val)))}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "paddock refused %s: ", what)
@@ -84,7 +85,7 @@ func verdictFor(f *finding, what, text string, env map[string]string, resetBy st
 	b.WriteString(" Way out: ")
 	switch {
 	case !p.AllowOptIn && name != "":
-		fmt.Fprintf(&b, "%s=%s is set, but this host's profile sets allow_opt_in = false, so paddock honours no opt-in (PADDOCK_ALLOW_POWER_CONTROL=1) here; ask the user to do this themselves, outside paddock.", name, val)
+		fmt.Fprintf(&b, "%s=%s is set, but this host's profile sets allow_opt_in = false, so paddock honours no opt-in (PADDOCK_ALLOW_POWER_CONTROL=1) here; ask the user to do this themselves, outside paddock.", name, showValue(val))
 	case !p.AllowOptIn:
 		b.WriteString("this host's profile sets allow_opt_in = false, so not even PADDOCK_ALLOW_POWER_CONTROL=1 is honoured here; ask the user to do this themselves, outside paddock.")
 	case syscall:
@@ -103,7 +104,21 @@ func verdictFor(f *finding, what, text string, env map[string]string, resetBy st
 	case RuleIsolate:
 		b.WriteString(" To start a unit without stopping the others, use `systemctl start UNIT`.")
 	}
-	return Verdict{Rule: f.rule, Message: b.String()}
+	return Verdict{Rule: f.rule, Message: oneLine(b.String())}
+}
+
+// oneLine keeps a message on one line whatever the command or profile
+// strings in it hold.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t' || r == '\r':
+			return ' '
+		case r < 0x20 || r == 0x7f:
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func ruleNoun(f *finding) string {
@@ -202,6 +217,14 @@ func display(s string) string {
 		s = s[:cut] + "..."
 	}
 	return s
+}
+
+// showValue renders an environment value for a one-line message.
+func showValue(v string) string {
+	if quote(v) == v {
+		return v
+	}
+	return strconv.Quote(v)
 }
 
 func quote(s string) string {

@@ -15,12 +15,16 @@ import (
 // Limits that keep a hostile or huge string from costing more than a
 // moment: past them the string is reported as unparsable (and refused).
 const (
-	maxDepth     = 16      // nested shell strings (sh -c "sh -c '...'")
-	maxScript    = 1 << 20 // bytes of one shell string
-	maxCommands  = 4096    // simple commands, loop iterations included
-	maxBraces    = 64      // words from one brace expansion
-	maxLoopItems = 64      // literal items of one for loop that are followed
-	maxSteps     = 20000   // statements walked, loop iterations included
+	maxDepth     = 16       // nested shell strings (sh -c "sh -c '...'")
+	maxScript    = 1 << 20  // bytes of one shell string
+	maxCommands  = 1024     // simple commands, loop iterations included
+	maxBraces    = 64       // words from one brace expansion
+	maxBraceOpen = 32       // brace groups in one word that are expanded
+	maxLoopItems = 64       // literal items of one for loop that are followed
+	maxSteps     = 10000    // statements walked, loop iterations included
+	maxWords     = 200000   // words evaluated
+	maxValue     = 64 << 10 // bytes of a variable's or a word's known value
+	maxNesting   = 256      // brackets open at once (the parser recurses on each)
 )
 
 // word is one argument as far as it can be known before run time.
@@ -173,11 +177,16 @@ func (s *scope) set(name string, w word, appendTo bool) {
 		s.unknown[name] = true
 		return
 	}
+	v := w.s
 	if appendTo {
-		s.vars[name] += w.s
-	} else {
-		s.vars[name] = w.s
+		v = s.vars[name] + v
 	}
+	if len(v) > maxValue {
+		delete(s.vars, name)
+		s.unknown[name] = true
+		return
+	}
+	s.vars[name] = v
 	delete(s.unknown, name)
 }
 
@@ -206,6 +215,7 @@ type reader struct {
 	src    string // the string being walked, for source text
 	depth  int
 	steps  int
+	words  int
 	pipeIn map[*syntax.Stmt]string
 	caller map[string]string
 }
@@ -242,6 +252,10 @@ func (r *reader) parseScript(s string, sc *scope, depth int) {
 	}
 	if len(s) > maxScript {
 		r.fail(fmt.Errorf("shell string longer than %d bytes", maxScript))
+		return
+	}
+	if n := nesting(s); n > maxNesting {
+		r.fail(fmt.Errorf("brackets nested %d deep, more than %d", n, maxNesting))
 		return
 	}
 	if !utf8.ValidString(s) {
@@ -324,7 +338,7 @@ func (r *reader) stmt(s *syntax.Stmt, sc *scope) {
 				writes = append(writes, filepath.Clean(t))
 			}
 		case (rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc) && rd.Hdoc != nil:
-			if t, ok := r.lit(rd.Hdoc, sc, true).lit(); ok {
+			if t, ok := r.heredoc(rd, sc); ok {
 				stdin = &t
 			} else {
 				stdin = nil
@@ -402,6 +416,34 @@ func (r *reader) stmt(s *syntax.Stmt, sc *scope) {
 	if len(writes) > 0 {
 		r.emit(cmd{argv: []word{litWord(r.text(s))}, env: sc.env(), writes: writes, pseudo: true})
 	}
+}
+
+// heredoc returns a here-document's body: verbatim when its delimiter is
+// quoted, expanded (as far as known) otherwise.
+func (r *reader) heredoc(rd *syntax.Redirect, sc *scope) (string, bool) {
+	quoted := rd.Word == nil
+	if rd.Word != nil {
+		for _, p := range rd.Word.Parts {
+			switch x := p.(type) {
+			case *syntax.Lit:
+				quoted = quoted || strings.ContainsRune(x.Value, '\\')
+			default:
+				quoted = true
+			}
+		}
+	}
+	if !quoted {
+		return r.lit(rd.Hdoc, sc, true).lit()
+	}
+	var b strings.Builder
+	for _, p := range rd.Hdoc.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			return "", false
+		}
+		b.WriteString(l.Value)
+	}
+	return b.String(), true
 }
 
 func (r *reader) ifClause(x *syntax.IfClause, sc *scope) {
@@ -663,6 +705,17 @@ func (r *reader) fields(w *syntax.Word, sc *scope) []word {
 			}
 		}
 	}
+	open := 0
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			open += strings.Count(l.Value, "{")
+		}
+	}
+	if open > maxBraceOpen {
+		// Too many groups to expand cheaply: the word is not known.
+		t := r.text(w)
+		return []word{{s: t, dyn: true, dynEnd: len(t), raw: t}}
+	}
 	cp := *w
 	if !syntax.SplitBraces(&cp) {
 		return []word{r.lit(w, sc, false)}
@@ -698,6 +751,9 @@ func (r *reader) lit(w *syntax.Word, sc *scope, heredoc bool) word {
 	out := word{raw: r.text(w)}
 	if w == nil {
 		return out
+	}
+	if r.words++; r.words > maxWords {
+		r.fail(fmt.Errorf("more than %d words to evaluate", maxWords))
 	}
 	var b strings.Builder
 	dynamic := func(n syntax.Node) {
@@ -752,6 +808,11 @@ func (r *reader) lit(w *syntax.Word, sc *scope, heredoc bool) word {
 	}
 	for i, p := range w.Parts {
 		part(p, false, i == 0)
+		if b.Len() > maxValue {
+			// Too long to be a program, unit or target paddock knows.
+			out.s, out.dyn, out.dynEnd = out.raw, true, len(out.raw)
+			return out
+		}
 	}
 	out.s = b.String()
 	return out
@@ -883,3 +944,119 @@ func isDigit(c byte, base int) bool {
 	}
 	return false
 }
+
+// nesting estimates how deeply s nests: brackets, $( and ${, and the
+// if/while/until/for/case/select keywords, outside quotes, comments and
+// here-document bodies. The parser recurses once per level, so a string
+// nested thousands deep would cost seconds; this bound is taken first.
+func nesting(s string) int {
+	depth, max := 0, 0
+	open := func() {
+		depth++
+		if depth > max {
+			max = depth
+		}
+	}
+	closeOne := func() {
+		if depth > 0 {
+			depth--
+		}
+	}
+	var heredocs []string // delimiters whose bodies start at the next newline
+	wordStart := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\':
+			i++
+			wordStart = false
+			continue
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return max
+			}
+			i += j + 1
+		case c == '"':
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case c == '#' && wordStart:
+			j := strings.IndexByte(s[i:], '\n')
+			if j < 0 {
+				return max
+			}
+			i += j - 1
+		case c == '(' || c == '{' || c == '[':
+			open()
+		case c == ')' || c == '}' || c == ']':
+			closeOne()
+		case c == '<' && strings.HasPrefix(s[i:], "<<") && !strings.HasPrefix(s[i:], "<<<"):
+			j := i + 2
+			dash := j < len(s) && s[j] == '-'
+			if dash {
+				j++
+			}
+			for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+				j++
+			}
+			k := j
+			for k < len(s) && !strings.ContainsRune(" \t\n;&|<>()", rune(s[k])) {
+				k++
+			}
+			delim := strings.NewReplacer("'", "", "\"", "", "\\", "").Replace(s[j:k])
+			if dash {
+				delim = "-" + delim
+			}
+			heredocs = append(heredocs, delim)
+			i = k - 1
+		case c == '\n' && len(heredocs) > 0:
+			i++
+			for _, d := range heredocs {
+				strip := strings.HasPrefix(d, "-")
+				d = strings.TrimPrefix(d, "-")
+				for i < len(s) {
+					end := strings.IndexByte(s[i:], '\n')
+					line := s[i:]
+					if end >= 0 {
+						line = s[i : i+end]
+					}
+					if strip {
+						line = strings.TrimLeft(line, "\t")
+					}
+					if end < 0 {
+						return max
+					}
+					i += end + 1
+					if line == d {
+						break
+					}
+				}
+			}
+			heredocs = heredocs[:0]
+			i--
+			wordStart = true
+			continue
+		case wordStart && isLetter(c):
+			j := i
+			for j < len(s) && (isLetter(s[j]) || s[j] == '_') {
+				j++
+			}
+			if j == len(s) || strings.ContainsRune(" \t\n;&|()", rune(s[j])) {
+				switch s[i:j] {
+				case "if", "while", "until", "for", "case", "select":
+					open()
+				case "fi", "done", "esac":
+					closeOne()
+				}
+			}
+			i = j - 1
+		}
+		wordStart = strings.ContainsRune(" \t\n;&|(){}", rune(c))
+	}
+	return max
+}
+
+func isLetter(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }

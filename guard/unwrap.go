@@ -2,6 +2,7 @@ package guard
 
 import (
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -676,12 +677,37 @@ func (c *cmd) names() []string {
 var (
 	knownOnce sync.Once
 	known     []string
+	knownSet  map[string]bool
 )
 
 // knownNames lists every program name the guard treats specially.
 func knownNames() []string {
-	knownOnce.Do(func() { known = collectNames() })
+	knownOnce.Do(func() {
+		known = collectNames()
+		knownSet = make(map[string]bool, len(known))
+		for _, n := range known {
+			knownSet[n] = true
+		}
+	})
 	return known
+}
+
+// interesting reports whether an exec of program p (a path or a name) can
+// matter to the guard: a known name, a loader, or an init script.
+func interesting(p string) bool {
+	if p == "" {
+		return false
+	}
+	knownNames()
+	b := filepath.Base(p)
+	if knownSet[b] || isLoader(b) || b == "find" {
+		return true
+	}
+	switch filepath.Base(filepath.Dir(p)) {
+	case "init.d", "rc.d":
+		return true
+	}
+	return false
 }
 
 func collectNames() []string {

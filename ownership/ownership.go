@@ -108,14 +108,22 @@ func NewTree(fs procfs.FS, supervisorPid int) (*Tree, error) {
 		return nil, fmt.Errorf("ownership: supervisor %d: %w", supervisorPid, err)
 	}
 	t := &Tree{fs: fs, supervisor: IdentityOf(st), ancestors: map[int]uint64{}, leases: map[int]Lease{}}
-	for p := st.PPid; p > 0; {
+	// Bounded, like walk: /proc is read one file at a time, so a pid reused
+	// mid-read can show a chain that loops.
+	prev := st
+	for p, n := st.PPid, 0; p > 0 && n < maxDepth; n++ {
 		ast, err := fs.Stat(p)
-		if err != nil {
-			// An ancestor outside our PID namespace shows as ppid 0; a vanished one ends the chain.
+		if err != nil || ast.StartTime > prev.StartTime {
+			// An ancestor outside our PID namespace shows as ppid 0; a
+			// vanished one, or a reused pid (a parent cannot start after its
+			// child), ends the chain.
+			break
+		}
+		if _, seen := t.ancestors[p]; seen || p == supervisorPid {
 			break
 		}
 		t.ancestors[p] = ast.StartTime
-		p = ast.PPid
+		prev, p = ast, ast.PPid
 	}
 	return t, nil
 }
@@ -212,7 +220,7 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 			// carry the agent's seccomp filter. A child without a filter was
 			// started by the process hosting the supervisor (library use),
 			// not by the agent.
-			if child.Pid == root.Pid {
+			if root.Pid != 0 && child.Pid == root.Pid && child.StartTime == root.StartTime {
 				return Owned, false, nil
 			}
 			mode, err := t.fs.SeccompMode(child.Pid)
@@ -226,19 +234,12 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 				return Owned, false, nil
 			}
 			return Foreign, false, nil
-		case root.Pid != 0 && p == root.Pid:
-			return Owned, false, nil
 		case p <= 1:
 			return Foreign, false, nil
 		}
-		if start, ok := t.ancestors[p]; ok {
-			if pst, err := t.fs.Stat(p); err == nil && pst.StartTime == start {
-				if _, adopted := t.lease(pst); adopted {
-					return Owned, false, nil
-				}
-			}
-			return Foreign, false, nil
-		}
+		// The root and the supervisor's ancestors are recognized by pid and
+		// start time, after the parent's stat is read: their pids may have
+		// been reused since.
 		pst, err := t.fs.Stat(p)
 		if err != nil {
 			if errors.Is(err, procfs.ErrNotFound) {
@@ -252,6 +253,13 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 		}
 		if _, ok := t.lease(pst); ok {
 			return Owned, false, nil
+		}
+		if root.Pid != 0 && pst.Pid == root.Pid && pst.StartTime == root.StartTime {
+			return Owned, false, nil
+		}
+		if start, ok := t.ancestors[p]; ok && start == pst.StartTime {
+			// Above the supervisor: nothing the agent started lies this way.
+			return Foreign, false, nil
 		}
 		child = pst
 	}

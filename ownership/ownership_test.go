@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -112,7 +113,17 @@ func newFakeProc(t *testing.T, procs ...proc) *fakeProc {
 		}
 	}
 	for _, p := range procs {
-		f.put(p)
+		// Plain writes: nothing reads the fake /proc yet.
+		dir := f.dir(p.pid)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(statLine(p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "status"), []byte(statusFile(p)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return f
 }
@@ -360,13 +371,6 @@ func classify(t *testing.T, tr *ownership.Tree, pid int) classified {
 	}
 }
 
-// knownBug skips a row that documents a defect of ownership.go that is
-// reported (with a patch) but not fixed yet. Remove the call once it is.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	t.Skipf("known bug in ownership.go, not fixed yet: %s", what)
-}
-
 // ---------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------
@@ -448,7 +452,6 @@ func TestNewTree(t *testing.T) {
 // a racy read of /proc during pid reuse can show). It follows the parent
 // links with no bound and no visited set, so today it loops forever.
 func TestNewTreeAncestryCycle(t *testing.T) {
-	knownBug(t, "NewTree's ancestor loop is unbounded (B3)")
 	f := newFakeProc(t,
 		proc{pid: pidSupervisor, ppid: pidShell, start: 100},
 		proc{pid: pidShell, ppid: pidLogin, start: 20},
@@ -473,11 +476,10 @@ func TestClassify(t *testing.T) {
 		// setup runs after NewTree and SetRoot(rootID): it changes the
 		// fake /proc (exits, pid reuse) or the root. It returns the
 		// channel of an onFirstRead hook, or nil.
-		setup    func(f *fakeProc, tr *ownership.Tree) <-chan struct{}
-		pid      int
-		want     ownership.Relation
-		wantErr  string // "" for a nil error, else a substring of the error
-		knownBug string
+		setup   func(f *fakeProc, tr *ownership.Tree) <-chan struct{}
+		pid     int
+		want    ownership.Relation
+		wantErr string // "" for a nil error, else a substring of the error
 	}
 	rows := []row{
 		// Lifelines.
@@ -509,7 +511,6 @@ func TestClassify(t *testing.T) {
 				return nil
 			},
 			pid: 6001, want: ownership.Owned,
-			knownBug: "walk stops at any pid in the ancestors map without comparing start times (B2); fails closed (Foreign)",
 		},
 		{
 			name: "ancestor that exited after NewTree is gone",
@@ -549,7 +550,6 @@ func TestClassify(t *testing.T) {
 				return nil
 			},
 			pid: 9001, want: ownership.Foreign,
-			knownBug: "walk treats any child of root.Pid as owned without checking the root's start time (B1); fails open (Owned)",
 		},
 		{
 			// The root exited and the host program's next child got its
@@ -560,7 +560,6 @@ func TestClassify(t *testing.T) {
 				return nil
 			},
 			pid: pidRoot, want: ownership.Foreign,
-			knownBug: "walk's supervisor case accepts child.Pid == root.Pid without the start time or filter check (B1); fails open (Owned)",
 		},
 		{
 			name: "before SetRoot the root is a child of the supervisor",
@@ -591,6 +590,16 @@ func TestClassify(t *testing.T) {
 		},
 		{name: "orphan re-parented to the supervisor (subreaper)", pid: pidOrphan, want: ownership.Owned},
 		{name: "child of that orphan", pid: pidOrphanKid, want: ownership.Owned},
+		{
+			// The walk stops at the root (by pid and start time): what the
+			// root starts is owned whatever its filter status.
+			name: "child of an agent root that has no seccomp filter",
+			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
+				f.put(proc{pid: pidRoot, ppid: pidSupervisor, start: 200, comm: "agent"})
+				return nil
+			},
+			pid: pidChild, want: ownership.Owned,
+		},
 		{
 			// The walk stops at the root: descendants need no filter check.
 			name:  "unfiltered child of the root",
@@ -878,9 +887,7 @@ func TestClassify(t *testing.T) {
 
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.knownBug != "" {
-				knownBug(t, tc.knownBug)
-			}
+			t.Parallel() // each row has its own fake /proc
 			f, tr := newSession(t, tc.extra...)
 			var fired <-chan struct{}
 			if tc.setup != nil {
@@ -999,6 +1006,7 @@ func TestOwned(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			f, tr := newSession(t)
 			// Noise that must be skipped: a garbled and an unreadable stat.
 			f.putRaw(880, "garbage")
@@ -1072,6 +1080,7 @@ func TestOwned(t *testing.T) {
 func TestConcurrentSetRoot(t *testing.T) {
 	_, tr := newSession(t)
 	var wg sync.WaitGroup
+	var sets atomic.Int64
 	stop := make(chan struct{})
 	wg.Add(1)
 	go func() {
@@ -1087,9 +1096,13 @@ func TestConcurrentSetRoot(t *testing.T) {
 			} else {
 				tr.SetRoot(ownership.Identity{})
 			}
+			sets.Add(1)
 		}
 	}()
-	for range 200 {
+	// Classify until the setter has clearly run alongside (it may start
+	// late on a loaded machine), and at least 200 times.
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; n < 200 || (sets.Load() < 1000 && time.Now().Before(deadline)); n++ {
 		rel, _, err := tr.Classify(pidRoot)
 		if err != nil || (rel != ownership.AgentRoot && rel != ownership.Owned) {
 			t.Errorf("Classify(root) = %v, %v", rel, err)
@@ -1097,6 +1110,7 @@ func TestConcurrentSetRoot(t *testing.T) {
 		if rel, _, err := tr.Classify(pidGrandchild); rel != ownership.Owned || err != nil {
 			t.Errorf("Classify(grandchild) = %v, %v", rel, err)
 		}
+		_ = tr.Root()
 	}
 	close(stop)
 	wg.Wait()

@@ -337,7 +337,7 @@ func services(v any) ([]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("entry %d: want a unit name string; got %s", i+1, describe(e))
 		}
-		if s == "" || strings.ContainsAny(s, " \t\n/") {
+		if s == "" || strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == '/' || r == 0x7f }) >= 0 {
 			return nil, fmt.Errorf("entry %d: %q is not a unit name", i+1, s)
 		}
 		out = append(out, s)

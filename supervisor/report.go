@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,12 +34,84 @@ type reporter struct {
 	notifyStderr bool
 	queue        chan refusal
 
-	// dropped counts refusals that found the queue full.
+	// seen counts every refusal; dropped those that found the queue full.
+	seen    atomic.Int64
 	dropped atomic.Int64
 
 	// Owned by the run goroutine.
 	limits map[int]*callerLimit
-	total  int
+
+	mu      sync.Mutex
+	summary Summary
+	counted int // refusals recorded in summary (under mu)
+}
+
+// Summary counts a session's refusals, for --strict, --report and the
+// closing line.
+type Summary struct {
+	// Refusals counts every refusal, reported individually or not.
+	Refusals int            `json:"refusals"`
+	ByRule   map[string]int `json:"by_rule"`
+	// Unreported refusals came in a storm faster than they could be logged.
+	Unreported int64     `json:"unreported,omitempty"`
+	Items      []Refused `json:"items"`
+	// ItemsTruncated: more refusals than maxItems; Items holds the first ones.
+	ItemsTruncated bool `json:"items_truncated,omitempty"`
+}
+
+// Refused is one refusal in a Summary.
+type Refused struct {
+	TS      time.Time `json:"ts"`
+	Caller  int       `json:"caller"`
+	Syscall string    `json:"syscall"`
+	Target  int       `json:"target,omitempty"`
+	Signal  int       `json:"signal,omitempty"`
+	Path    string    `json:"path,omitempty"`
+	Argv    []string  `json:"argv,omitempty"`
+	Rule    string    `json:"rule"`
+	Message string    `json:"message"`
+}
+
+// maxItems bounds the refusals a Summary lists one by one.
+const maxItems = 1000
+
+// snapshot returns the summary so far (call after flush for a complete one).
+func (r *reporter) snapshot() Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.summary
+	s.ByRule = make(map[string]int, len(r.summary.ByRule))
+	for k, v := range r.summary.ByRule {
+		s.ByRule[k] = v
+	}
+	s.Items = append([]Refused(nil), r.summary.Items...)
+	s.Refusals = int(r.seen.Load())
+	s.Unreported = int64(s.Refusals) - int64(r.counted)
+	if s.Unreported < 0 {
+		s.Unreported = 0
+	}
+	return s
+}
+
+// record adds one reported refusal to the summary.
+func (r *reporter) record(f refusal) {
+	d := f.d
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counted++
+	if r.summary.ByRule == nil {
+		r.summary.ByRule = map[string]int{}
+	}
+	r.summary.ByRule[string(d.Rule)]++
+	if len(r.summary.Items) >= maxItems {
+		r.summary.ItemsTruncated = true
+		return
+	}
+	it := Refused{TS: f.when, Caller: f.caller, Syscall: d.Syscall, Target: d.Target, Signal: d.Signal, Rule: string(d.Rule), Message: d.Message}
+	if d.Exec != nil {
+		it.Path, it.Argv = d.Exec.Path, boundedArgv(d.Exec.Argv)
+	}
+	r.summary.Items = append(r.summary.Items, it)
 }
 
 // callerLimit rate-limits the messages written to one caller's stderr.
@@ -65,6 +138,9 @@ func newReporter(log zerolog.Logger, j *journal.Journal, notifyStderr bool) *rep
 
 // report enqueues a refusal without blocking.
 func (r *reporter) report(f refusal) {
+	if f.d.Refusal {
+		r.seen.Add(1)
+	}
 	select {
 	case r.queue <- f:
 	default:
@@ -110,7 +186,7 @@ func (r *reporter) run() {
 			}
 			continue
 		}
-		r.total++
+		r.record(f)
 		if r.notifyStderr && !f.quiet {
 			r.tellCaller(f)
 		}

@@ -53,7 +53,31 @@ type Config struct {
 	Self string
 	// Stdin, Stdout, Stderr of the agent (nil: this process's).
 	Stdin, Stdout, Stderr *os.File
+	// Init gives paddock PID 1's duties even when it is not PID 1: forward
+	// every signal tini forwards, not only the interactive set. It is on by
+	// itself when paddock is PID 1 of its PID namespace.
+	Init bool
+	// ForwardToGroup starts the agent in a process group of its own and
+	// forwards signals to that whole group.
+	ForwardToGroup bool
+	// Grace is how long leftover processes get between SIGTERM and SIGKILL
+	// when the agent has exited (0: DefaultGrace).
+	Grace time.Duration
+	// KeepOrphans leaves the processes the agent left running alone.
+	KeepOrphans bool
 }
+
+// DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
+const DefaultGrace = 5 * time.Second
+
+// interactiveSignals are forwarded to the agent in every mode.
+var interactiveSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+
+// initSignals are what a container's init forwards (tini's set): every
+// signal but the synchronous ones, SIGCHLD, SIGKILL and SIGSTOP, and those
+// the Go runtime uses itself (SIGURG for preemption, SIGPROF, SIGPIPE).
+var initSignals = append([]os.Signal{unix.SIGALRM, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU,
+	unix.SIGVTALRM, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGPWR, unix.SIGSTKFLT, unix.SIGIO}, interactiveSignals...)
 
 // Session is one supervised command.
 type Session struct {
@@ -72,10 +96,10 @@ type Session struct {
 
 	sigs chan os.Signal
 	wg   sync.WaitGroup
-}
 
-// ForwardedSignals are passed on to the agent when paddock receives them.
-var ForwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+	waitOnce sync.Once
+	cleaned  Cleanup
+}
 
 // Start launches cfg's command under the filter and starts supervising it.
 // The calling process becomes a child subreaper and non-dumpable for the rest
@@ -115,7 +139,11 @@ func Start(cfg Config) (*Session, error) {
 	go s.sweepLeases(time.Second)
 
 	s.sigs = make(chan os.Signal, 16)
-	signal.Notify(s.sigs, ForwardedSignals...)
+	if cfg.Init || os.Getpid() == 1 {
+		signal.Notify(s.sigs, initSignals...)
+	} else {
+		signal.Notify(s.sigs, interactiveSignals...)
+	}
 	go s.forward()
 	return s, nil
 }
@@ -160,7 +188,7 @@ func (s *Session) launch() (int, error) {
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fd(s.cfg.Stdin, 0), fd(s.cfg.Stdout, 1), fd(s.cfg.Stderr, 2), uintptr(pair[1])},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		Sys:   s.sysProcAttr(),
 	})
 	unix.Close(pair[1])
 	if err != nil {
@@ -333,11 +361,34 @@ func (s *Session) handle(w *liveWorld, n *seccompNotif) {
 	}
 }
 
-// forward passes paddock's own signals on to the agent root.
+// sysProcAttr is how the init is started: killed if the launching thread
+// dies, and in a process group of its own with ForwardToGroup (taking the
+// terminal's foreground when there is one).
+func (s *Session) sysProcAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.cfg.ForwardToGroup {
+		a.Setpgid = true
+		stdin := s.cfg.Stdin
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		if _, err := unix.IoctlGetTermios(int(stdin.Fd()), unix.TCGETS); err == nil {
+			a.Foreground, a.Ctty = true, 0
+		}
+	}
+	return a
+}
+
+// forward passes paddock's own signals on to the agent root, or its group.
 func (s *Session) forward() {
 	for {
 		select {
 		case sig := <-s.sigs:
+			if s.cfg.ForwardToGroup {
+				// The agent leads its own group (Setpgid), so this never reaches paddock.
+				_ = unix.Kill(-s.rootPid, sig.(syscall.Signal))
+				continue
+			}
 			_ = unix.PidfdSendSignal(s.rootFd, sig.(syscall.Signal), nil, 0)
 		case <-s.done:
 			return
@@ -392,14 +443,36 @@ func (s *Session) KillProcess(pid int, sig syscall.Signal) (Signalled, error) {
 func (s *Session) SocketPath() string { return s.socketPath() }
 
 // Wait blocks until the agent root exits and returns its exit code: its
-// status, or 128+N when it died of signal N. The control socket closes then.
+// status, or 128+N when it died of signal N. The processes the agent left
+// running then get SIGTERM, and SIGKILL after the grace period (unless
+// KeepOrphans), and the control socket closes. Wait may be called again; it
+// cleans up once.
 func (s *Session) Wait() int {
 	<-s.done
-	signal.Stop(s.sigs)
-	s.reporter.flush()
-	s.control.close()
+	s.waitOnce.Do(func() {
+		signal.Stop(s.sigs)
+		if !s.cfg.KeepOrphans {
+			grace := s.cfg.Grace
+			if grace <= 0 {
+				grace = DefaultGrace
+			}
+			s.cleaned = s.cleanup(grace)
+			if s.cleaned.Left > 0 {
+				s.cfg.Log.Info().Int("left", s.cleaned.Left).Int("terminated", s.cleaned.Terminated).Int("killed", s.cleaned.Killed).
+					Msg("cleaned up the processes the agent left running")
+			}
+		}
+		s.reporter.flush()
+		s.control.close()
+	})
 	return ExitCode(s.status)
 }
+
+// Cleaned says what Wait did with the agent's leftover processes.
+func (s *Session) Cleaned() Cleanup { return s.cleaned }
+
+// Summary counts the session's refusals so far (complete after Wait).
+func (s *Session) Summary() Summary { return s.reporter.snapshot() }
 
 // ExitCode converts a wait status to a shell-style exit code.
 func ExitCode(ws unix.WaitStatus) int {

@@ -130,6 +130,9 @@ func runPaddock(t *testing.T, args ...string) result {
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var ee *exec.ExitError
 	switch {
+	case errors.Is(err, exec.ErrWaitDelay):
+		// paddock exited; something it left running (--keep-orphans) holds the pipes.
+		r.code = cmd.ProcessState.ExitCode()
 	case err == nil:
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()

@@ -23,6 +23,13 @@ type runFlags struct {
 	logFormat      string
 	logLevel       string
 	noNotifyStderr bool
+	init           bool
+	forwardToGroup bool
+	grace          time.Duration
+	keepOrphans    bool
+	strict         bool
+	report         string
+	reportFormat   string
 }
 
 func newRunCmd() *cobra.Command {
@@ -47,6 +54,13 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().BoolVar(&f.noNotifyStderr, "no-notify-stderr", false, "do not write refusal messages to the refused process's stderr")
+	cmd.Flags().BoolVar(&f.init, "init", false, "act as a container init even when not PID 1: forward every signal tini forwards (on by itself as PID 1)")
+	cmd.Flags().BoolVar(&f.forwardToGroup, "forward-to-group", false, "start CMD in its own process group and forward signals to the whole group")
+	cmd.Flags().DurationVar(&f.grace, "grace", supervisor.DefaultGrace, "when CMD exits, processes it left running get SIGTERM, then SIGKILL after `DURATION`")
+	cmd.Flags().BoolVar(&f.keepOrphans, "keep-orphans", false, "leave the processes CMD left running alone when it exits")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit non-zero (1, or CMD's own non-zero status) when anything was refused, even if CMD succeeded (CI mode)")
+	cmd.Flags().StringVar(&f.report, "report", "", "write a summary of the refusals to `FILE` at exit")
+	cmd.Flags().StringVar(&f.reportFormat, "report-format", "json", "format of --report: json or junit")
 	return cmd
 }
 
@@ -108,6 +122,12 @@ func runRun(f runFlags, args []string) error {
 		fmt.Fprintf(os.Stderr, "paddock: %s: %v\n", args[0], errUnwrapExec(err))
 		return exitError{code: 127}
 	}
+	if f.reportFormat != "json" && f.reportFormat != "junit" {
+		return usageError(fmt.Sprintf("--report-format %q: want json or junit", f.reportFormat))
+	}
+	if f.grace < 0 {
+		return usageError(fmt.Sprintf("--grace %v: want a duration of 0 or more", f.grace))
+	}
 	if f.journalMax <= 0 || f.journalKeep <= 0 {
 		return usageError(fmt.Sprintf("--journal-max-bytes %d / --journal-keep %d: both must be positive", f.journalMax, f.journalKeep))
 	}
@@ -121,6 +141,7 @@ func runRun(f runFlags, args []string) error {
 	s, err := supervisor.Start(supervisor.Config{
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, Guard: gp, VRAM: &budget,
+		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
 	})
 	if err != nil {
 		return err
@@ -136,7 +157,24 @@ func runRun(f runFlags, args []string) error {
 	log.Info().Int("pid", s.Pid()).Str("backend", "seccomp").Str("profile", profName).Str("vram", budget.Describe()).
 		Str("socket", s.SocketPath()).Str("journal", journalPath).
 		Str("command", strings.Join(args, " ")).Msg("agent started")
-	return exitError{code: s.Wait()}
+	started := time.Now()
+	status := s.Wait()
+	sum := s.Summary()
+	log.Info().Int("status", status).Msg(summaryLine(sum))
+	code := status
+	if f.strict && code == 0 && sum.Refusals > 0 {
+		code = 1
+	}
+	if f.report != "" {
+		rep := runReport{Command: args, ExitCode: code, Status: status, Strict: f.strict, Started: started, Finished: time.Now(), Cleanup: s.Cleaned(), Summary: sum}
+		if err := writeReport(f.report, f.reportFormat, rep); err != nil {
+			log.Error().Err(err).Msg("could not write the report")
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return exitError{code: code}
 }
 
 // errUnwrapExec turns exec.LookPath's error into the plain reason.

@@ -1,0 +1,112 @@
+package supervisor
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/ownership"
+)
+
+// Cleanup says what Wait did with the processes the agent left running.
+type Cleanup struct {
+	Left       int `json:"left"`       // owned processes still running when the agent exited
+	Terminated int `json:"terminated"` // of those, gone after SIGTERM within the grace period
+	Killed     int `json:"killed"`     // sent SIGKILL after the grace period
+}
+
+// leftover is one process the agent started and left running.
+type leftover struct {
+	pid, pidfd int
+}
+
+// leftovers lists the processes of the agent's tree still running (adopted
+// processes are not the agent's to clean up, and neither are their children).
+func (s *Session) leftovers() []leftover {
+	pids, err := s.fs.Pids()
+	if err != nil {
+		return nil
+	}
+	var out []leftover
+	for _, pid := range pids {
+		if pid == os.Getpid() {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		rel, st, err := s.tree.Classify(pid)
+		if err != nil || rel != ownership.Owned || st.State == 'Z' {
+			unix.Close(fd)
+			continue
+		}
+		if _, adopted := s.tree.LeaseFor(pid); adopted {
+			unix.Close(fd)
+			continue
+		}
+		out = append(out, leftover{pid: pid, pidfd: fd})
+	}
+	return out
+}
+
+// alive reports whether a pinned process has not exited (a zombie has).
+func (s *Session) alive(l leftover) bool {
+	if err := unix.PidfdSendSignal(l.pidfd, 0, nil, 0); errors.Is(err, unix.ESRCH) {
+		return false
+	}
+	st, err := s.fs.Stat(l.pid)
+	return err == nil && st.State != 'Z' && st.State != 'X'
+}
+
+// cleanup sends SIGTERM to the agent's leftover processes, and SIGKILL to
+// those still running after grace. Delivery goes through pidfds opened
+// before the decision, so a reused pid is never hit.
+func (s *Session) cleanup(grace time.Duration) Cleanup {
+	left := s.leftovers()
+	defer func() {
+		for _, l := range left {
+			unix.Close(l.pidfd)
+		}
+	}()
+	c := Cleanup{Left: len(left)}
+	if len(left) == 0 {
+		return c
+	}
+	for _, l := range left {
+		_ = unix.PidfdSendSignal(l.pidfd, syscall.SIGTERM, nil, 0)
+	}
+	deadline := time.Now().Add(grace)
+	running := left
+	for {
+		var still []leftover
+		for _, l := range running {
+			if s.alive(l) {
+				still = append(still, l)
+			}
+		}
+		running = still
+		if len(running) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.Terminated = c.Left - len(running)
+	for _, l := range running {
+		_ = unix.PidfdSendSignal(l.pidfd, syscall.SIGKILL, nil, 0)
+		c.Killed++
+	}
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		gone := true
+		for _, l := range running {
+			gone = gone && !s.alive(l)
+		}
+		if gone {
+			break
+		}
+	}
+	return c
+}

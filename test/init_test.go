@@ -1,0 +1,152 @@
+package test
+
+import (
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func requireUnsharePid(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("needs unshare: %v", err)
+	}
+	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run(); err != nil {
+		t.Skipf("needs PID namespaces (unshare --pid --fork --mount-proc): %v", err)
+	}
+}
+
+// TestPID1ReapsOrphans: as PID 1 of a PID namespace, paddock reaps the 20
+// orphans the agent leaves behind: none stays a zombie.
+func TestPID1ReapsOrphans(t *testing.T) {
+	requireSeccompNotify(t)
+	requireUnsharePid(t)
+	script := `for i in $(seq 20); do (sleep 0.2 &); done
+sleep 1
+z=0; for s in /proc/[0-9]*/stat; do st=$(sed 's/.*) //' "$s" 2>/dev/null | cut -d' ' -f1); [ "$st" = Z ] && z=$((z+1)); done
+echo zombies=$z
+echo pid1=$(cat /proc/1/comm)`
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", bins.paddock, "run", "--journal", filepath.Join(t.TempDir(), "j"), "--", "bash", "-c", script)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "zombies=0") || !strings.Contains(string(out), "pid1=paddock") {
+		t.Fatalf("orphans were not reaped by paddock as PID 1:\n%s", out)
+	}
+}
+
+// TestPID1ForwardsSIGTERM: SIGTERM to paddock as PID 1 reaches the agent,
+// and paddock exits 143.
+func TestPID1ForwardsSIGTERM(t *testing.T) {
+	requireSeccompNotify(t)
+	requireUnsharePid(t)
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", bins.paddock, "run", "--journal", filepath.Join(t.TempDir(), "j"), "--", "sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var pid1 int
+	waitFor(t, "paddock as PID 1 with its agent", func() bool {
+		pid1 = childOf(cmd.Process.Pid)
+		return pid1 > 0 && commOf(pid1) == "paddock" && childOf(pid1) > 0 && commOf(childOf(pid1)) == "sleep"
+	})
+	if err := syscall.Kill(pid1, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if code := exitCode(err); code != 143 {
+			t.Fatalf("exit %d (%v), want 143", code, err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("paddock as PID 1 did not exit after SIGTERM")
+	}
+}
+
+// TestLeftoversCleanedAfterGrace: when the agent exits, what it left running
+// gets SIGTERM, and SIGKILL after --grace if it ignores SIGTERM;
+// --keep-orphans leaves them alone. An adopted process is never touched.
+func TestLeftoversCleanedAfterGrace(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	f := startForeign(t, "sleep", "300")
+	script := `sleep 300 & echo $! >> ` + pids + `
+sh -c 'trap "" TERM; while :; do sleep 0.05; done' & echo $! >> ` + pids + `
+$PADDOCK_BIN adopt ` + itoa(f.pid()) + ` --reason "not ours to clean up" > /dev/null
+sleep 0.2`
+	start := time.Now()
+	r := runPaddock(t, "--grace", "1s", "--", "bash", "-c", script)
+	took := time.Since(start)
+	if r.code != 0 {
+		t.Fatalf("%s", r)
+	}
+	b, _ := os.ReadFile(pids)
+	left := strings.Fields(string(b))
+	if len(left) != 2 {
+		t.Fatalf("pid file = %q", b)
+	}
+	for _, p := range left {
+		n := 0
+		for _, c := range p {
+			n = n*10 + int(c-'0')
+		}
+		if pidAlive(n) {
+			t.Errorf("leftover %d still running after paddock exited", n)
+		}
+	}
+	if took < time.Second {
+		t.Errorf("paddock exited after %v: the process ignoring SIGTERM was not given the 1s grace", took)
+	}
+	if !strings.Contains(r.stderr, "cleaned up the processes the agent left running") || !strings.Contains(r.stderr, `"killed":`) || strings.Contains(r.stderr, `"killed":0`) {
+		t.Errorf("want a cleanup log line with at least one process killed after the grace period:\n%s", r.stderr)
+	}
+	if !f.alive() {
+		t.Fatal("the adopted (foreign) process was cleaned up")
+	}
+
+	os.Remove(pids)
+	r = runPaddock(t, "--keep-orphans", "--", "bash", "-c", "sleep 300 & echo $! > "+pids)
+	b, _ = os.ReadFile(pids)
+	n := 0
+	for _, c := range strings.TrimSpace(string(b)) {
+		n = n*10 + int(c-'0')
+	}
+	if n == 0 || !pidAlive(n) {
+		t.Fatalf("--keep-orphans: leftover %d is gone\n%s", n, r)
+	}
+	_ = syscall.Kill(n, syscall.SIGKILL)
+}
+
+// TestBinaryIsStatic: the binary built the way .ci/run and the Dockerfile
+// build it (CGO_ENABLED=0, -trimpath) has no program interpreter and no
+// shared-library dependencies.
+func TestBinaryIsStatic(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "paddock")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "../cmd/paddock")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	f, err := elf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Fatal("the binary has a program interpreter: it is dynamically linked")
+		}
+	}
+	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
+		t.Fatalf("the binary needs shared libraries %v (%v)", libs, err)
+	}
+}
