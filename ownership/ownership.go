@@ -93,6 +93,8 @@ type Tree struct {
 	fs         procfs.FS
 	supervisor Identity
 	ancestors  map[int]uint64 // pid -> start time of the supervisor's ancestors at start
+	// superFilters is how many seccomp filters the supervisor itself runs under.
+	superFilters int
 
 	mu     sync.RWMutex
 	root   Identity
@@ -108,6 +110,9 @@ func NewTree(fs procfs.FS, supervisorPid int) (*Tree, error) {
 		return nil, fmt.Errorf("ownership: supervisor %d: %w", supervisorPid, err)
 	}
 	t := &Tree{fs: fs, supervisor: IdentityOf(st), ancestors: map[int]uint64{}, leases: map[int]Lease{}}
+	if _, n, err := fs.Seccomp(supervisorPid); err == nil {
+		t.superFilters = n
+	}
 	// Bounded, like walk: /proc is read one file at a time, so a pid reused
 	// mid-read can show a chain that loops.
 	prev := st
@@ -223,14 +228,17 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 			if root.Pid != 0 && child.Pid == root.Pid && child.StartTime == root.StartTime {
 				return Owned, false, nil
 			}
-			mode, err := t.fs.SeccompMode(child.Pid)
+			mode, filters, err := t.fs.Seccomp(child.Pid)
 			if err != nil {
 				if errors.Is(err, procfs.ErrNotFound) {
 					return Foreign, true, nil
 				}
 				return Foreign, false, err
 			}
-			if mode == seccompModeFilter {
+			// More filters than the supervisor has: inside a container
+			// whose runtime filters everything, only the agent's processes
+			// carry paddock's filter on top.
+			if mode == seccompModeFilter && filters > t.superFilters {
 				return Owned, false, nil
 			}
 			return Foreign, false, nil

@@ -182,19 +182,28 @@ func (fs FS) Tgid(tid int) (int, error) {
 	return strconv.Atoi(v)
 }
 
-// SeccompMode returns the "Seccomp:" field of /proc/PID/status: 0 none,
-// 1 strict, 2 filter.
-func (fs FS) SeccompMode(pid int) (int, error) {
+// Seccomp returns the "Seccomp:" mode of /proc/PID/status (0 none, 1
+// strict, 2 filter) and the number of filters attached ("Seccomp_filters:",
+// Linux 5.9+; 0 when the line is absent).
+func (fs FS) Seccomp(pid int) (mode, filters int, err error) {
 	var buf [4096]byte
 	n, err := readSmall(fs.path(pid, "status"), buf[:])
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	v, ok := field(buf[:n], "Seccomp:")
 	if !ok {
-		return 0, fmt.Errorf("read %s: no Seccomp line", fs.path(pid, "status"))
+		return 0, 0, fmt.Errorf("read %s: no Seccomp line", fs.path(pid, "status"))
 	}
-	return strconv.Atoi(v)
+	if mode, err = strconv.Atoi(v); err != nil {
+		return 0, 0, fmt.Errorf("read %s: Seccomp %q: %w", fs.path(pid, "status"), v, err)
+	}
+	if v, ok := field(buf[:n], "Seccomp_filters:"); ok {
+		if filters, err = strconv.Atoi(v); err != nil {
+			return 0, 0, fmt.Errorf("read %s: Seccomp_filters %q: %w", fs.path(pid, "status"), v, err)
+		}
+	}
+	return mode, filters, nil
 }
 
 // FdPid returns the pid that file descriptor fd of process pid designates
