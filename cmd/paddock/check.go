@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/guard"
-	"github.com/paddock-dev/paddock/profile"
+	"github.com/paddock-dev/paddock/vram"
 )
 
 type checkFlags struct {
@@ -90,7 +90,7 @@ func runCheck(f checkFlags, shellSet bool, args []string, stdin io.Reader, stdou
 	case !shellSet && len(args) == 0:
 		return errors.New("check: nothing to check; usage: paddock check [--profile FILE] [--json] (-- CMD [ARG...] | --shell STRING | --hook claude-code)")
 	}
-	pol, err := checkPolicy(f.profile)
+	pol, budget, err := checkPolicy(f.profile)
 	if err != nil {
 		return err
 	}
@@ -101,6 +101,7 @@ func runCheck(f checkFlags, shellSet bool, args []string, stdin io.Reader, stdou
 	} else {
 		all, v, _ = guard.CheckArgv(args, os.Environ(), pol)
 	}
+	v = checkVRAM(all, v, budget, pol.AllowOptIn)
 	if f.json {
 		out := verdictJSON{Allowed: v.Allow, Rule: v.Rule, Message: v.Message, OptIn: v.OptIn, Commands: []checkedJSON{}}
 		for _, c := range all {
@@ -127,16 +128,39 @@ func runCheck(f checkFlags, shellSet bool, args []string, stdin io.Reader, stdou
 	return nil
 }
 
-// checkPolicy loads the profile and says whether a supervisor decides kills.
-func checkPolicy(flagValue string) (guard.Policy, error) {
-	home, _ := os.UserHomeDir()
-	prof, err := profile.Load(flagValue, os.Getenv, home)
+// checkPolicy loads the profile, says whether a supervisor decides kills,
+// and computes the VRAM budget GPU commands are checked against.
+func checkPolicy(flagValue string) (guard.Policy, vram.Budget, error) {
+	prof, err := loadProfile(flagValue)
 	if err != nil {
-		return guard.Policy{}, err
+		return guard.Policy{}, vram.Budget{}, err
 	}
 	pol := prof.GuardPolicy()
 	pol.Supervised = os.Getenv("PADDOCK_SOCKET") != ""
-	return pol, nil
+	budget, _ := hostBudget(vram.LiveSources(), vramSettings(prof))
+	return pol, budget, nil
+}
+
+// checkVRAM runs the VRAM preflight on each command the guard let through:
+// the first over-budget GPU workload turns the verdict into a refusal.
+func checkVRAM(all []guard.Checked, v guard.Verdict, b vram.Budget, allowOptIn bool) guard.Verdict {
+	if !v.Allow {
+		return v
+	}
+	for _, c := range all {
+		env := append(os.Environ(), c.Command.Env...)
+		pv, _, ok := vram.PreflightCommandFiles(c.Command.Argv, env, b, vram.OSFiles(), allowOptIn)
+		if !ok {
+			continue
+		}
+		if !pv.Allow {
+			return guard.Verdict{Rule: pv.Rule, Message: pv.Message}
+		}
+		if pv.OptIn != "" && v.OptIn == "" {
+			v = guard.Verdict{Allow: true, Rule: pv.Rule, Message: pv.Message, OptIn: pv.OptIn}
+		}
+	}
+	return v
 }
 
 // maxHookEvent bounds what --hook reads from stdin.
@@ -179,11 +203,12 @@ func checkHook(f checkFlags, stdin io.Reader, stderr io.Writer) error {
 	if err := json.Unmarshal(ev.ToolInput, &in); err != nil || in.Command == nil {
 		return block("paddock check --hook claude-code: the Bash event has no tool_input.command string; the call is blocked because paddock cannot tell what it would run.")
 	}
-	pol, err := checkPolicy(f.profile)
+	pol, budget, err := checkPolicy(f.profile)
 	if err != nil {
 		return block("paddock: %v (every Bash call is blocked until the profile is fixed: paddock does not guess a host policy).", err)
 	}
-	v, _ := guard.CheckShell(*in.Command, os.Environ(), pol)
+	all, v, _ := guard.ExplainShell(*in.Command, os.Environ(), pol)
+	v = checkVRAM(all, v, budget, pol.AllowOptIn)
 	if !v.Allow {
 		return block("%s", strings.TrimSpace(v.Message))
 	}
