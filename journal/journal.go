@@ -118,13 +118,18 @@ func Open(path string, o Options) (*Journal, error) {
 	if err := os.MkdirAll(j.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal %s: create directory: %w", path, err)
 	}
+	_, statErr := os.Lstat(path)
 	fd, err := j.openFile()
 	if err != nil {
 		return nil, err
 	}
 	j.fd = fd
-	// Make the file's directory entry durable, so a record later fsynced
-	// by Sync cannot be lost with a directory that forgot the file.
+	// Make a new file's directory entry durable, so a record later fsynced
+	// by Sync cannot be lost with a directory that forgot the file. (An
+	// existing journal's entry already is; paddock starts often.)
+	if !errors.Is(statErr, os.ErrNotExist) {
+		return j, nil
+	}
 	if err := syncDir(j.dir); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("journal %s: sync directory: %w", path, err)

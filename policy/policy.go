@@ -79,7 +79,8 @@ type World interface {
 	Owned(max int) []Target
 	// Guard is the host policy for exec and power decisions.
 	Guard() guard.Policy
-	// VRAM is the host's GPU memory budget; nil: no VRAM preflight.
+	// VRAM is the host's GPU memory budget; nil: no VRAM preflight. It is
+	// only asked for GPU workloads (detection may take a while).
 	VRAM() *vram.Budget
 	// Files reads files as thread tid sees them (its root and working
 	// directory), for estimators that look at model files.
@@ -257,6 +258,9 @@ func decideExec(r Request, w World, d Decision) Decision {
 	gp := w.Guard()
 	d = fromVerdict(r, d, guard.CheckCommand(c, gp))
 	if !d.Allow {
+		return d
+	}
+	if !vram.IsGPUWorkload(r.Exec.Argv, r.Exec.Env) {
 		return d
 	}
 	if b := w.VRAM(); b != nil {

@@ -61,13 +61,16 @@ func runInit(args []string) (int, error) {
 	if err != nil {
 		return 126, fmt.Errorf("init: build filter: %w", err)
 	}
-	listener, err := filter.Install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
-	if errors.Is(err, unix.EACCES) {
-		// Without CAP_SYS_ADMIN the kernel requires no_new_privs.
-		if perr := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); perr != nil {
-			return 126, fmt.Errorf("init: prctl(PR_SET_NO_NEW_PRIVS): %w", perr)
-		}
-		listener, err = filter.Install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	// WAIT_KILLABLE_RECV (Linux 5.19+): once the supervisor has received a
+	// notification, the caller waits for the answer ignoring non-fatal
+	// signals. Without it every signal (the Go runtime's SIGURG preemption
+	// of this very init, or of any Go agent) interrupts and restarts the
+	// trapped syscall, and each restart is a new notification to decide.
+	flags := uint(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	listener, err := installListener(prog, flags)
+	if errors.Is(err, unix.EINVAL) {
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+		listener, err = installListener(prog, flags)
 	}
 	if err != nil {
 		return 126, fmt.Errorf("init: install seccomp filter with a listener: %w", err)
@@ -97,4 +100,17 @@ func runInit(args []string) (int, error) {
 		code = 127
 	}
 	return code, fmt.Errorf("exec %s: %w", strconv.Quote(path), err)
+}
+
+// installListener installs prog with flags, setting no_new_privs first when
+// the kernel asks for it (a caller without CAP_SYS_ADMIN).
+func installListener(prog []unix.SockFilter, flags uint) (int, error) {
+	listener, err := filter.Install(prog, flags)
+	if errors.Is(err, unix.EACCES) {
+		if perr := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); perr != nil {
+			return -1, fmt.Errorf("init: prctl(PR_SET_NO_NEW_PRIVS): %w", perr)
+		}
+		listener, err = filter.Install(prog, flags)
+	}
+	return listener, err
 }

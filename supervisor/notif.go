@@ -86,3 +86,11 @@ func setSyncWakeUp(fd int) error {
 	}
 	return nil
 }
+
+// filterGone reports whether no task uses the filter behind the listener
+// any more (the kernel signals POLLHUP then): no notification can come.
+func filterGone(fd int) bool {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(pfd, 0)
+	return err == nil && n > 0 && pfd[0].Revents&unix.POLLHUP != 0
+}

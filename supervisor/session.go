@@ -46,8 +46,10 @@ type Config struct {
 	TrapExec bool
 	// Guard is the host policy for exec and power decisions.
 	Guard guard.Policy
-	// VRAM is the GPU memory budget execs are preflighted against (nil: none).
-	VRAM *vram.Budget
+	// VRAM returns the GPU memory budget execs are preflighted against (nil
+	// func or nil budget: none). It is called once, on the first GPU
+	// workload, so GPU detection never delays the agent's start.
+	VRAM func() *vram.Budget
 	// Self is the binary re-executed as init ("" means /proc/self/exe); it
 	// must call MaybeRunInit first thing.
 	Self string
@@ -310,6 +312,11 @@ func (s *Session) serve(w *liveWorld) {
 		n = seccompNotif{}
 		if err := recv(s.listener, &n); err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
+				// ENOENT also comes back at once, forever, when no task
+				// uses the filter any more: stop then instead of spinning.
+				if filterGone(s.listener) {
+					return
+				}
 				continue
 			}
 			s.cfg.Log.Error().Err(err).Msg("seccomp notify receive failed; trapped syscalls will fail closed")

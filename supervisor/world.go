@@ -25,7 +25,7 @@ type liveWorld struct {
 	tree  *ownership.Tree
 	fs    procfs.FS
 	guard guard.Policy
-	vram  *vram.Budget
+	vram  func() *vram.Budget
 	// buf is scratch space for reading a caller's memory.
 	buf [4096]byte
 	// looked holds this notification's lookups, with their pidfds (-1: none).
@@ -37,12 +37,17 @@ type pinned struct {
 	pidfd int
 }
 
-func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b *vram.Budget) *liveWorld {
+func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b func() *vram.Budget) *liveWorld {
 	return &liveWorld{tree: tree, fs: fs, guard: g, vram: b, looked: make([]pinned, 0, 4)}
 }
 
 // VRAM implements policy.World.
-func (w *liveWorld) VRAM() *vram.Budget { return w.vram }
+func (w *liveWorld) VRAM() *vram.Budget {
+	if w.vram == nil {
+		return nil
+	}
+	return w.vram()
+}
 
 // Files implements policy.World: paths resolve through /proc/TID/root and
 // /proc/TID/cwd, as the caller would resolve them.

@@ -82,6 +82,25 @@ func EstimateCommand(argv []string, env []string, b Budget, fileSize func(string
 	return EstimateCommandFiles(argv, env, b, Files{Size: fileSize})
 }
 
+// IsGPUWorkload reports whether argv names an engine paddock estimates
+// (vLLM, SGLang, TGI, llama.cpp, ollama), without estimating anything: the
+// exec path asks it first, so that ordinary commands never wait for GPU
+// detection.
+func IsGPUWorkload(argv []string, env []string) bool {
+	args, module, _ := unwrap(argv, envMap(env))
+	if module != "" {
+		return module == "vllm" || strings.HasPrefix(module, "vllm.") || strings.HasPrefix(module, "sglang.")
+	}
+	if len(args) == 0 {
+		return false
+	}
+	switch base := filepath.Base(args[0]); {
+	case base == "vllm", base == "sglang", base == "text-generation-launcher", base == "ollama", llamaCppBinaries[base]:
+		return true
+	}
+	return false
+}
+
 // EstimateCommandFiles is EstimateCommand with GGUF headers readable too.
 func EstimateCommandFiles(argv []string, env []string, b Budget, f Files) (Estimate, bool) {
 	args, module, envm := unwrap(argv, envMap(env))

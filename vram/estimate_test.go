@@ -331,3 +331,30 @@ func TestParseHumanInt(t *testing.T) {
 		t.Error("parseHumanInt(lots) accepted")
 	}
 }
+
+func TestIsGPUWorkload(t *testing.T) {
+	for _, tc := range []struct {
+		argv []string
+		want bool
+	}{
+		{[]string{"vllm", "serve", "m"}, true},
+		{[]string{"/opt/bin/vllm", "serve", "m"}, true},
+		{[]string{"python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"}, true},
+		{[]string{"python", "-m", "sglang.launch_server"}, true},
+		{[]string{"text-generation-launcher"}, true},
+		{[]string{"llama-server", "-m", "x.gguf"}, true},
+		{[]string{"ollama", "serve"}, true},
+		{[]string{"env", "CUDA_VISIBLE_DEVICES=0", "vllm", "serve", "m"}, true},
+		{[]string{"ls", "-l"}, false},
+		{[]string{"python3", "train.py"}, false},
+		{[]string{}, false},
+	} {
+		if got := IsGPUWorkload(tc.argv, nil); got != tc.want {
+			t.Errorf("IsGPUWorkload(%q) = %v, want %v", tc.argv, got, tc.want)
+		}
+		// Every command the estimator handles must be recognised here too.
+		if _, ok := EstimateCommand(tc.argv, nil, Budget{TotalGB: 24, AvailableGB: 20}, func(string) (int64, error) { return 1 << 30, nil }); ok && !IsGPUWorkload(tc.argv, nil) {
+			t.Errorf("EstimateCommand handles %q but IsGPUWorkload says no", tc.argv)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -111,10 +112,17 @@ func runRun(f runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	budget, err := hostBudget(vram.LiveSources(), vramSettings(prof))
-	if err != nil {
-		log.Warn().Err(err).Msg("VRAM detection failed; the VRAM preflight uses conservative defaults")
-	}
+	// GPU detection (nvidia-smi, sysfs, a scan for display servers) runs
+	// in the background; only a GPU workload's exec waits for it.
+	budget := sync.OnceValue(func() *vram.Budget {
+		b, err := hostBudget(vram.LiveSources(), vramSettings(prof))
+		if err != nil {
+			log.Warn().Err(err).Msg("VRAM detection failed; the VRAM preflight uses conservative defaults")
+		}
+		log.Debug().Str("vram", b.Describe()).Msg("VRAM budget")
+		return &b
+	})
+	go budget()
 	gp := prof.GuardPolicy()
 	gp.Supervised = true
 	path, err := exec.LookPath(args[0])
@@ -140,7 +148,7 @@ func runRun(f runFlags, args []string) error {
 	}
 	s, err := supervisor.Start(supervisor.Config{
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
-		TrapExec: true, Guard: gp, VRAM: &budget,
+		TrapExec: true, Guard: gp, VRAM: budget,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
 	})
 	if err != nil {
@@ -154,7 +162,7 @@ func runRun(f runFlags, args []string) error {
 	if profName == "" {
 		profName = "defaults"
 	}
-	log.Info().Int("pid", s.Pid()).Str("backend", "seccomp").Str("profile", profName).Str("vram", budget.Describe()).
+	log.Info().Int("pid", s.Pid()).Str("backend", "seccomp").Str("profile", profName).
 		Str("socket", s.SocketPath()).Str("journal", journalPath).
 		Str("command", strings.Join(args, " ")).Msg("agent started")
 	started := time.Now()
