@@ -25,27 +25,33 @@ const (
 	maxString  = 1 << 17 // one string (the kernel's MAX_ARG_STRLEN)
 )
 
-// memReader reads another process's memory, with process_vm_readv and, where
-// that is refused (e.g. by a Yama or LSM policy), /proc/PID/mem.
+// memory is another process's address space: readAt fills p from address
+// addr and returns how many bytes it could read (a short read stops at an
+// unmapped page).
+type memory interface {
+	readAt(p []byte, addr uint64) (int, error)
+}
+
+// memReader decodes strings and pointers from a memory, bounded.
 type memReader struct {
+	mem memory
+	buf []byte
+}
+
+// procMem reads a live process's memory, with process_vm_readv and, where
+// that is refused (e.g. by a Yama or LSM policy), /proc/PID/mem.
+type procMem struct {
 	tid   int
 	memFd int // /proc/TID/mem, opened on first need (-1: not yet)
-	buf   []byte
 }
 
-func newMemReader(tid int, buf []byte) *memReader {
-	return &memReader{tid: tid, memFd: -1, buf: buf}
-}
-
-func (m *memReader) close() {
+func (m *procMem) close() {
 	if m.memFd >= 0 {
 		unix.Close(m.memFd)
 	}
 }
 
-// readAt fills p from address addr; it returns how many bytes it could read
-// (a short read stops at an unmapped page).
-func (m *memReader) readAt(p []byte, addr uint64) (int, error) {
+func (m *procMem) readAt(p []byte, addr uint64) (int, error) {
 	if addr == 0 {
 		return 0, unix.EFAULT
 	}
@@ -81,7 +87,7 @@ func (m *memReader) cstring(addr uint64, max int) (string, bool, error) {
 		if chunk > len(m.buf) {
 			chunk = len(m.buf)
 		}
-		n, err := m.readAt(m.buf[:chunk], addr)
+		n, err := m.mem.readAt(m.buf[:chunk], addr)
 		if n == 0 {
 			if err == nil {
 				err = unix.EFAULT
@@ -101,7 +107,7 @@ func (m *memReader) cstring(addr uint64, max int) (string, bool, error) {
 // pointer reads one pointer of size ps (4 or 8) at addr.
 func (m *memReader) pointer(addr uint64, ps int) (uint64, error) {
 	var b [8]byte
-	n, err := m.readAt(b[:ps], addr)
+	n, err := m.mem.readAt(b[:ps], addr)
 	if n != ps {
 		if err == nil {
 			err = unix.EFAULT
@@ -151,13 +157,34 @@ func (m *memReader) vector(addr uint64, ps int, budget *int, count *int) ([]stri
 
 // readExec reads the path, argv and envp of a trapped execve or execveat.
 func readExec(tid int, sc filter.Syscall, abi filter.ABI, args [6]uint64, buf []byte) *policy.Exec {
-	m := newMemReader(tid, buf)
-	defer m.close()
+	pm := &procMem{tid: tid, memFd: -1}
+	defer pm.close()
+	e := decodeExec(pm, sc, abi.PointerSize(), args, buf)
+	if e.Err != nil {
+		e.Err = fmt.Errorf("pid %d: %w", tid, e.Err)
+		return e
+	}
+	if sc == filter.Execveat && e.Path == "" {
+		// execveat(fd, "", ..., AT_EMPTY_PATH) runs the file behind fd.
+		if target, err := readFdLink(tid, int(int32(uint32(args[0])))); err == nil {
+			e.Path = target
+		}
+	}
+	if sc == filter.Execve && e.Path != "" {
+		e.Missing = missingFor(tid, e.Path)
+	}
+	return e
+}
+
+// decodeExec decodes the path, argv and envp of an execve or execveat from
+// mem: the caller's memory, which it must not trust (any pointer, any bytes,
+// any length; reads stop at the bounds above). ps is the ABI's pointer size.
+func decodeExec(mem memory, sc filter.Syscall, ps int, args [6]uint64, buf []byte) *policy.Exec {
+	m := &memReader{mem: mem, buf: buf}
 	pathArg, argvArg, envArg := args[0], args[1], args[2]
 	if sc == filter.Execveat {
 		pathArg, argvArg, envArg = args[1], args[2], args[3]
 	}
-	ps := abi.PointerSize()
 	if ps != 4 {
 		ps = 8
 	}
@@ -167,27 +194,18 @@ func readExec(tid int, sc filter.Syscall, abi filter.ABI, args [6]uint64, buf []
 	e := &policy.Exec{}
 	path, trunc, err := m.cstring(pathArg, maxPath)
 	if err != nil {
-		e.Err = fmt.Errorf("read exec path of pid %d: %w", tid, err)
+		e.Err = fmt.Errorf("read exec path: %w", err)
 		return e
 	}
-	if sc == filter.Execveat && path == "" {
-		// execveat(fd, "", ..., AT_EMPTY_PATH) runs the file behind fd.
-		if target, err := readFdLink(tid, int(int32(uint32(args[0])))); err == nil {
-			path = target
-		}
-	}
 	e.Path, e.Truncated = path, trunc
-	if sc == filter.Execve && path != "" {
-		e.Missing = missingFor(tid, path)
-	}
 	budget, count := maxBytes, 0
 	var t1, t2 bool
 	if e.Argv, t1, err = m.vector(argvArg, ps, &budget, &count); err != nil {
-		e.Err = fmt.Errorf("read argv of pid %d: %w", tid, err)
+		e.Err = fmt.Errorf("read argv: %w", err)
 		return e
 	}
 	if e.Env, t2, err = m.vector(envArg, ps, &budget, &count); err != nil {
-		e.Err = fmt.Errorf("read environment of pid %d: %w", tid, err)
+		e.Err = fmt.Errorf("read environment: %w", err)
 		return e
 	}
 	e.Truncated = e.Truncated || t1 || t2
