@@ -2,13 +2,17 @@ package test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// standins puts stand-in scripts for names first on PATH; each appends its
-// argv to the marker file when it runs. No real power command ever runs.
+// standins makes a directory that is the whole PATH of the agent: stand-in
+// scripts for names (each appends its argv to the marker file when it runs)
+// and links to the few real tools the test scripts need. No other directory
+// is on PATH, so when paddock refuses a stand-in, a shell that goes on to
+// try the next PATH entry finds no real power command there.
 func standins(t *testing.T, names ...string) (dir, marker string) {
 	t.Helper()
 	dir = t.TempDir()
@@ -19,14 +23,22 @@ func standins(t *testing.T, names ...string) (dir, marker string) {
 			t.Fatal(err)
 		}
 	}
+	for _, tool := range []string{"bash", "sh", "env"} {
+		real, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+		if err := os.Symlink(real, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return dir, marker
 }
 
-// runWithPath runs a script under paddock with dir first on PATH.
+// runWithPath runs a script under paddock with PATH set to dir alone.
 func runWithPath(t *testing.T, dir string, extra []string, script string) result {
 	t.Helper()
-	old := os.Getenv("PATH")
-	t.Setenv("PATH", dir+":"+old)
+	t.Setenv("PATH", dir)
 	args := append(extra, "--", "bash", "-c", script)
 	return runPaddock(t, args...)
 }
@@ -42,9 +54,10 @@ func markerLines(marker string) string {
 func TestPowerControlRefusedAtExec(t *testing.T) {
 	requireSeccompNotify(t)
 	dir, marker := standins(t, "reboot", "poweroff", "shutdown", "halt", "init", "systemctl", "sudo")
+	dirEnv := filepath.Join(dir, "env") // an absolute path to env, which then searches PATH
 	refused := []string{"reboot", "poweroff", "shutdown -h now", "halt", "init 0", "init 6",
 		"systemctl reboot", "systemctl poweroff", "systemctl halt", "systemctl suspend", "systemctl hibernate",
-		"sh -c 'systemctl poweroff'", "env systemctl kexec", "/usr/bin/env reboot"}
+		"sh -c 'systemctl poweroff'", "env systemctl kexec", dirEnv + " reboot"}
 	for _, c := range refused {
 		t.Run(c, func(t *testing.T) {
 			os.Remove(marker)
