@@ -261,3 +261,36 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// TestJournalFailureStillRefuses: when the journal cannot be written (here
+// the file size limit stops it after the first records, and the adoption's
+// record is too long to fit), refusals still
+// refuse, paddock says so loudly, and an adoption, which must be journaled,
+// is refused rather than granted unaudited.
+func TestJournalFailureStillRefuses(t *testing.T) {
+	requireSeccompNotify(t)
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skipf("needs prlimit: %v", err)
+	}
+	f := startForeign(t, "sleep", "300")
+	F := itoa(f.pid())
+	journal := t.TempDir() + "/j.jsonl"
+	cmd := exec.Command("prlimit", "--fsize=1500", bins.paddock, "run", "--log-format", "json", "--journal", journal, "--",
+		"bash", "-c", `for i in 1 2 3 4 5 6 7 8; do kill -TERM `+F+` 2>/dev/null; echo rc=$?; done
+$PADDOCK_BIN adopt `+F+` --reason "`+strings.Repeat("unaudited ", 60)+`"; echo adopt=$?`)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Count(string(out), "rc=1") != 8 || !strings.Contains(string(out), "adopt=1") {
+		t.Fatalf("want 8 refused kills and a refused adoption:\n%s", out)
+	}
+	if !f.alive() {
+		t.Fatal("the foreign process died while the journal was failing")
+	}
+	for _, want := range []string{"could not write the audit journal", "the audit journal could not be written"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
