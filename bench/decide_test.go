@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -107,34 +109,54 @@ func BenchmarkDecideForeignKill(b *testing.B) {
 }
 
 // BenchmarkClassifyLive classifies a real process through /proc, as the
-// supervisor does for each trapped signal: the benchmark process plays the
-// supervisor and its own child is therefore Owned.
+// supervisor does for each trapped signal aimed at a process the agent
+// started. The benchmark process plays the supervisor; a shell it starts
+// plays the agent root (set with SetRoot), and the shell's own child, the
+// target, is therefore Owned. (A direct child of the supervisor without the
+// agent's seccomp filter is not owned: the process hosting the supervisor
+// started it, not the agent.)
 func BenchmarkClassifyLive(b *testing.B) {
-	sleep, err := exec.LookPath("sleep")
+	sh, err := exec.LookPath("sh")
 	if err != nil {
-		b.Skipf("no sleep binary to start a child: %v", err)
+		b.Skipf("no sh to start an agent root: %v", err)
 	}
-	tree, err := ownership.NewTree(procfs.Default(), os.Getpid())
+	fs := procfs.Default()
+	tree, err := ownership.NewTree(fs, os.Getpid())
 	if err != nil {
 		b.Fatal(err)
 	}
-	child := exec.Command(sleep, "3600")
-	if err := child.Start(); err != nil {
+	root := exec.Command(sh, "-c", "sleep 3600 & echo $!; wait")
+	out, err := root.StdoutPipe()
+	if err != nil {
 		b.Fatal(err)
 	}
+	if err := root.Start(); err != nil {
+		b.Fatal(err)
+	}
+	pid := 0
 	b.Cleanup(func() {
-		_ = child.Process.Kill()
-		_ = child.Wait()
+		if pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = root.Process.Kill()
+		_ = root.Wait()
 	})
-	pid := child.Process.Pid
+	if _, err := fmt.Fscan(bufio.NewReader(out), &pid); err != nil || pid <= 0 {
+		b.Fatalf("reading the target's pid from the agent root: %v", err)
+	}
+	st, err := fs.Stat(root.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tree.SetRoot(ownership.IdentityOf(st))
 	if rel, _, err := tree.Classify(pid); err != nil || rel != ownership.Owned {
-		b.Fatalf("Classify(child %d) = %v, %v; want owned", pid, rel, err)
+		b.Fatalf("Classify(target %d) = %v, %v; want owned", pid, rel, err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		rel, _, err := tree.Classify(pid)
 		if err != nil || rel != ownership.Owned {
-			b.Fatalf("Classify(child %d) = %v, %v; want owned", pid, rel, err)
+			b.Fatalf("Classify(target %d) = %v, %v; want owned", pid, rel, err)
 		}
 	}
 }

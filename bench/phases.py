@@ -28,7 +28,8 @@ SEND = "c0182101"  # SECCOMP_IOCTL_NOTIF_SEND
 NR_KILL, NR_IOCTL = "62", "16"  # x86_64
 NAMES = {0: "read", 3: "close", 16: "ioctl (NOTIF_ID_VALID)", 257: "openat", 434: "pidfd_open",
          424: "pidfd_send_signal", 202: "futex", 35: "nanosleep", 24: "sched_yield",
-         281: "epoll_pwait", 4: "stat", 262: "newfstatat", 39: "getpid", 234: "tgkill"}
+         281: "epoll_pwait", 4: "stat", 262: "newfstatat", 39: "getpid", 234: "tgkill",
+         7: "poll", 271: "ppoll", 9: "mmap", 11: "munmap", 28: "madvise", 14: "rt_sigprocmask", 15: "rt_sigreturn"}
 
 line_re = re.compile(r"^\s*(\S.*?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)$")
 

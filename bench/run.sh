@@ -190,6 +190,8 @@ lines.append("")
 lines.append("| workload | unit | bare median | paddock median | ratio | added | bare spread (min-max) | paddock spread (min-max) | target | met |")
 lines.append("|---|---|---:|---:|---:|---:|---|---|---|---|")
 for w, label, unit, target, check in rows:
+    if (w, "bare") not in vals or (w, "paddock") not in vals:
+        continue  # not run (PAIRS=0 or STARTUP_RUNS=0)
     b, p = med(w, "bare"), med(w, "paddock")
     met = "-" if check is None else ("yes" if check(b, p) else "**no**")
     lines.append("| %s | %s | %.2f | %.2f | %.2fx | %+.2f | %s | %s | %s | %s |" % (
