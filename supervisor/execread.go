@@ -32,10 +32,65 @@ type memory interface {
 	readAt(p []byte, addr uint64) (int, error)
 }
 
-// memReader decodes strings and pointers from a memory, bounded.
+// memReader decodes strings and pointers from a memory, bounded. It reads
+// whole pages and keeps the last few (buf holds them): argv and envp pointers
+// and strings sit on a handful of pages, so an exec costs a read per page
+// touched, not one per pointer and string.
 type memReader struct {
-	mem memory
-	buf []byte
+	mem   memory
+	buf   []byte // cachePages pages
+	slots [cachePages]cachedPage
+	next  int // the slot the next miss replaces
+}
+
+// cachedPage is one page of buf: its address and how many bytes are valid.
+type cachedPage struct {
+	page uint64
+	n    int
+}
+
+const (
+	pageSize   = 4096
+	cachePages = 8
+	// ExecBufSize is the scratch space decodeExec needs.
+	execBufSize = pageSize * cachePages
+)
+
+// readAt serves p from the page cache, fetching the page holding addr when
+// needed; like memory.readAt it may return fewer bytes than asked (it never
+// crosses a page boundary).
+func (m *memReader) readAt(p []byte, addr uint64) (int, error) {
+	if len(m.buf) < execBufSize {
+		return m.mem.readAt(p, addr)
+	}
+	page := addr &^ (pageSize - 1)
+	slot := -1
+	for i, c := range m.slots {
+		if c.n > 0 && c.page == page {
+			slot = i
+			break
+		}
+	}
+	if slot < 0 {
+		slot = m.next
+		m.next = (m.next + 1) % cachePages
+		data := m.buf[slot*pageSize : (slot+1)*pageSize]
+		n, err := m.mem.readAt(data, page)
+		if n <= 0 {
+			m.slots[slot].n = 0
+			if err == nil {
+				err = unix.EFAULT
+			}
+			return 0, err
+		}
+		m.slots[slot] = cachedPage{page: page, n: n}
+	}
+	c := m.slots[slot]
+	off := int(addr - page)
+	if off >= c.n {
+		return 0, unix.EFAULT
+	}
+	return copy(p, m.buf[slot*pageSize+off:slot*pageSize+c.n]), nil
 }
 
 // procMem reads a live process's memory, with process_vm_readv and, where
@@ -75,30 +130,27 @@ func (m *procMem) readAt(p []byte, addr uint64) (int, error) {
 	return unix.Pread(m.memFd, p, int64(addr))
 }
 
-// cstring reads a NUL-terminated string of at most max bytes at addr,
-// chunk by chunk so that no read crosses into an unmapped page needlessly.
+// cstring reads a NUL-terminated string of at most max bytes at addr.
 func (m *memReader) cstring(addr uint64, max int) (string, bool, error) {
 	var out []byte
+	var chunk [pageSize]byte
 	for len(out) < max {
-		chunk := 4096 - int(addr%4096)
-		if chunk > max-len(out) {
-			chunk = max - len(out)
+		want := pageSize - int(addr%pageSize)
+		if want > max-len(out) {
+			want = max - len(out)
 		}
-		if chunk > len(m.buf) {
-			chunk = len(m.buf)
-		}
-		n, err := m.mem.readAt(m.buf[:chunk], addr)
+		n, err := m.readAt(chunk[:want], addr)
 		if n == 0 {
 			if err == nil {
 				err = unix.EFAULT
 			}
 			return "", false, err
 		}
-		if i := bytes.IndexByte(m.buf[:n], 0); i >= 0 {
-			out = append(out, m.buf[:i]...)
+		if i := bytes.IndexByte(chunk[:n], 0); i >= 0 {
+			out = append(out, chunk[:i]...)
 			return string(out), false, nil
 		}
-		out = append(out, m.buf[:n]...)
+		out = append(out, chunk[:n]...)
 		addr += uint64(n)
 	}
 	return string(out), true, nil
@@ -107,7 +159,13 @@ func (m *memReader) cstring(addr uint64, max int) (string, bool, error) {
 // pointer reads one pointer of size ps (4 or 8) at addr.
 func (m *memReader) pointer(addr uint64, ps int) (uint64, error) {
 	var b [8]byte
-	n, err := m.mem.readAt(b[:ps], addr)
+	n, err := m.readAt(b[:ps], addr)
+	if n < ps && n > 0 {
+		// The pointer straddles a page boundary.
+		var m2 int
+		m2, err = m.readAt(b[n:ps], addr+uint64(n))
+		n += m2
+	}
 	if n != ps {
 		if err == nil {
 			err = unix.EFAULT
@@ -120,22 +178,34 @@ func (m *memReader) pointer(addr uint64, ps int) (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:8]), nil
 }
 
-// vector reads a NULL-terminated array of string pointers (argv or envp).
+// vector reads a NULL-terminated array of string pointers (argv or envp):
+// all the pointers first, then the strings, so that the page cache serves
+// the pointer array in one read instead of refetching it between strings.
 func (m *memReader) vector(addr uint64, ps int, budget *int, count *int) ([]string, bool, error) {
-	var out []string
 	if addr == 0 {
 		return nil, false, nil // a NULL argv or envp is accepted by Linux as empty
 	}
+	var ptrs []uint64
+	truncated := false
 	for {
-		if *count >= maxStrings || *budget <= 0 {
-			return out, true, nil
+		if *count+len(ptrs) >= maxStrings {
+			truncated = true
+			break
 		}
 		p, err := m.pointer(addr, ps)
 		if err != nil {
-			return out, false, err
+			return nil, false, err
 		}
 		if p == 0 {
-			return out, false, nil
+			break
+		}
+		ptrs = append(ptrs, p)
+		addr += uint64(ps)
+	}
+	out := make([]string, 0, len(ptrs))
+	for _, p := range ptrs {
+		if *budget <= 0 {
+			return out, true, nil
 		}
 		limit := maxString
 		if limit > *budget {
@@ -151,8 +221,8 @@ func (m *memReader) vector(addr uint64, ps int, budget *int, count *int) ([]stri
 		if trunc {
 			return out, true, nil
 		}
-		addr += uint64(ps)
 	}
+	return out, truncated, nil
 }
 
 // readExec reads the path, argv and envp of a trapped execve or execveat.

@@ -27,7 +27,7 @@ type liveWorld struct {
 	guard guard.Policy
 	vram  func() *vram.Budget
 	// buf is scratch space for reading a caller's memory.
-	buf [4096]byte
+	buf [execBufSize]byte
 	// looked holds this notification's lookups, with their pidfds (-1: none).
 	looked []pinned
 }
