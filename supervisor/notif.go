@@ -49,19 +49,10 @@ func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
 }
 
 // recv waits for the next notification. n must be zeroed by the caller.
-//
-// It blocks in a raw syscall, on purpose: through the ordinary syscall path
-// the Go scheduler takes the P away from a thread blocked for more than
-// 20 us, and every wake-up then pays a hand-off between threads, several
-// times the cost of the decision itself. The wait is interruptible, so a
-// signal (the runtime's own preemption, a stop-the-world) ends it with EINTR
-// and the loop comes back to Go code at once.
+// (A raw, scheduler-blind syscall here was measured: no faster on the kill
+// loop, slower on execs; see docs/perf.md.)
 func recv(fd int, n *seccompNotif) error {
-	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(n)))
-	if e != 0 {
-		return e
-	}
-	return nil
+	return ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(n))
 }
 
 // send answers notification id: CONTINUE when errno is 0, else the error.
