@@ -150,3 +150,52 @@ func TestBinaryIsStatic(t *testing.T) {
 		t.Fatalf("the binary needs shared libraries %v (%v)", libs, err)
 	}
 }
+
+// TestForwardToGroup: with --forward-to-group a signal to paddock reaches
+// every process of the agent's group, not only the agent itself.
+func TestForwardToGroup(t *testing.T) {
+	requireSeccompNotify(t)
+	dir := t.TempDir()
+	marker, pidfile := filepath.Join(dir, "child-got-term"), filepath.Join(dir, "child.pid")
+	// --keep-orphans: the child's SIGTERM can only come from the forwarding,
+	// not from paddock's cleanup of leftovers.
+	cmd, _ := paddockCmd(t, "--forward-to-group", "--keep-orphans", "--", "bash", "-c",
+		`sh -c 'trap "echo term > `+marker+`; exit 0" TERM; while :; do sleep 0.05; done' & echo $! > `+pidfile+`; wait`)
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidfile); err == nil {
+			var pid int
+			for _, c := range strings.TrimSpace(string(b)) {
+				pid = pid*10 + int(c-'0')
+			}
+			if pid > 0 && pidAlive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitFor(t, "the agent and its child", func() bool {
+		root := childOf(cmd.Process.Pid)
+		return root > 0 && commOf(root) == "bash" && childOf(root) > 0
+	})
+	time.Sleep(100 * time.Millisecond) // let sh install its trap
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if code := exitCode(err); code != 143 && code != 0 {
+			t.Logf("paddock exit %d", code)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("paddock did not exit after SIGTERM")
+	}
+	waitFor(t, "the child's trap to run", func() bool {
+		_, err := os.Stat(marker)
+		return err == nil
+	})
+}
