@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/seccomp"
 )
 
 // Kernel tests: the test binary re-executes itself as a child (TestMain
@@ -218,25 +220,9 @@ func childMain(mode string) int {
 	return 0
 }
 
-// seccompNotif and seccompNotifResp mirror the kernel's struct seccomp_notif
-// (80 bytes) and struct seccomp_notif_resp (24 bytes).
-type seccompNotif struct {
-	ID    uint64
-	Pid   uint32
-	Flags uint32
-	Data  seccompData
-}
-
-type seccompNotifResp struct {
-	ID    uint64
-	Val   int64
-	Error int32
-	Flags uint32
-}
-
 type notifRecord struct {
 	probe int32
-	seccompNotif
+	seccomp.Notif
 }
 
 // recorder is the child's own supervisor: it records each notification
@@ -251,8 +237,8 @@ type recorder struct {
 func (r *recorder) serve(fds <-chan int) {
 	fd := <-fds
 	for {
-		var n seccompNotif
-		if err := ioctl(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
+		var n seccomp.Notif
+		if err := seccomp.Recv(fd, &n); err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
 				continue
 			}
@@ -264,9 +250,8 @@ func (r *recorder) serve(fds <-chan int) {
 		r.mu.Lock()
 		r.notifs = append(r.notifs, notifRecord{r.current.Load(), n})
 		r.mu.Unlock()
-		resp := seccompNotifResp{ID: n.ID, Error: -int32(notifyErrno)}
-		// ENOENT: the caller was interrupted and will retry; nothing to do.
-		_ = ioctl(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
+		// An answer to an interrupted caller is dropped by Send; it retries.
+		_ = seccomp.Send(fd, n.ID, notifyErrno)
 	}
 }
 

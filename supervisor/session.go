@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
@@ -232,7 +233,7 @@ func (s *Session) launch() (int, error) {
 		return fail(fmt.Errorf("supervisor: no listener in the init's message: %v", err))
 	}
 	s.listener = fds[0]
-	if err := setSyncWakeUp(s.listener); err != nil {
+	if err := seccomp.SetSyncWakeUp(s.listener); err != nil {
 		s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
 	}
 	if _, err := unix.Write(pair[0], []byte{'G'}); err != nil {
@@ -307,14 +308,14 @@ func (s *Session) reapOrphans() {
 func (s *Session) serve(w *liveWorld) {
 	defer s.wg.Done()
 	runtime.LockOSThread()
-	var n seccompNotif
+	var n seccomp.Notif
 	for {
-		n = seccompNotif{}
-		if err := recv(s.listener, &n); err != nil {
+		n = seccomp.Notif{}
+		if err := seccomp.Recv(s.listener, &n); err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
 				// ENOENT also comes back at once, forever, when no task
 				// uses the filter any more: stop then instead of spinning.
-				if filterGone(s.listener) {
+				if seccomp.FilterGone(s.listener) {
 					return
 				}
 				continue
@@ -327,7 +328,7 @@ func (s *Session) serve(w *liveWorld) {
 }
 
 // handle decides and answers one notification.
-func (s *Session) handle(w *liveWorld, n *seccompNotif) {
+func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
 	sc, abi, known := filter.Lookup(n.Data.Arch, n.Data.Nr)
 	req := policy.Request{Tid: int(n.Pid), Syscall: sc, ABI: abi.Name, Args: n.Data.Args}
 	if !known {
@@ -343,7 +344,7 @@ func (s *Session) handle(w *liveWorld, n *seccompNotif) {
 	d := policy.Decide(req, w)
 	// The caller's pid was read from /proc during the decision; it named the
 	// caller only if the caller is still waiting.
-	if !idValid(s.listener, n.ID) {
+	if !seccomp.IDValid(s.listener, n.ID) {
 		w.reset()
 		return
 	}
@@ -363,7 +364,7 @@ func (s *Session) handle(w *liveWorld, n *seccompNotif) {
 	if d.Refusal || d.OptIn != "" {
 		s.reporter.report(refusal{when: time.Now(), caller: req.Tid, abi: req.ABI, d: d})
 	}
-	if err := send(s.listener, n.ID, errno); err != nil {
+	if err := seccomp.Send(s.listener, n.ID, errno); err != nil {
 		s.cfg.Log.Error().Err(err).Uint64("id", n.ID).Msg("seccomp notify answer failed")
 	}
 }

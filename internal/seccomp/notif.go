@@ -1,4 +1,8 @@
-package supervisor
+// Package seccomp holds the kernel's seccomp user-notification ABI that
+// golang.org/x/sys does not define: struct seccomp_notif and
+// seccomp_notif_resp, and the ioctls on a listener descriptor. The supervisor
+// and the filter's kernel tests both speak it.
+package seccomp
 
 import (
 	"errors"
@@ -8,24 +12,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// seccompData mirrors struct seccomp_data (64 bytes).
-type seccompData struct {
+// Data mirrors struct seccomp_data (64 bytes).
+type Data struct {
 	Nr                 int32
 	Arch               uint32
 	InstructionPointer uint64
 	Args               [6]uint64
 }
 
-// seccompNotif mirrors struct seccomp_notif (80 bytes).
-type seccompNotif struct {
+// Notif mirrors struct seccomp_notif (80 bytes).
+type Notif struct {
 	ID    uint64
 	Pid   uint32
 	Flags uint32
-	Data  seccompData
+	Data  Data
 }
 
-// seccompNotifResp mirrors struct seccomp_notif_resp (24 bytes).
-type seccompNotifResp struct {
+// NotifResp mirrors struct seccomp_notif_resp (24 bytes).
+type NotifResp struct {
 	ID    uint64
 	Val   int64
 	Error int32
@@ -34,10 +38,10 @@ type seccompNotifResp struct {
 
 // The kernel rejects a receive buffer of the wrong size; fail the build instead.
 var (
-	_ [80 - unsafe.Sizeof(seccompNotif{})]byte
-	_ [unsafe.Sizeof(seccompNotif{}) - 80]byte
-	_ [24 - unsafe.Sizeof(seccompNotifResp{})]byte
-	_ [unsafe.Sizeof(seccompNotifResp{}) - 24]byte
+	_ [80 - unsafe.Sizeof(Notif{})]byte
+	_ [unsafe.Sizeof(Notif{}) - 80]byte
+	_ [24 - unsafe.Sizeof(NotifResp{})]byte
+	_ [unsafe.Sizeof(NotifResp{}) - 24]byte
 )
 
 func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
@@ -48,16 +52,16 @@ func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
 	return nil
 }
 
-// recv waits for the next notification. n must be zeroed by the caller.
+// Recv waits for the next notification. n must be zeroed by the caller.
 // (A raw, scheduler-blind syscall here was measured: no faster on the kill
 // loop, slower on execs; see docs/perf.md.)
-func recv(fd int, n *seccompNotif) error {
+func Recv(fd int, n *Notif) error {
 	return ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(n))
 }
 
-// send answers notification id: CONTINUE when errno is 0, else the error.
-func send(fd int, id uint64, errno unix.Errno) error {
-	r := seccompNotifResp{ID: id}
+// Send answers notification id: CONTINUE when errno is 0, else the error.
+func Send(fd int, id uint64, errno unix.Errno) error {
+	r := NotifResp{ID: id}
 	if errno == 0 {
 		r.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 	} else {
@@ -71,16 +75,16 @@ func send(fd int, id uint64, errno unix.Errno) error {
 	return err
 }
 
-// idValid reports whether notification id is still pending, i.e. the pid it
+// IDValid reports whether notification id is still pending, i.e. the pid it
 // named still refers to the caller that is waiting for the answer.
-func idValid(fd int, id uint64) bool {
+func IDValid(fd int, id uint64) bool {
 	return ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) == nil
 }
 
-// setSyncWakeUp asks the kernel to wake the receiver on the caller's CPU
+// SetSyncWakeUp asks the kernel to wake the receiver on the caller's CPU
 // (Linux 6.6+), which cuts the round-trip latency several-fold (DESIGN.md
 // pitfall 4). Older kernels answer EINVAL; the supervisor works without it.
-func setSyncWakeUp(fd int) error {
+func SetSyncWakeUp(fd int) error {
 	var flags uint64 = unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS), uintptr(flags))
 	if e != 0 {
@@ -89,9 +93,9 @@ func setSyncWakeUp(fd int) error {
 	return nil
 }
 
-// filterGone reports whether no task uses the filter behind the listener
+// FilterGone reports whether no task uses the filter behind the listener
 // any more (the kernel signals POLLHUP then): no notification can come.
-func filterGone(fd int) bool {
+func FilterGone(fd int) bool {
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	n, err := unix.Poll(pfd, 0)
 	return err == nil && n > 0 && pfd[0].Revents&unix.POLLHUP != 0
