@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
@@ -96,6 +97,10 @@ type Tree struct {
 	// superFilters is how many seccomp filters the supervisor itself runs under.
 	superFilters int
 
+	// rootExited is set by the supervisor before it reaps the agent root;
+	// from then on the root's pid may be reused, and is checked by start time.
+	rootExited atomic.Bool
+
 	mu     sync.RWMutex
 	root   Identity
 	leases map[int]Lease // by pid; see lease.go
@@ -142,6 +147,12 @@ func (t *Tree) SetRoot(id Identity) {
 	t.root = id
 	t.mu.Unlock()
 }
+
+// RootExited tells the tree that the agent root has exited and is about to
+// be reaped. The supervisor, the root's parent and reaper, must call it
+// before reaping, so that the tree never trusts the root's pid alone once
+// that pid may be reused.
+func (t *Tree) RootExited() { t.rootExited.Store(true) }
 
 // Root returns the agent root's identity (zero before SetRoot).
 func (t *Tree) Root() Identity {
@@ -242,6 +253,12 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 				return Owned, false, nil
 			}
 			return Foreign, false, nil
+		case root.Pid != 0 && p == root.Pid && !t.rootExited.Load():
+			// Until the supervisor reaps the agent root (RootExited comes
+			// first), its pid cannot name another process: a process whose
+			// parent it is was started by the agent. This saves a stat read
+			// on the hottest path, a signal to the agent's own child.
+			return Owned, false, nil
 		case p <= 1:
 			return Foreign, false, nil
 		}

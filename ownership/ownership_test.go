@@ -536,7 +536,8 @@ func TestClassify(t *testing.T) {
 		},
 		{
 			name: "root's pid reused by a foreign process",
-			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
+			setup: func(f *fakeProc, tr *ownership.Tree) <-chan struct{} {
+				tr.RootExited() // the supervisor says so before it reaps the root
 				f.put(proc{pid: pidRoot, ppid: pidInit, start: 9000, comm: "cron"})
 				return nil
 			},
@@ -544,7 +545,8 @@ func TestClassify(t *testing.T) {
 		},
 		{
 			name: "child of a foreign process that reused the root's pid is foreign",
-			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
+			setup: func(f *fakeProc, tr *ownership.Tree) <-chan struct{} {
+				tr.RootExited()
 				f.put(proc{pid: pidRoot, ppid: pidInit, start: 9000, comm: "cron"})
 				f.put(proc{pid: 9001, ppid: pidRoot, start: 9001, comm: "backup"})
 				return nil

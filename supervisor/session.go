@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -271,18 +272,31 @@ const BinEnv = "PADDOCK_BIN"
 // until the agent root has exited.
 func (s *Session) reap(root int) {
 	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		// Peek at the next child to collect, then reap exactly that one:
+		// the tree must hear that the root exited before its pid is
+		// released (see ownership.Tree.RootExited).
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT|unix.WALL, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			// ECHILD cannot happen while the root lives; treat it as its end.
+			s.tree.RootExited()
 			s.status = unix.WaitStatus(0xff00)
 			close(s.done)
 			return
 		}
-		if pid == root {
+		next := siginfoPid(&info)
+		if next == root {
+			s.tree.RootExited()
+		}
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(next, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) || (err != nil && next != root) {
+			continue
+		}
+		if pid == root || err != nil {
 			s.status = ws
 			close(s.done)
 			go s.reapOrphans()
@@ -491,4 +505,16 @@ func ExitCode(ws unix.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return 255
+}
+
+// siginfoPid is si_pid of a waitid result (x/sys keeps that union opaque).
+func siginfoPid(info *unix.Siginfo) int {
+	// struct siginfo: signo, errno, code (3 x int32), then on 64-bit a 4-byte
+	// pad, then the union whose first member for SIGCHLD is si_pid.
+	b := (*[128]byte)(unsafe.Pointer(info))
+	off := 12
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		off = 16
+	}
+	return int(*(*int32)(unsafe.Pointer(&b[off])))
 }
