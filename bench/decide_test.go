@@ -19,13 +19,12 @@ import (
 // fakeWorld is a small in-memory policy.World: an agent root, one owned
 // child of it and one foreign process, as a supervisor would see them.
 type fakeWorld struct {
-	root  int
 	procs map[int]policy.Target
 	owned []policy.Target
 }
 
 func newFakeWorld() *fakeWorld {
-	w := &fakeWorld{root: 1000, procs: map[int]policy.Target{
+	w := &fakeWorld{procs: map[int]policy.Target{
 		1000: {Pid: 1000, Comm: "agent", StartTime: 5000, PPid: 999, Pgrp: 1000, Rel: ownership.AgentRoot},
 		1001: {Pid: 1001, Comm: "worker", StartTime: 5001, PPid: 1000, Pgrp: 1000, Rel: ownership.Owned},
 		4242: {Pid: 4242, Comm: "postgres", StartTime: 10, PPid: 1, Pgrp: 4242, Rel: ownership.Foreign},
@@ -61,8 +60,6 @@ func (w *fakeWorld) Group(pgid int) ([]policy.Target, error) {
 }
 
 func (w *fakeWorld) FdPid(tid, fd int) (int, error) { return 0, syscall.EBADF }
-
-func (w *fakeWorld) Root() int { return w.root }
 
 func (w *fakeWorld) Guard() guard.Policy { return guard.Policy{Supervised: true} }
 

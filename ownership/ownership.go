@@ -294,22 +294,33 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 // Owned lists up to max processes the session owns right now (the agent root
 // included), for messages that tell the agent what it may signal.
 func (t *Tree) Owned(max int) ([]Identity, error) {
+	var out []Identity
+	err := t.ScanOwned(func(_ Relation, st procfs.Stat) bool {
+		if len(out) >= max {
+			return false
+		}
+		out = append(out, IdentityOf(st))
+		return true
+	})
+	return out, err
+}
+
+// ScanOwned calls fn for every process the session owns now (the agent
+// root included), in pid order, until fn returns false. Processes whose
+// facts cannot be read are skipped: the scan lists, it does not decide.
+func (t *Tree) ScanOwned(fn func(Relation, procfs.Stat) bool) error {
 	pids, err := t.fs.Pids()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []Identity
 	for _, pid := range pids {
-		if len(out) >= max {
-			break
-		}
 		rel, st, err := t.Classify(pid)
-		if err != nil {
+		if err != nil || (rel != Owned && rel != AgentRoot) {
 			continue
 		}
-		if rel == Owned || rel == AgentRoot {
-			out = append(out, IdentityOf(st))
+		if !fn(rel, st) {
+			break
 		}
 	}
-	return out, nil
+	return nil
 }

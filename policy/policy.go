@@ -73,8 +73,6 @@ type World interface {
 	// FdPid returns the pid that descriptor fd of thread tid (a pidfd) refers
 	// to: -1 for a reaped process, an error when fd is not a pidfd.
 	FdPid(tid, fd int) (int, error)
-	// Root is the agent root's pid.
-	Root() int
 	// Owned lists up to max owned processes, for messages.
 	Owned(max int) []Target
 	// Guard is the host policy for exec and power decisions.
@@ -132,12 +130,9 @@ type Decision struct {
 	Exec *Exec
 }
 
-// Linux pidfd_send_signal flags (linux/pidfd.h, Linux 6.9+).
-const (
-	pidfdSignalThread       = 1 << 0
-	pidfdSignalThreadGroup  = 1 << 1
-	pidfdSignalProcessGroup = 1 << 2
-)
+// pidfdSignalProcessGroup is pidfd_send_signal's PIDFD_SIGNAL_PROCESS_GROUP
+// flag (linux/pidfd.h, Linux 6.9+): signal the target's whole process group.
+const pidfdSignalProcessGroup = 1 << 2
 
 // PTRACE_TRACEME: the caller asks its parent to trace it.
 const ptraceTraceme = 0
@@ -256,20 +251,33 @@ func decideExec(r Request, w World, d Decision) Decision {
 	}
 	c := guard.Command{Path: r.Exec.Path, Argv: r.Exec.Argv, Env: r.Exec.Env}
 	gp := w.Guard()
-	d = fromVerdict(r, d, guard.CheckCommand(c, gp))
-	if !d.Allow {
-		return d
+	v := WithVRAM(guard.CheckCommand(c, gp), c.Argv, c.Env, w.VRAM, w.Files(r.Tid), gp.AllowOptIn)
+	return fromVerdict(r, d, v)
+}
+
+// WithVRAM folds the VRAM preflight of one command into the guard's verdict
+// v: a refusal stands; an over-budget GPU workload is refused; an opt-in that
+// let one through is recorded when v records none. budget is asked for only
+// when the command is a GPU workload (detection may be slow); nil means no
+// preflight. paddock run (at exec) and paddock check both decide through it.
+func WithVRAM(v guard.Verdict, argv, env []string, budget func() *vram.Budget, f vram.Files, allowOptIn bool) guard.Verdict {
+	if !v.Allow || !vram.IsGPUWorkload(argv, env) {
+		return v
 	}
-	if !vram.IsGPUWorkload(r.Exec.Argv, r.Exec.Env) {
-		return d
+	b := budget()
+	if b == nil {
+		return v
 	}
-	if b := w.VRAM(); b != nil {
-		v, _, ok := vram.PreflightCommandFiles(r.Exec.Argv, r.Exec.Env, *b, w.Files(r.Tid), gp.AllowOptIn)
-		if ok && (!v.Allow || v.OptIn != "") {
-			return fromVerdict(r, d, guard.Verdict{Allow: v.Allow, Rule: v.Rule, Message: v.Message, OptIn: v.OptIn})
-		}
+	pv, _, ok := vram.PreflightCommandFiles(argv, env, *b, f, allowOptIn)
+	switch {
+	case !ok:
+		return v
+	case !pv.Allow:
+		return guard.Verdict{Rule: pv.Rule, Message: pv.Message}
+	case pv.OptIn != "" && v.OptIn == "":
+		return guard.Verdict{Allow: true, Rule: pv.Rule, Message: pv.Message, OptIn: pv.OptIn}
 	}
-	return d
+	return v
 }
 
 // fromVerdict turns the guard's verdict into a decision.

@@ -18,7 +18,6 @@ type fakeWorld struct {
 	threads map[int]int // tid -> pid (non-leader threads only)
 	fds     map[[2]int]int
 	broken  map[int]bool // Lookup fails for these pids
-	root    int
 	vram    *vram.Budget
 }
 
@@ -63,8 +62,6 @@ func (w fakeWorld) FdPid(tid, fd int) (int, error) {
 	return 0, errors.New("not a pidfd")
 }
 
-func (w fakeWorld) Root() int { return w.root }
-
 func (w fakeWorld) Guard() guard.Policy { return guard.Policy{AllowOptIn: true, Supervised: true} }
 
 func (w fakeWorld) VRAM() *vram.Budget { return w.vram }
@@ -89,7 +86,6 @@ func (w fakeWorld) Owned(max int) []Target {
 //	101 has a second thread 111.
 func world() fakeWorld {
 	return fakeWorld{
-		root: 100,
 		procs: map[int]Target{
 			1:   {Pid: 1, Comm: "systemd", Pgrp: 1, Rel: ownership.Init},
 			50:  {Pid: 50, Comm: "bash", Pgrp: 50, Rel: ownership.SupervisorAncestor},

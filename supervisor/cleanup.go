@@ -2,12 +2,12 @@ package supervisor
 
 import (
 	"errors"
-	"os"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 )
 
@@ -26,30 +26,27 @@ type leftover struct {
 // leftovers lists the processes of the agent's tree still running (adopted
 // processes are not the agent's to clean up, and neither are their children).
 func (s *Session) leftovers() []leftover {
-	pids, err := s.fs.Pids()
-	if err != nil {
-		return nil
-	}
 	var out []leftover
-	for _, pid := range pids {
-		if pid == os.Getpid() {
-			continue
+	_ = s.tree.ScanOwned(func(rel ownership.Relation, st procfs.Stat) bool {
+		if rel != ownership.Owned || st.State == 'Z' {
+			return true
 		}
-		fd, err := unix.PidfdOpen(pid, 0)
+		if _, adopted := s.tree.LeaseFor(st.Pid); adopted {
+			return true
+		}
+		fd, err := unix.PidfdOpen(st.Pid, 0)
 		if err != nil {
-			continue
+			return true
 		}
-		rel, st, err := s.tree.Classify(pid)
-		if err != nil || rel != ownership.Owned || st.State == 'Z' {
+		// The pidfd names the scanned process only if the pid still has the
+		// scanned start time after it was opened.
+		if now, err := s.fs.Stat(st.Pid); err != nil || now.StartTime != st.StartTime {
 			unix.Close(fd)
-			continue
+			return true
 		}
-		if _, adopted := s.tree.LeaseFor(pid); adopted {
-			unix.Close(fd)
-			continue
-		}
-		out = append(out, leftover{pid: pid, pidfd: fd})
-	}
+		out = append(out, leftover{pid: st.Pid, pidfd: fd})
+		return true
+	})
 	return out
 }
 

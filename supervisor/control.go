@@ -348,7 +348,7 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 			s.reporter.report(refusal{when: time.Now(), caller: requester, abi: req.ABI, d: d, quiet: true})
 			return nil, errors.New(d.Message)
 		}
-		return nil, fmt.Errorf("paddock kill refused: pid %d is not owned by this session: %v (it has exited, or never existed)", pid, syscall.Errno(d.Errno))
+		return nil, fmt.Errorf("paddock kill refused: pid %d is not owned by this session: %v (it has exited, or never existed). Way out: paddock ps lists the processes this session owns", pid, syscall.Errno(d.Errno))
 	}
 	t, err := w.Lookup(pid)
 	if err != nil {
@@ -386,16 +386,9 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 // adopted processes with their descendants.
 func (s *Session) Owned() ([]Process, error) {
 	s.expireLeases()
-	pids, err := s.fs.Pids()
-	if err != nil {
-		return nil, err
-	}
 	var out []Process
-	for _, pid := range pids {
-		rel, st, err := s.tree.Classify(pid)
-		if err != nil || (rel != ownership.Owned && rel != ownership.AgentRoot) {
-			continue
-		}
+	err := s.tree.ScanOwned(func(rel ownership.Relation, st procfs.Stat) bool {
+		pid := st.Pid
 		p := Process{Pid: pid, PPid: st.PPid, Comm: st.Comm, StartTime: st.StartTime, OwnedBy: "tree", Agent: rel == ownership.AgentRoot}
 		if l, ok := s.tree.LeaseFor(pid); ok {
 			p.OwnedBy = "adopted"
@@ -407,14 +400,7 @@ func (s *Session) Owned() ([]Process, error) {
 			}
 		}
 		out = append(out, p)
-	}
-	return out, nil
-}
-
-// socketPath is the control socket's path ("" when none).
-func (s *Session) socketPath() string {
-	if s.control == nil {
-		return ""
-	}
-	return s.control.path
+		return true
+	})
+	return out, err
 }

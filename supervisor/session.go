@@ -99,7 +99,6 @@ type Session struct {
 	status unix.WaitStatus
 
 	sigs chan os.Signal
-	wg   sync.WaitGroup
 
 	waitOnce sync.Once
 	cleaned  Cleanup
@@ -138,7 +137,6 @@ func Start(cfg Config) (*Session, error) {
 		s.control.close()
 		return nil, err
 	}
-	s.wg.Add(1)
 	go s.serve(newLiveWorld(tree, fs, cfg.Guard, cfg.VRAM))
 	go s.sweepLeases(time.Second)
 
@@ -320,7 +318,6 @@ func (s *Session) reapOrphans() {
 // serve is the notify loop: receive, decide, answer, and hand refusals to the
 // reporter. It never exits on ENOENT or EINTR (DESIGN.md pitfall 3).
 func (s *Session) serve(w *liveWorld) {
-	defer s.wg.Done()
 	runtime.LockOSThread()
 	var n seccomp.Notif
 	for {
@@ -462,7 +459,7 @@ func (s *Session) KillProcess(pid int, sig syscall.Signal) (Signalled, error) {
 }
 
 // SocketPath is the session's control socket (what the agent sees in PADDOCK_SOCKET).
-func (s *Session) SocketPath() string { return s.socketPath() }
+func (s *Session) SocketPath() string { return s.control.path }
 
 // Wait blocks until the agent root exits and returns its exit code: its
 // status, or 128+N when it died of signal N. The processes the agent left

@@ -180,9 +180,6 @@ func (w *liveWorld) Group(pgid int) ([]policy.Target, error) {
 // FdPid implements policy.World.
 func (w *liveWorld) FdPid(tid, fd int) (int, error) { return w.fs.FdPid(tid, fd) }
 
-// Root implements policy.World.
-func (w *liveWorld) Root() int { return w.tree.Root().Pid }
-
 // Owned implements policy.World.
 func (w *liveWorld) Owned(max int) []policy.Target {
 	ids, err := w.tree.Owned(max)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/vram"
 )
 
@@ -144,21 +145,9 @@ func checkPolicy(flagValue string) (guard.Policy, vram.Budget, error) {
 // checkVRAM runs the VRAM preflight on each command the guard let through:
 // the first over-budget GPU workload turns the verdict into a refusal.
 func checkVRAM(all []guard.Checked, v guard.Verdict, b vram.Budget, allowOptIn bool) guard.Verdict {
-	if !v.Allow {
-		return v
-	}
+	budget := func() *vram.Budget { return &b }
 	for _, c := range all {
-		env := append(os.Environ(), c.Command.Env...)
-		pv, _, ok := vram.PreflightCommandFiles(c.Command.Argv, env, b, vram.OSFiles(), allowOptIn)
-		if !ok {
-			continue
-		}
-		if !pv.Allow {
-			return guard.Verdict{Rule: pv.Rule, Message: pv.Message}
-		}
-		if pv.OptIn != "" && v.OptIn == "" {
-			v = guard.Verdict{Allow: true, Rule: pv.Rule, Message: pv.Message, OptIn: pv.OptIn}
-		}
+		v = policy.WithVRAM(v, c.Command.Argv, append(os.Environ(), c.Command.Env...), budget, vram.OSFiles(), allowOptIn)
 	}
 	return v
 }
