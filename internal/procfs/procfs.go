@@ -56,9 +56,10 @@ func ParseStat(b []byte) (Stat, error) {
 	if open < 0 || closeIdx < open {
 		return s, fmt.Errorf("parse stat: no (comm) in %q", truncate(b))
 	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	pidText := bytes.TrimSpace(b[:open])
+	pid, err := strconv.Atoi(string(pidText))
 	if err != nil {
-		return s, fmt.Errorf("parse stat: pid: %w", err)
+		return s, fmt.Errorf("parse stat: pid %q: %w", truncate(pidText), numError(err))
 	}
 	s.Pid = pid
 	s.Comm = string(b[open+1 : closeIdx])
@@ -91,7 +92,7 @@ func ParseStat(b []byte) (Stat, error) {
 			s.StartTime, err = strconv.ParseUint(string(tok), 10, 64)
 		}
 		if err != nil {
-			return s, fmt.Errorf("parse stat: field %d %q: %w", field, tok, err)
+			return s, fmt.Errorf("parse stat: field %d %q: %w", field, truncate(tok), numError(err))
 		}
 		field++
 	}
@@ -106,6 +107,18 @@ func atoi(b []byte) (int, error) {
 	return int(n), err
 }
 
+// numError keeps the reason of a strconv error (syntax, range) and drops
+// its copy of the input, which is unbounded; callers quote the input
+// themselves, truncated.
+func numError(err error) error {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return ne.Err
+	}
+	return err
+}
+
+// truncate bounds what an error quotes of a file: the first 80 bytes.
 func truncate(b []byte) []byte {
 	if len(b) > 80 {
 		return b[:80]
@@ -175,11 +188,29 @@ func (fs FS) Tgid(tid int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, ok := field(buf[:n], "Tgid:")
-	if !ok {
-		return 0, fmt.Errorf("read %s: no Tgid line", fs.path(tid, "status"))
+	tgid, err := ParseTgid(buf[:n])
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", fs.path(tid, "status"), err)
 	}
-	return strconv.Atoi(v)
+	return tgid, nil
+}
+
+// ParseTgid extracts the thread-group id from the contents of
+// /proc/TID/status: the value of the first line starting with "Tgid:", which
+// must be a positive integer.
+func ParseTgid(b []byte) (int, error) {
+	v, ok := field(b, "Tgid:")
+	if !ok {
+		return 0, errors.New("no Tgid line")
+	}
+	tgid, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("Tgid %q: %w", truncate([]byte(v)), numError(err))
+	}
+	if tgid <= 0 {
+		return 0, fmt.Errorf("Tgid %d: not a process id", tgid)
+	}
+	return tgid, nil
 }
 
 // Seccomp returns the "Seccomp:" mode of /proc/PID/status (0 none, 1
@@ -191,16 +222,25 @@ func (fs FS) Seccomp(pid int) (mode, filters int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	v, ok := field(buf[:n], "Seccomp:")
+	if mode, filters, err = ParseSeccomp(buf[:n]); err != nil {
+		return 0, 0, fmt.Errorf("read %s: %w", fs.path(pid, "status"), err)
+	}
+	return mode, filters, nil
+}
+
+// ParseSeccomp extracts the "Seccomp:" mode and the "Seccomp_filters:"
+// count (0 when the line is absent) from the contents of /proc/PID/status.
+func ParseSeccomp(b []byte) (mode, filters int, err error) {
+	v, ok := field(b, "Seccomp:")
 	if !ok {
-		return 0, 0, fmt.Errorf("read %s: no Seccomp line", fs.path(pid, "status"))
+		return 0, 0, errors.New("no Seccomp line")
 	}
 	if mode, err = strconv.Atoi(v); err != nil {
-		return 0, 0, fmt.Errorf("read %s: Seccomp %q: %w", fs.path(pid, "status"), v, err)
+		return 0, 0, fmt.Errorf("Seccomp %q: %w", truncate([]byte(v)), numError(err))
 	}
-	if v, ok := field(buf[:n], "Seccomp_filters:"); ok {
+	if v, ok := field(b, "Seccomp_filters:"); ok {
 		if filters, err = strconv.Atoi(v); err != nil {
-			return 0, 0, fmt.Errorf("read %s: Seccomp_filters %q: %w", fs.path(pid, "status"), v, err)
+			return 0, 0, fmt.Errorf("Seccomp_filters %q: %w", truncate([]byte(v)), numError(err))
 		}
 	}
 	return mode, filters, nil
@@ -276,7 +316,7 @@ func ParseFdinfoPid(b []byte) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, fmt.Errorf("fdinfo Pid %q: %w", v, err)
+		return 0, fmt.Errorf("fdinfo Pid %q: %w", truncate([]byte(v)), numError(err))
 	}
 	return n, nil
 }
@@ -348,14 +388,21 @@ func (fs FS) Cmdline(pid, max int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := bytes.TrimRight(buf[:n], "\x00")
+	return ParseCmdline(buf[:n]), nil
+}
+
+// ParseCmdline splits the contents of /proc/PID/cmdline at its NUL bytes.
+// Trailing NULs are dropped (and with them trailing empty arguments); an
+// empty file, or one of NULs only, yields nil.
+func ParseCmdline(b []byte) []string {
+	b = bytes.TrimRight(b, "\x00")
 	if len(b) == 0 {
-		return nil, nil
+		return nil
 	}
 	parts := bytes.Split(b, []byte{0})
 	out := make([]string, len(parts))
 	for i, p := range parts {
 		out[i] = string(p)
 	}
-	return out, nil
+	return out
 }

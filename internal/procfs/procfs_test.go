@@ -2,9 +2,12 @@ package procfs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -60,6 +63,77 @@ func TestParseFdinfoPid(t *testing.T) {
 		got, err := ParseFdinfoPid([]byte(tc.in))
 		if !errors.Is(err, tc.err) || got != tc.want {
 			t.Errorf("ParseFdinfoPid(%q) = %d, %v; want %d, %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	tests := []struct {
+		name          string
+		in            string
+		tgid          int
+		tgidErr       string // substring; "" = no error
+		mode, filters int
+		seccompErr    string
+	}{
+		{"thread of 4301", "Name:\tbash\nTgid:\t4301\nPid:\t4302\nSeccomp:\t2\nSeccomp_filters:\t1\n", 4301, "", 2, 1, ""},
+		{"no filters line (before 5.9)", "Tgid:\t7\nSeccomp:\t0\n", 7, "", 0, 0, ""},
+		{"escaped name cannot forge a line", "Name:\tx\\nTgid:\t1\nTgid:\t99\nSeccomp:\t2\n", 99, "", 2, 0, ""},
+		{"no lines", "Name:\tx\n", 0, "no Tgid line", 0, 0, "no Seccomp line"},
+		{"not numbers", "Tgid:\tx\nSeccomp:\ty\n", 0, `Tgid "x": invalid syntax`, 0, 0, `Seccomp "y": invalid syntax`},
+		{"zero tgid", "Tgid:\t0\nSeccomp:\t2\nSeccomp_filters:\tz\n", 0, "Tgid 0: not a process id", 0, 0, `Seccomp_filters "z"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseTgid([]byte(tc.in))
+			if !errMatches(err, tc.tgidErr) || got != tc.tgid {
+				t.Errorf("ParseTgid = %d, %v; want %d, error %q", got, err, tc.tgid, tc.tgidErr)
+			}
+			mode, filters, err := ParseSeccomp([]byte(tc.in))
+			if !errMatches(err, tc.seccompErr) || mode != tc.mode || filters != tc.filters {
+				t.Errorf("ParseSeccomp = %d, %d, %v; want %d, %d, error %q", mode, filters, err, tc.mode, tc.filters, tc.seccompErr)
+			}
+		})
+	}
+}
+
+// errMatches reports whether err is nil when want is "", else holds want.
+func errMatches(err error, want string) bool {
+	if want == "" {
+		return err == nil
+	}
+	return err != nil && strings.Contains(err.Error(), want)
+}
+
+func TestParseStatErrorsAreBounded(t *testing.T) {
+	long := strings.Repeat("1", 100000)
+	for _, in := range []string{
+		long + " (x) S 1 1 1",
+		"1 (x) S " + long + " 1 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+		"1 (x) S 1 1 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 " + long, // field 22
+	} {
+		_, err := ParseStat([]byte(in))
+		if err == nil || len(err.Error()) > 300 {
+			t.Errorf("ParseStat of %d bytes: error of %d bytes: %.120v", len(in), len(fmt.Sprint(err)), err)
+		}
+	}
+}
+
+func TestParseCmdline(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"sleep\x0030\x00", []string{"sleep", "30"}},
+		{"sh\x00-c\x00\x00", []string{"sh", "-c"}},
+		{"\x00a\x00\x00b", []string{"", "a", "", "b"}},
+		{"rewritten by setproctitle", []string{"rewritten by setproctitle"}},
+		{"\x00\x00", nil},
+		{"", nil},
+	}
+	for _, tc := range tests {
+		if got := ParseCmdline([]byte(tc.in)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ParseCmdline(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
