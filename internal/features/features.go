@@ -1,0 +1,854 @@
+// Package features probes what this kernel and this process give paddock:
+// the seccomp actions, user notification and its flags, whether a listener
+// can be installed here at all, pidfds, the child subreaper, Landlock,
+// cgroup v2, IA32 emulation, ptrace, and the seccomp state of this process;
+// and from those, which backend `paddock run --backend auto` picks and why.
+// `paddock doctor` prints its Report; docs/doctor.md explains each item.
+//
+// Whether a listener can be installed is only known by installing one, and a
+// seccomp filter cannot be removed: a throwaway child (this binary executed
+// again with ProbeArg, see MaybeRunProbe) installs it and reports back.
+// Everything else is read from /proc and /sys or tried with a harmless call
+// (signal 0 to itself, a descriptor it already holds).
+package features
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/seccomp"
+)
+
+// ProbeArg is argv[1] of the re-executed binary that runs the listener
+// probe (see MaybeRunProbe).
+const ProbeArg = "__paddock_probe"
+
+// envProbeChild marks the probe child's environment. A binary that does not
+// call MaybeRunProbe runs its ordinary main in the child instead; if that
+// main probes again, Probe sees the mark and stops there instead of
+// starting children without end (a test binary would run its tests).
+const envProbeChild = "PADDOCK_PROBE_CHILD"
+
+// probeTimeout bounds the probe child: it does three syscalls and prints.
+const probeTimeout = 5 * time.Second
+
+// Status says what an Item found.
+type Status string
+
+// The statuses of an Item.
+const (
+	OK            Status = "ok"      // present, or nothing in the way
+	Missing       Status = "missing" // absent or in the way; Item.Note says what it costs
+	Unknown       Status = "unknown" // could not be found out; Item.Note says why
+	NotApplicable Status = "n/a"     // does not apply to this architecture
+)
+
+// The IDs of the items of a Report, in the order Probe lists them.
+const (
+	IDKernel           = "kernel"             // uname release and machine
+	IDSeccompActions   = "seccomp_actions"    // /proc/sys/kernel/seccomp/actions_avail
+	IDUserNotif        = "user_notif"         // SECCOMP_RET_USER_NOTIF
+	IDRetTrace         = "ret_trace"          // SECCOMP_RET_TRACE
+	IDNotifContinue    = "notif_continue"     // SECCOMP_USER_NOTIF_FLAG_CONTINUE, by kernel version
+	IDListener         = "listener"           // a listener could be installed (probe child)
+	IDWaitKillableRecv = "wait_killable_recv" // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (probe child)
+	IDSyncWakeUp       = "sync_wake_up"       // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (probe child)
+	IDPidfdOpen        = "pidfd_open"         // pidfd_open(self)
+	IDPidfdSendSignal  = "pidfd_send_signal"  // pidfd_send_signal(self, 0)
+	IDPidfdGetfd       = "pidfd_getfd"        // pidfd_getfd(self, its own pidfd)
+	IDChildSubreaper   = "child_subreaper"    // prctl(PR_GET_CHILD_SUBREAPER)
+	IDLandlock         = "landlock"           // landlock_create_ruleset(NULL, 0, VERSION)
+	IDCgroup2          = "cgroup2"            // /sys/fs/cgroup/cgroup.controllers
+	IDIA32Emulation    = "ia32_emulation"     // CONFIG_IA32_EMULATION (amd64 only)
+	IDPtrace           = "ptrace"             // Yama ptrace_scope
+	IDUnderSeccomp     = "under_seccomp"      // Seccomp, Seccomp_filters of this thread
+	IDUnderListener    = "under_listener"     // the probe's EBUSY
+)
+
+// Item is one probed feature.
+type Item struct {
+	ID     string `json:"id"`     // stable key, one of the ID constants
+	Name   string `json:"name"`   // what it is, for people
+	Status Status `json:"status"` // ok, missing, unknown or n/a
+	Value  string `json:"value"`  // what was found
+	// Note says what is missing and what that costs the user, or why the
+	// item is unknown; on an ok item, a caveat (often empty).
+	Note string `json:"note,omitempty"`
+}
+
+// Backend is the backend `paddock run --backend auto` would pick.
+type Backend struct {
+	Name   string `json:"name"`   // "seccomp", "ptrace" or "none"
+	Reason string `json:"reason"` // why, in one line
+}
+
+// ListenerProbe is what the probe child found (see MaybeRunProbe). Errno
+// fields hold the kernel's names ("EBUSY"); a nil flag was not tried.
+type ListenerProbe struct {
+	// Error is set when the probe could not be run or did not answer; then
+	// nothing else here is known.
+	Error                 string `json:"error,omitempty"`
+	Listener              bool   `json:"listener"`
+	ListenerErrno         string `json:"listener_errno,omitempty"`
+	ListenerError         string `json:"listener_error,omitempty"`
+	WaitKillableRecv      *bool  `json:"wait_killable_recv"`
+	WaitKillableRecvErrno string `json:"wait_killable_recv_errno,omitempty"`
+	SyncWakeUp            *bool  `json:"sync_wake_up"`
+	SyncWakeUpErrno       string `json:"sync_wake_up_errno,omitempty"`
+}
+
+// Report is what Probe found: the kernel, one Item per feature, the raw
+// listener probe, and the backend auto would pick.
+type Report struct {
+	Kernel  string        `json:"kernel"`  // uname release ("" if uname failed)
+	Machine string        `json:"machine"` // uname machine
+	Arch    string        `json:"arch"`    // GOARCH of this binary
+	Items   []Item        `json:"items"`
+	Probe   ListenerProbe `json:"listener_probe"`
+	Backend Backend       `json:"backend"`
+}
+
+// Item returns the item with id, and whether the report has one.
+func (r Report) Item(id string) (Item, bool) {
+	for _, it := range r.Items {
+		if it.ID == id {
+			return it, true
+		}
+	}
+	return Item{}, false
+}
+
+// Probe finds out what this kernel and this process give paddock. self is
+// the binary to execute for the listener probe ("" = /proc/self/exe); it must
+// call MaybeRunProbe first thing in main. Probe never fails as a whole: what
+// it cannot find out is an Unknown item saying why, and a failed listener
+// probe is reported as failed, never as success.
+func Probe(self string) Report {
+	// The seccomp state is per thread, and the probe child inherits the
+	// filters of the thread that forks it: read one and fork from the same.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return build(gather(self))
+}
+
+// facts is everything Probe reads; build turns it into a Report.
+type facts struct {
+	arch             string
+	release, machine string
+	unameErr         error
+	actions          []string
+	actionsErr       error
+	probe            ListenerProbe
+	pidfdOpen        error
+	pidfdSendSignal  error // errNotTried when pidfd_open failed
+	pidfdGetfd       error // errNotTried when pidfd_open failed
+	subreaper        error
+	landlockABI      int
+	landlockErr      error
+	cgroup2Err       error // nil: cgroup.controllers exists
+	ia32             ia32
+	ptraceScope      int // Yama's ptrace_scope, -1 without Yama
+	ptraceScopeErr   error
+	capSysPtrace     bool
+	seccompMode      int
+	seccompFilters   int
+	seccompErr       error
+}
+
+// errNotTried marks a call that needed something that failed before it.
+var errNotTried = errors.New("not tried")
+
+const (
+	actionsPath  = "/proc/sys/kernel/seccomp/actions_avail"
+	yamaPath     = "/proc/sys/kernel/yama/ptrace_scope"
+	cgroup2Path  = "/sys/fs/cgroup/cgroup.controllers"
+	configGzPath = "/proc/config.gz"
+)
+
+// gather reads and tries everything, on the calling (locked) thread.
+func gather(self string) facts {
+	f := facts{arch: runtime.GOARCH, ptraceScope: -1}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		f.unameErr = fmt.Errorf("uname: %w", err)
+	} else {
+		f.release, f.machine = unix.ByteSliceToString(u.Release[:]), unix.ByteSliceToString(u.Machine[:])
+	}
+	if b, err := os.ReadFile(actionsPath); err != nil {
+		f.actionsErr = err
+	} else {
+		f.actions = strings.Fields(string(b))
+	}
+	tid := unix.Gettid()
+	f.seccompMode, f.seccompFilters, f.seccompErr = procfs.FS{Root: "/proc/self/task"}.Seccomp(tid)
+	f.probe = runProbe(self)
+	f.pidfdOpen, f.pidfdSendSignal, f.pidfdGetfd = tryPidfds()
+	var sub int32
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&sub)), 0, 0, 0); err != nil {
+		f.subreaper = fmt.Errorf("prctl(PR_GET_CHILD_SUBREAPER): %w", err)
+	}
+	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		f.landlockErr = fmt.Errorf("landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION): %w", errno)
+	} else {
+		f.landlockABI = int(r)
+	}
+	if _, err := os.Stat(cgroup2Path); err != nil {
+		f.cgroup2Err = err
+	}
+	if f.arch == "amd64" {
+		f.ia32 = readIA32(f.release)
+	}
+	f.ptraceScope, f.ptraceScopeErr = readPtraceScope(yamaPath)
+	f.capSysPtrace = hasCap(unix.CAP_SYS_PTRACE)
+	return f
+}
+
+// tryPidfds calls pidfd_open on this process, pidfd_send_signal(0) to it
+// through that pidfd, and pidfd_getfd of the pidfd itself (a descriptor that
+// is certainly open, unlike 0, which a daemon may have closed).
+func tryPidfds() (open, send, getfd error) {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_open(self): %w", err), errNotTried, errNotTried
+	}
+	defer unix.Close(fd)
+	if err := unix.PidfdSendSignal(fd, 0, nil, 0); err != nil {
+		send = fmt.Errorf("pidfd_send_signal(self, 0): %w", err)
+	}
+	dup, err := unix.PidfdGetfd(fd, fd, 0)
+	if err != nil {
+		getfd = fmt.Errorf("pidfd_getfd(self, %d): %w", fd, err)
+	} else {
+		unix.Close(dup)
+	}
+	return nil, send, getfd
+}
+
+// readPtraceScope reads Yama's ptrace_scope: -1 and no error without Yama.
+func readPtraceScope(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return -1, fmt.Errorf("%s: %q is not a number", path, strings.TrimSpace(string(b)))
+	}
+	return n, nil
+}
+
+// hasCap reports whether this process has capability c in its effective set
+// (the CapEff line of /proc/self/status); false when it cannot tell.
+func hasCap(c int) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	mask, ok := capEff(b)
+	return ok && mask&(1<<uint(c)) != 0
+}
+
+// capEff parses the CapEff line of a /proc/PID/status.
+func capEff(status []byte) (uint64, bool) {
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// ia32 is what was found out about IA32 emulation.
+type ia32 struct {
+	state string // "on", "off", or "" when unknown
+	from  string // where it was read, or why it is unknown
+}
+
+// readIA32 reads CONFIG_IA32_EMULATION from /proc/config.gz or
+// /boot/config-RELEASE, and the ia32_emulation= boot parameter (Linux 6.7+)
+// that overrides CONFIG_IA32_EMULATION_DEFAULT_DISABLED.
+func readIA32(release string) ia32 {
+	var cfg config
+	var from string
+	var errs []string
+	if f, err := os.Open(configGzPath); err == nil {
+		zr, err := gzip.NewReader(f)
+		if err == nil {
+			cfg, err = parseConfig(zr)
+		}
+		f.Close()
+		if err == nil {
+			from = configGzPath
+		} else {
+			errs = append(errs, fmt.Sprintf("%s: %v", configGzPath, err))
+		}
+	} else {
+		errs = append(errs, err.Error())
+	}
+	if from == "" && release != "" {
+		p := "/boot/config-" + release
+		if f, err := os.Open(p); err == nil {
+			cfg, err = parseConfig(f)
+			f.Close()
+			if err == nil {
+				from = p
+			} else {
+				errs = append(errs, fmt.Sprintf("%s: %v", p, err))
+			}
+		} else {
+			errs = append(errs, err.Error())
+		}
+	}
+	if from == "" {
+		return ia32{from: strings.Join(errs, "; ")}
+	}
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	return ia32State(cfg, from, string(cmdline))
+}
+
+// config is what parseConfig reads from a kernel config.
+type config struct {
+	ia32            bool // CONFIG_IA32_EMULATION=y
+	defaultDisabled bool // CONFIG_IA32_EMULATION_DEFAULT_DISABLED=y
+}
+
+// parseConfig reads the lines of a kernel .config that matter here.
+func parseConfig(r io.Reader) (config, error) {
+	var c config
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		switch strings.TrimSpace(sc.Text()) {
+		case "CONFIG_IA32_EMULATION=y":
+			c.ia32 = true
+		case "CONFIG_IA32_EMULATION_DEFAULT_DISABLED=y":
+			c.defaultDisabled = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return config{}, fmt.Errorf("read kernel config: %w", err)
+	}
+	return c, nil
+}
+
+// ia32State combines the config read from `from` with the boot command
+// line: ia32_emulation=BOOL overrides the built-in default.
+func ia32State(c config, from, cmdline string) ia32 {
+	if !c.ia32 {
+		return ia32{state: "off", from: "CONFIG_IA32_EMULATION not set in " + from}
+	}
+	on, why := !c.defaultDisabled, "CONFIG_IA32_EMULATION=y in "+from
+	if c.defaultDisabled {
+		why += ", CONFIG_IA32_EMULATION_DEFAULT_DISABLED=y"
+	}
+	for _, w := range strings.Fields(cmdline) {
+		if w == "--" {
+			break // the rest is init's
+		}
+		if v, ok := strings.CutPrefix(w, "ia32_emulation="); ok {
+			if b, ok := kernelBool(v); ok {
+				on, why = b, why+", boot parameter "+w
+			}
+		}
+	}
+	if on {
+		return ia32{state: "on", from: why}
+	}
+	return ia32{state: "off", from: why}
+}
+
+// kernelBool parses a boolean the way the kernel's kstrtobool does.
+func kernelBool(s string) (bool, bool) {
+	switch strings.ToLower(s) {
+	case "1", "y", "yes", "on", "true":
+		return true, true
+	case "0", "n", "no", "off", "false":
+		return false, true
+	}
+	return false, false
+}
+
+// kernelVersion parses the major and minor number of a uname release
+// ("6.18.44-fc-v1098" is 6, 18).
+func kernelVersion(release string) (major, minor int, ok bool) {
+	a, rest, found := strings.Cut(release, ".")
+	if !found {
+		return 0, 0, false
+	}
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end >= 0 {
+		rest = rest[:end]
+	}
+	major, err1 := strconv.Atoi(a)
+	minor, err2 := strconv.Atoi(rest)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return major, minor, true
+}
+
+// atLeast reports whether version major.minor is at least wantMajor.wantMinor.
+func atLeast(major, minor, wantMajor, wantMinor int) bool {
+	return major > wantMajor || major == wantMajor && minor >= wantMinor
+}
+
+// errnoName returns the kernel's name of the errno err wraps ("EBUSY"), or
+// "" when it wraps none.
+func errnoName(err error) string {
+	var e unix.Errno
+	if !errors.As(err, &e) {
+		return ""
+	}
+	if n := unix.ErrnoName(e); n != "" {
+		return n
+	}
+	return fmt.Sprintf("errno %d", int(e))
+}
+
+// errValue is what an Item shows of a failed call: the errno's name, or the
+// whole error when it wraps none.
+func errValue(err error) string {
+	if n := errnoName(err); n != "" {
+		return n
+	}
+	return err.Error()
+}
+
+// MaybeRunProbe runs the listener probe when this process was started as
+// the probe child (os.Args[1] == ProbeArg), and never returns in that case.
+// Every binary whose path is given to Probe must call it first thing in
+// main (or TestMain).
+//
+// The child sets no_new_privs, installs on its locked thread a
+// one-instruction filter that allows everything with
+// SECCOMP_FILTER_FLAG_NEW_LISTENER|SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+// (without WAIT_KILLABLE_RECV if the kernel answers EINVAL), asks for
+// SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the listener, prints a
+// ListenerProbe as one JSON object on stdout and exits 0. The filter traps
+// nothing, so nothing in the child ever waits on the listener.
+func MaybeRunProbe() {
+	if len(os.Args) < 2 || os.Args[1] != ProbeArg {
+		return
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(probeListener()); err != nil {
+		fmt.Fprintf(os.Stderr, "paddock: listener probe: write the result: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// probeListener installs a listener on the calling thread, which it locks
+// for good: the filter cannot be removed, so the thread must not go back to
+// the Go scheduler's pool. Only the probe child may call it.
+func probeListener() ListenerProbe {
+	runtime.LockOSThread()
+	var p ListenerProbe
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		p.ListenerErrno, p.ListenerError = errnoName(err), fmt.Sprintf("prctl(PR_SET_NO_NEW_PRIVS): %v", err)
+		return p
+	}
+	prog := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
+	fd, err := filter.Install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	killable, killableErrno := err == nil, ""
+	if errors.Is(err, unix.EINVAL) {
+		// Before 5.19 the flag is unknown; without it the kernel may
+		// still take the listener (or reject it too: no user notification).
+		killableErrno = errnoName(err)
+		fd, err = filter.Install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
+	if err != nil {
+		p.ListenerErrno, p.ListenerError = errnoName(err), err.Error()
+		return p
+	}
+	defer unix.Close(fd)
+	p.Listener = true
+	p.WaitKillableRecv, p.WaitKillableRecvErrno = &killable, killableErrno
+	sync := true
+	if err := seccomp.SetSyncWakeUp(fd); err != nil {
+		sync, p.SyncWakeUpErrno = false, errValue(err)
+	}
+	p.SyncWakeUp = &sync
+	return p
+}
+
+// runProbe executes self with ProbeArg from the calling thread and reads
+// its answer. Every way it can fail is an Error, never a success.
+func runProbe(self string) ListenerProbe {
+	if os.Getenv(envProbeChild) != "" {
+		return ListenerProbe{Error: fmt.Sprintf("this process is itself a probe child that did not run the probe (%s=%s is set): its binary does not call features.MaybeRunProbe first thing in main", envProbeChild, os.Getenv(envProbeChild))}
+	}
+	path, argv0 := self, self
+	if self == "" {
+		// argv[0] as this process got it: a multi-call binary (testscript's
+		// copies of a test binary) dispatches on it.
+		path, argv0 = "/proc/self/exe", os.Args[0]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, ProbeArg)
+	cmd.Args[0] = argv0
+	cmd.Env = append(os.Environ(), envProbeChild+"=1")
+	var stdout, stderr capped
+	stdout.max, stderr.max = 64<<10, 4<<10
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Its own process group, so that a child gone wrong is killed whole.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		return ListenerProbe{Error: fmt.Sprintf("the probe child %s did not answer within %v and was killed", path, probeTimeout)}
+	case err != nil:
+		return ListenerProbe{Error: fmt.Sprintf("the probe child %s %s: %v%s", path, ProbeArg, err, tail(stderr.b.String()))}
+	}
+	var p ListenerProbe
+	dec := json.NewDecoder(bytes.NewReader(stdout.b.Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return ListenerProbe{Error: fmt.Sprintf("the probe child %s %s printed no result (%v); does the binary call features.MaybeRunProbe first thing in main?", path, ProbeArg, err)}
+	}
+	if p.Error != "" || !p.Listener && p.ListenerErrno == "" && p.ListenerError == "" {
+		return ListenerProbe{Error: fmt.Sprintf("the probe child %s %s printed an incomplete result: %s", path, ProbeArg, strings.TrimSpace(stdout.b.String()))}
+	}
+	return p
+}
+
+// tail quotes the last line of a child's stderr for an error message.
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return " (stderr: " + s + ")"
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	b   bytes.Buffer
+	max int
+}
+
+// Write implements io.Writer; it never fails, so the child never blocks.
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.b.Len(); room > 0 {
+		c.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// Kernel versions that brought what paddock uses.
+const (
+	minMajor, minMinor           = 5, 9 // README's requirement: pidfds, CONTINUE, Seccomp_filters
+	continueMajor, continueMinor = 5, 5 // SECCOMP_USER_NOTIF_FLAG_CONTINUE
+
+	continueLinux  = "Linux 5.5+"  // SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	syncWakeLinux  = "Linux 6.6+"  // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+	killableLinux  = "Linux 5.19+" // SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+	userNotifLinux = "Linux 5.0+"  // SECCOMP_RET_USER_NOTIF
+)
+
+// build turns facts into a Report: one Item each, and the backend.
+func build(f facts) Report {
+	r := Report{Kernel: f.release, Machine: f.machine, Arch: f.arch, Probe: f.probe}
+	major, minor, verOK := kernelVersion(f.release)
+	add := func(id, name string, st Status, value, note string) {
+		r.Items = append(r.Items, Item{ID: id, Name: name, Status: st, Value: value, Note: note})
+	}
+
+	switch {
+	case f.unameErr != nil:
+		add(IDKernel, "kernel", Unknown, "unknown", f.unameErr.Error())
+	case !verOK:
+		add(IDKernel, "kernel", Unknown, f.release+" ("+f.machine+")", "cannot read a version number from the release; version-based items are unknown")
+	case !atLeast(major, minor, minMajor, minMinor):
+		add(IDKernel, "kernel", Missing, f.release+" ("+f.machine+")", fmt.Sprintf("paddock needs Linux %d.%d+ (README, Requirements): expect the items below to be missing, and paddock run to refuse to start or enforce less", minMajor, minMinor))
+	default:
+		add(IDKernel, "kernel", OK, f.release+" ("+f.machine+")", "")
+	}
+
+	has := func(action string) bool {
+		for _, a := range f.actions {
+			if a == action {
+				return true
+			}
+		}
+		return false
+	}
+	actionsKnown := f.actionsErr == nil
+	switch {
+	case errors.Is(f.actionsErr, os.ErrNotExist):
+		add(IDSeccompActions, "seccomp actions", Missing, "no "+actionsPath,
+			"this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER) or is older than 4.14: paddock cannot enforce anything here")
+	case f.actionsErr != nil:
+		add(IDSeccompActions, "seccomp actions", Unknown, "unreadable", f.actionsErr.Error())
+	default:
+		add(IDSeccompActions, "seccomp actions", OK, strings.Join(f.actions, " "), "")
+	}
+
+	switch {
+	case !actionsKnown:
+		add(IDUserNotif, "user notification", Unknown, "unknown", "cannot tell without "+actionsPath)
+	case has("user_notif"):
+		add(IDUserNotif, "user notification", OK, "user_notif", "")
+	default:
+		add(IDUserNotif, "user notification", Missing, "no user_notif",
+			"no SECCOMP_RET_USER_NOTIF ("+userNotifLinux+"): the seccomp backend (the default) cannot run; auto falls back to ptrace, which stops the agent at each trapped syscall and traces every process it starts")
+	}
+	switch {
+	case !actionsKnown:
+		add(IDRetTrace, "SECCOMP_RET_TRACE", Unknown, "unknown", "cannot tell without "+actionsPath)
+	case has("trace"):
+		add(IDRetTrace, "SECCOMP_RET_TRACE", OK, "trace", "")
+	default:
+		add(IDRetTrace, "SECCOMP_RET_TRACE", Missing, "no trace",
+			"the ptrace backend cannot run: where no seccomp listener can be installed, paddock cannot enforce")
+	}
+
+	switch {
+	case !verOK:
+		add(IDNotifContinue, "NOTIF_FLAG_CONTINUE", Unknown, "unknown", "decided by kernel version ("+continueLinux+"), which could not be read")
+	case atLeast(major, minor, continueMajor, continueMinor):
+		add(IDNotifContinue, "NOTIF_FLAG_CONTINUE", OK, fmt.Sprintf("yes, by kernel version (%d.%d >= %d.%d; not probed)", major, minor, continueMajor, continueMinor), "")
+	default:
+		add(IDNotifContinue, "NOTIF_FLAG_CONTINUE", Missing, fmt.Sprintf("no, by kernel version (%d.%d < %d.%d; not probed)", major, minor, continueMajor, continueMinor),
+			"no SECCOMP_USER_NOTIF_FLAG_CONTINUE ("+continueLinux+"): the seccomp backend cannot let an allowed call run, so it cannot be used here")
+	}
+
+	p := f.probe
+	switch {
+	case p.Error != "":
+		add(IDListener, "listener install", Unknown, "probe failed", "the listener probe failed, so whether a listener can be installed here is not known: "+p.Error)
+	case p.Listener:
+		add(IDListener, "listener install", OK, "yes (a throwaway child installed one)", "")
+	default:
+		add(IDListener, "listener install", Missing, listenerValue(p), listenerWhy(p)+": the seccomp backend cannot run here")
+	}
+	notTried := func(what string) (string, string) {
+		if p.Error != "" {
+			return "unknown", "the listener probe failed, so " + what + " was not tried"
+		}
+		return "not tried", "no listener could be installed, so " + what + " was not tried"
+	}
+	switch {
+	case p.WaitKillableRecv == nil:
+		v, n := notTried("the flag")
+		add(IDWaitKillableRecv, "WAIT_KILLABLE_RECV", Unknown, v, n)
+	case *p.WaitKillableRecv:
+		add(IDWaitKillableRecv, "WAIT_KILLABLE_RECV", OK, "yes", "")
+	default:
+		add(IDWaitKillableRecv, "WAIT_KILLABLE_RECV", Missing, orNo(p.WaitKillableRecvErrno),
+			"no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV ("+killableLinux+"): a signal to a process waiting for a decision (a Go agent's runtime preempts itself with SIGURG every few ms) interrupts and restarts the trapped syscall, and each restart is one more decision")
+	}
+	switch {
+	case p.SyncWakeUp == nil:
+		v, n := notTried("the flag")
+		add(IDSyncWakeUp, "SYNC_WAKE_UP", Unknown, v, n)
+	case *p.SyncWakeUp:
+		add(IDSyncWakeUp, "SYNC_WAKE_UP", OK, "yes", "")
+	default:
+		add(IDSyncWakeUp, "SYNC_WAKE_UP", Missing, orNo(p.SyncWakeUpErrno),
+			"no SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP ("+syncWakeLinux+"): each decision costs an extra scheduler wake-up, ~30 us (a hot kill: 39.6 us instead of 5.4 us)")
+	}
+
+	callItem := func(id string, err error, linux, cost string) {
+		switch {
+		case errors.Is(err, errNotTried):
+			add(id, id, Unknown, "not tried", "needs a pidfd, and pidfd_open failed")
+		case err == nil:
+			add(id, id, OK, "yes", "")
+		default:
+			note := "no " + id + " (" + linux + "): " + cost
+			if !errors.Is(err, unix.ENOSYS) {
+				note = err.Error() + ": the kernel has it but refused (a seccomp filter or LSM above this process?); " + cost
+			}
+			add(id, id, Missing, errValue(err), note)
+		}
+	}
+	callItem(IDPidfdOpen, f.pidfdOpen, "Linux 5.3+", "paddock run cannot start: it pins the agent and each target with a pidfd against PID reuse")
+	callItem(IDPidfdSendSignal, f.pidfdSendSignal, "Linux 5.1+", "paddock forwards signals, runs paddock kill and re-checks pinned targets through pidfds; those fail")
+	callItem(IDPidfdGetfd, f.pidfdGetfd, "Linux 5.6+", "nothing lost: paddock does not call it (the listener travels by SCM_RIGHTS)")
+
+	if f.subreaper != nil {
+		add(IDChildSubreaper, "child subreaper", Missing, errValue(f.subreaper),
+			f.subreaper.Error()+": paddock run cannot start: the supervisor becomes a child subreaper so that daemons the agent double-forks stay in its ownership tree")
+	} else {
+		add(IDChildSubreaper, "child subreaper", OK, "yes", "")
+	}
+
+	const notUsed = "nothing lost today: paddock does not use "
+	switch {
+	case f.landlockErr == nil:
+		add(IDLandlock, "Landlock", OK, fmt.Sprintf("ABI %d", f.landlockABI), "")
+	case errors.Is(f.landlockErr, unix.EOPNOTSUPP):
+		add(IDLandlock, "Landlock", Missing, "EOPNOTSUPP", "Landlock is built in but not enabled (add landlock to the lsm= boot parameter); "+notUsed+"Landlock yet")
+	case errors.Is(f.landlockErr, unix.ENOSYS):
+		add(IDLandlock, "Landlock", Missing, "ENOSYS", "no Landlock (Linux 5.13+, CONFIG_SECURITY_LANDLOCK); "+notUsed+"Landlock yet")
+	default:
+		add(IDLandlock, "Landlock", Missing, errValue(f.landlockErr), f.landlockErr.Error()+"; "+notUsed+"Landlock yet")
+	}
+
+	switch {
+	case f.cgroup2Err == nil:
+		add(IDCgroup2, "cgroup v2", OK, "yes ("+cgroup2Path+")", "")
+	case errors.Is(f.cgroup2Err, os.ErrNotExist):
+		add(IDCgroup2, "cgroup v2", Missing, "no "+cgroup2Path, "/sys/fs/cgroup is not a cgroup v2 hierarchy (v1, hybrid, or not mounted); "+notUsed+"cgroups yet")
+	default:
+		add(IDCgroup2, "cgroup v2", Unknown, "unknown", f.cgroup2Err.Error())
+	}
+
+	switch {
+	case f.arch != "amd64":
+		add(IDIA32Emulation, "IA32 emulation", NotApplicable, "not applicable on "+f.arch, "an amd64 kernel option")
+	case f.ia32.state == "on":
+		add(IDIA32Emulation, "IA32 emulation", OK, "on ("+f.ia32.from+")", "i386 int 0x80 syscalls reach this kernel; paddock's filter traps that ABI too")
+	case f.ia32.state == "off":
+		add(IDIA32Emulation, "IA32 emulation", OK, "off ("+f.ia32.from+")", "")
+	default:
+		add(IDIA32Emulation, "IA32 emulation", Unknown, "unknown", "no readable kernel config ("+f.ia32.from+"); nothing depends on it: paddock's filter traps the i386 ABI either way")
+	}
+
+	ptraceOK, ptraceWhy := ptraceUsable(f)
+	switch {
+	case f.ptraceScopeErr != nil:
+		add(IDPtrace, "ptrace", Unknown, "unknown", f.ptraceScopeErr.Error())
+	case ptraceOK && f.ptraceScope < 0:
+		add(IDPtrace, "ptrace", OK, "no Yama (ptrace_scope absent)", "")
+	case ptraceOK:
+		add(IDPtrace, "ptrace", OK, fmt.Sprintf("Yama ptrace_scope %d", f.ptraceScope), ptraceWhy)
+	default:
+		add(IDPtrace, "ptrace", Missing, fmt.Sprintf("Yama ptrace_scope %d", f.ptraceScope), ptraceWhy+": the ptrace backend cannot run")
+	}
+
+	switch {
+	case f.seccompErr != nil:
+		add(IDUnderSeccomp, "seccomp filters above", Unknown, "unknown", f.seccompErr.Error())
+	case f.seccompMode == 0:
+		add(IDUnderSeccomp, "seccomp filters above", OK, "none", "")
+	case f.seccompMode == 1:
+		add(IDUnderSeccomp, "seccomp filters above", Missing, "strict mode (Seccomp: 1)", "this thread is in seccomp strict mode: nothing can be installed")
+	default:
+		add(IDUnderSeccomp, "seccomp filters above", OK, fmt.Sprintf("%d (Seccomp: %d)", f.seccompFilters, f.seccompMode),
+			"what those filters refuse is refused before paddock is asked; paddock's filter stacks on them and can only make things stricter")
+	}
+
+	switch {
+	case p.Error != "":
+		add(IDUnderListener, "no other listener", Unknown, "unknown", "the listener probe failed, so this is not known")
+	case p.Listener:
+		add(IDUnderListener, "no other listener", OK, "none above this process", "")
+	case p.ListenerErrno == "EBUSY":
+		add(IDUnderListener, "no other listener", Missing, "another listener supervises this process (EBUSY)",
+			"paddock run under paddock run, or a sandbox that supervises with user notification: a filter chain takes one listener, so only the ptrace backend can run here")
+	default:
+		add(IDUnderListener, "no other listener", Unknown, "unknown", "the listener probe failed with "+listenerValue(p)+", not EBUSY, so this is not known")
+	}
+
+	r.Backend = pickBackend(f, actionsKnown && has("trace"), ptraceOK, ptraceWhy)
+	return r
+}
+
+// orNo is an item's value for a flag the kernel refused.
+func orNo(errno string) string {
+	if errno == "" {
+		return "no"
+	}
+	return "no (" + errno + ")"
+}
+
+// listenerValue is what the listener item shows of a failed install.
+func listenerValue(p ListenerProbe) string {
+	if p.ListenerErrno != "" {
+		return "no (" + p.ListenerErrno + ")"
+	}
+	return "no"
+}
+
+// listenerWhy says in words why no listener could be installed.
+func listenerWhy(p ListenerProbe) string {
+	switch p.ListenerErrno {
+	case "EBUSY":
+		return "another seccomp listener already supervises this process (EBUSY; a filter chain takes only one)"
+	case "EINVAL":
+		return "this kernel has no seccomp user notification (EINVAL; " + userNotifLinux + ")"
+	case "EACCES":
+		return "no_new_privs could not be set and there is no CAP_SYS_ADMIN (EACCES)"
+	case "EPERM", "ENOSYS":
+		return "seccomp(2) itself is refused here (" + p.ListenerErrno + "; a filter above this process, or a kernel without CONFIG_SECCOMP_FILTER)"
+	}
+	return "installing one failed: " + p.ListenerError
+}
+
+// ptraceUsable says whether the supervisor may trace its own child here, and
+// a caveat or the reason it may not.
+func ptraceUsable(f facts) (bool, string) {
+	switch {
+	case f.ptraceScopeErr != nil:
+		return false, "cannot read " + yamaPath + ": " + f.ptraceScopeErr.Error()
+	case f.ptraceScope >= 3:
+		return false, "ptrace is disabled entirely (Yama ptrace_scope 3; only a reboot lowers it)"
+	case f.ptraceScope == 2 && !f.capSysPtrace:
+		return false, "Yama ptrace_scope 2 lets only CAP_SYS_PTRACE trace, and this process lacks it"
+	case f.ptraceScope == 2:
+		return true, "admin-only (ptrace_scope 2); this process has CAP_SYS_PTRACE"
+	}
+	return true, ""
+}
+
+// pickBackend is `paddock run --backend auto`'s choice: seccomp where the
+// probe installed a listener, else ptrace where SECCOMP_RET_TRACE and ptrace
+// are there, else none.
+func pickBackend(f facts, retTrace, ptraceOK bool, ptraceWhy string) Backend {
+	p := f.probe
+	if p.Error == "" && p.Listener {
+		why := "a seccomp listener can be installed here (probed in a throwaway child)"
+		if p.SyncWakeUp != nil && !*p.SyncWakeUp {
+			why += "; without SYNC_WAKE_UP each decision costs ~30 us more"
+		}
+		return Backend{Name: "seccomp", Reason: why}
+	}
+	why := "the listener probe failed (" + p.Error + ")"
+	if p.Error == "" {
+		why = "no seccomp listener: " + listenerWhy(p)
+	}
+	if retTrace && ptraceOK {
+		return Backend{Name: "ptrace", Reason: why + "; SECCOMP_RET_TRACE and ptrace are available"}
+	}
+	var not []string
+	if !retTrace {
+		if f.actionsErr != nil {
+			not = append(not, "SECCOMP_RET_TRACE is unknown ("+actionsPath+" unreadable)")
+		} else {
+			not = append(not, "no SECCOMP_RET_TRACE in "+actionsPath)
+		}
+	}
+	if !ptraceOK {
+		not = append(not, ptraceWhy)
+	}
+	return Backend{Name: "none", Reason: "paddock cannot enforce here: " + why + "; and " + strings.Join(not, "; ")}
+}
