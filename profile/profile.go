@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -93,6 +94,32 @@ type Error struct {
 	Msg  string
 }
 
+// displayKey shows a key as the file can spell it: a bare key (or a dotted
+// path of them, as the TOML reader reports a nested key) as itself, any
+// other quoted, so that a key holding a newline or an escape sequence cannot
+// split the message or act on a terminal.
+func displayKey(k string) string {
+	for _, part := range strings.Split(k, ".") {
+		if !isBareKey(part) {
+			return strconv.Quote(k)
+		}
+	}
+	return k
+}
+
+// isBareKey reports whether k is a TOML bare key: A-Za-z0-9_- only.
+func isBareKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("profile ")
@@ -102,7 +129,7 @@ func (e *Error) Error() string {
 	}
 	if e.Key != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Key)
+		b.WriteString(displayKey(e.Key))
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Msg)
@@ -205,8 +232,12 @@ func Parse(path string, data []byte) (Profile, error) {
 	for _, k := range md.Keys() {
 		top := k[0]
 		if !isKey(top) {
+			what := "unknown key" + suggest(top)
+			if top == "" {
+				what = `unknown key "" (an empty quoted key)`
+			}
 			return Profile{}, &Error{Path: path, Line: keyLine(text, top), Key: top,
-				Msg: fmt.Sprintf("unknown key%s. Way out: the keys are %s.", suggest(top), strings.Join(Keys, ", "))}
+				Msg: fmt.Sprintf("%s. Way out: the keys are %s.", what, strings.Join(Keys, ", "))}
 		}
 		if len(k) > 1 {
 			return Profile{}, &Error{Path: path, Line: keyLine(text, top), Key: top, Msg: "must be a plain value, not a table"}
@@ -375,7 +406,10 @@ func (lineProbe) UnmarshalTOML(any) error { return errProbe }
 
 // keyLine returns the line where top-level key k is defined, 0 if unknown.
 func keyLine(text, k string) int {
-	if !strings.ContainsAny(k, "\"`\\") {
+	// The probe spells k in a struct tag, where a comma starts the options
+	// and "-" means no key at all: only keys without those (and without
+	// quotes or control characters) can be probed.
+	if k != "" && k != "-" && strings.IndexFunc(k, func(r rune) bool { return strings.ContainsRune("\"`\\,", r) || r < ' ' || r == 0x7f }) < 0 {
 		t := reflect.StructOf([]reflect.StructField{{
 			Name: "F", Type: reflect.TypeOf(lineProbe{}), Tag: reflect.StructTag(`toml:"` + k + `"`),
 		}})
@@ -385,12 +419,61 @@ func keyLine(text, k string) int {
 			return pe.Position.Line
 		}
 	}
-	for i, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, k) {
-			return i + 1
+	// Else the first line that starts with the key, bare or quoted (as a
+	// table header too), then the first that holds it at all.
+	lines := strings.Split(text, "\n")
+	spellings := []string{strconv.Quote(k), tomlQuote(k, "\\u%04x"), tomlQuote(k, "\\u%04X"), "'" + k + "'"}
+	if isBareKey(k) {
+		spellings = append(spellings, k)
+	}
+	for i, l := range lines {
+		l = strings.TrimLeft(strings.TrimSpace(l), "[ \t")
+		for _, sp := range spellings {
+			if strings.HasPrefix(l, sp) {
+				return i + 1
+			}
+		}
+	}
+	if k != "" {
+		for i, l := range lines {
+			if strings.Contains(l, k) {
+				return i + 1
+			}
 		}
 	}
 	return 0
+}
+
+// tomlQuote spells k as a TOML basic string, control characters escaped
+// with format (\u%04x or \u%04X) unless they have a short escape.
+func tomlQuote(k, format string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range k {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if r < ' ' || r == 0x7f {
+				fmt.Fprintf(&b, format, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // GuardPolicy is what the command guard needs from the profile. Supervised

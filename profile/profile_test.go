@@ -225,3 +225,24 @@ func TestDetect(t *testing.T) {
 		t.Errorf("IsHeadless: %v %q", h, why)
 	}
 }
+
+// Keys the file quotes are quoted in errors too, on the line that defines
+// them: a key may hold a newline, an escape sequence or a comma.
+func TestParseErrorKeys(t *testing.T) {
+	cases := []struct{ name, data, want string }{
+		{"newline in key", "name = \"x\"\n\"a\\nb\" = 2\n", `profile /x/p.toml:2: "a\nb": unknown key.`},
+		{"escape sequence in key", "\"\\u001b[2J\" = 1\n", `profile /x/p.toml:1: "\x1b[2J": unknown key.`},
+		{"comma in key", "total_vram_gb = 1\n\"total_vram_gb,x\" = 1\n", `profile /x/p.toml:2: "total_vram_gb,x": unknown key.`},
+		{"dash key", "name = \"a-b\"\n- = 1\n", `profile /x/p.toml:2: -: unknown key.`},
+		{"empty key", "name = \"x\"\n\"\" = 1\n", `profile /x/p.toml:2: unknown key "" (an empty quoted key).`},
+		{"dotted key", "gpu.count = 1\n", `profile /x/p.toml:1: gpu: unknown key.`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("/x/p.toml", []byte(tc.data))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to start with %q", err, tc.want)
+			}
+		})
+	}
+}
