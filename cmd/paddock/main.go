@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/supervisor"
 )
 
@@ -20,6 +21,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 func main() {
 	supervisor.MaybeRunInit()
+	features.MaybeRunProbe()
 	os.Exit(execute(os.Args[1:]))
 }
 
@@ -62,6 +64,7 @@ saying what was refused, why, and the way out.`,
 	root.AddCommand(newCheckCmd(), newProfileCmd())
 	root.AddCommand(newJournalCmd())
 	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd())
+	root.AddCommand(newDoctorCmd(), newProbeCmd())
 	return root
 }
 

@@ -634,9 +634,9 @@ func build(f facts) Report {
 	case !verOK:
 		add(IDNotifContinue, "NOTIF_FLAG_CONTINUE", Unknown, "unknown", "decided by kernel version ("+continueLinux+"), which could not be read")
 	case atLeast(major, minor, continueMajor, continueMinor):
-		add(IDNotifContinue, "NOTIF_FLAG_CONTINUE", OK, fmt.Sprintf("yes, by kernel version (%d.%d >= %d.%d; not probed)", major, minor, continueMajor, continueMinor), "")
+		add(IDNotifContinue, "NOTIF_FLAG_CONTINUE", OK, fmt.Sprintf("yes (kernel %d.%d is %d.%d+; by version, not probed)", major, minor, continueMajor, continueMinor), "")
 	default:
-		add(IDNotifContinue, "NOTIF_FLAG_CONTINUE", Missing, fmt.Sprintf("no, by kernel version (%d.%d < %d.%d; not probed)", major, minor, continueMajor, continueMinor),
+		add(IDNotifContinue, "NOTIF_FLAG_CONTINUE", Missing, fmt.Sprintf("no (kernel %d.%d is older than %d.%d; by version, not probed)", major, minor, continueMajor, continueMinor),
 			"no SECCOMP_USER_NOTIF_FLAG_CONTINUE ("+continueLinux+"): the seccomp backend cannot let an allowed call run, so it cannot be used here")
 	}
 

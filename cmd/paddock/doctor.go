@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/features"
+)
+
+func newDoctorCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Report what this kernel and this process give paddock, and which backend auto would pick",
+		Long: `Report what this kernel and this process give paddock: the seccomp actions,
+user notification and its flags (CONTINUE, WAIT_KILLABLE_RECV, SYNC_WAKE_UP),
+whether a seccomp listener can be installed here at all (tried in a throwaway
+child), pidfd_open, pidfd_send_signal, pidfd_getfd, the child subreaper,
+Landlock, cgroup v2, IA32 emulation, ptrace (Yama), the seccomp filters this
+process already runs under, and whether another listener holds them; then the
+backend paddock run --backend auto would pick (seccomp, ptrace or none) and why.
+
+One line per item: ok, MISSING (with what it costs), unknown (with why) or
+n/a. --json prints the same as one object: kernel, machine, arch, items (id,
+name, status, value, note), listener_probe and backend (name, reason). See
+docs/doctor.md. doctor changes nothing on the host.
+
+Exit status: 0 whatever it finds, 1 when the report could not be written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := features.Probe("")
+			var err error
+			if asJSON {
+				err = printJSON(r)
+			} else {
+				err = printDoctor(os.Stdout, r)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "paddock: doctor: write the report: %v\n", err)
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	return cmd
+}
+
+// newProbeCmd is the listener probe's child (features.MaybeRunProbe) as a
+// hidden command. main runs the probe before any command is parsed; this
+// entry serves binaries that reach execute without main's first line, such
+// as the test binary's copies that testscript puts on PATH.
+func newProbeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                features.ProbeArg,
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			features.MaybeRunProbe() // exits when os.Args[1] is ProbeArg
+			return errors.New(features.ProbeArg + " must be the first argument")
+		},
+	}
+}
+
+// statusWord is how the text report shows a status: what is missing shouts.
+func statusWord(s features.Status) string {
+	if s == features.Missing {
+		return "MISSING"
+	}
+	return string(s)
+}
+
+// printDoctor writes the text report: one line per item, then the backend.
+func printDoctor(w io.Writer, r features.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, it := range r.Items {
+		line := it.Value
+		if it.Note != "" {
+			line += " -- " + it.Note
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", statusWord(it.Status), it.Name, oneLine(line))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "backend: %s -- %s\n", r.Backend.Name, oneLine(r.Backend.Reason))
+	return err
+}
+
+// oneLine keeps a value read from the system (an error, a child's stderr)
+// from breaking the one-line-per-item layout.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
