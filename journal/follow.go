@@ -52,7 +52,7 @@ func ReadLines(r io.Reader) (lines []Line, torn []byte, err error) {
 			return lines, nil, fmt.Errorf("journal: read: %w", rerr)
 		}
 		if rerr == io.EOF {
-			if len(b) > 0 {
+			if len(bytes.TrimSpace(b)) > 0 {
 				if pending != nil {
 					lines = append(lines, *pending)
 				}
@@ -534,9 +534,10 @@ func (fl *Follower) nameOf(fi os.FileInfo) string {
 	return fl.Path
 }
 
-// finish is done with a file: an incomplete last line is reported.
+// finish is done with a file: an incomplete last line is reported (one of
+// blanks only is a blank line, skipped).
 func (fl *Follower) finish(name string, r *lineReader) {
-	if len(r.partial) > 0 {
+	if len(bytes.TrimSpace(r.partial)) > 0 {
 		fl.warn(&TornLineError{Path: name, Line: bytes.Clone(r.partial)})
 	}
 	r.reset(0)

@@ -642,6 +642,8 @@ func TestRead(t *testing.T) {
 		{"corrupt middle line", a + "\nnot json\n" + b + "\n", []string{"a", "b"}, "", []int{2}},
 		{"corrupt middle and torn last", "null\n" + a + "\n" + b[:5], []string{"a"}, b[:5], []int{1}},
 		{"garbled line then torn", a + "\n{\n" + b[:5], []string{"a"}, b[:5], []int{2}},
+		{"unterminated blanks are a blank line", a + "\n \t", []string{"a"}, "", nil},
+		{"garbled last line before unterminated blanks", "00000\n ", nil, "00000", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

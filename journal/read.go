@@ -11,7 +11,8 @@ import (
 // Read parses a journal from r. It returns the records in file order and,
 // separately, a torn final line: a last line that lacks its '\n' or does not
 // parse as a JSON object, which is what a crash in the middle of a write
-// leaves behind. Readers report the torn line instead of failing on it.
+// leaves behind (a last line of blanks only is skipped, like any blank
+// line). Readers report the torn line instead of failing on it.
 //
 // Values decode as encoding/json does into an any (numbers, pid included,
 // are float64). Empty lines are skipped. A line other than the last that
@@ -29,7 +30,8 @@ func Read(r io.Reader) (recs []map[string]any, torn string, err error) {
 			return recs, "", fmt.Errorf("journal: read: %w", rerr)
 		}
 		if rerr == io.EOF {
-			if len(line) > 0 {
+			// A blank fragment is a blank line, skipped like the others.
+			if len(bytes.TrimSpace(line)) > 0 {
 				// Last line without '\n': torn, even if it parses,
 				// since the writer never finished it. An earlier
 				// bad line is then not the last one after all.
