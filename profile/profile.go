@@ -406,6 +406,7 @@ func (lineProbe) UnmarshalTOML(any) error { return errProbe }
 
 // keyLine returns the line where top-level key k is defined, 0 if unknown.
 func keyLine(text, k string) int {
+	lines := strings.Split(text, "\n")
 	// The probe spells k in a struct tag, where a comma starts the options
 	// and "-" means no key at all: only keys without those (and without
 	// quotes or control characters) can be probed.
@@ -415,23 +416,23 @@ func keyLine(text, k string) int {
 		}})
 		_, err := toml.Decode(text, reflect.New(t).Interface())
 		var pe toml.ParseError
-		if errors.As(err, &pe) && pe.Position.Line > 0 {
+		if errors.As(err, &pe) && pe.Position.Line > 0 && pe.Position.Line <= len(lines) {
+			// The probe names the line where the value ends (a multi-line
+			// string ends lines later): the key is on the last line up to
+			// there that starts with it.
+			for i := pe.Position.Line; i >= 1; i-- {
+				if startsWithKey(lines[i-1], k) {
+					return i
+				}
+			}
 			return pe.Position.Line
 		}
 	}
-	// Else the first line that starts with the key, bare or quoted (as a
-	// table header too), then the first that holds it at all.
-	lines := strings.Split(text, "\n")
-	spellings := []string{strconv.Quote(k), tomlQuote(k, "\\u%04x"), tomlQuote(k, "\\u%04X"), "'" + k + "'"}
-	if isBareKey(k) {
-		spellings = append(spellings, k)
-	}
+	// Else the first line that starts with the key, then the first that
+	// holds it at all.
 	for i, l := range lines {
-		l = strings.TrimLeft(strings.TrimSpace(l), "[ \t")
-		for _, sp := range spellings {
-			if strings.HasPrefix(l, sp) {
-				return i + 1
-			}
+		if startsWithKey(l, k) {
+			return i + 1
 		}
 	}
 	if k != "" {
@@ -442,6 +443,22 @@ func keyLine(text, k string) int {
 		}
 	}
 	return 0
+}
+
+// startsWithKey reports whether line defines key k, bare or quoted, as a
+// key = value line, a dotted key or a table header.
+func startsWithKey(line, k string) bool {
+	l := strings.TrimLeft(line, "[ \t")
+	spellings := []string{strconv.Quote(k), tomlQuote(k, "\\u%04x"), tomlQuote(k, "\\u%04X"), "'" + k + "'"}
+	if isBareKey(k) {
+		spellings = append(spellings, k)
+	}
+	for _, sp := range spellings {
+		if rest, ok := strings.CutPrefix(l, sp); ok && (rest == "" || strings.ContainsAny(rest[:1], " \t=.]")) {
+			return true
+		}
+	}
+	return false
 }
 
 // tomlQuote spells k as a TOML basic string, control characters escaped

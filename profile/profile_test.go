@@ -236,6 +236,7 @@ func TestParseErrorKeys(t *testing.T) {
 		{"dash key", "name = \"a-b\"\n- = 1\n", `profile /x/p.toml:2: -: unknown key.`},
 		{"empty key", "name = \"x\"\n\"\" = 1\n", `profile /x/p.toml:2: unknown key "" (an empty quoted key).`},
 		{"dotted key", "gpu.count = 1\n", `profile /x/p.toml:1: gpu: unknown key.`},
+		{"multi-line value", "0='''\nx\n'''", `profile /x/p.toml:1: 0: unknown key.`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,5 +245,16 @@ func TestParseErrorKeys(t *testing.T) {
 				t.Errorf("error %q, want it to start with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A value spanning lines is sourced from the line of its key.
+func TestParseSourceOfMultilineValue(t *testing.T) {
+	p, err := Parse("/x/p.toml", []byte("name = \"\"\"\ndesk\ntop\"\"\"\nheadless = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Sources[KeyName] != "file /x/p.toml:1" || p.Sources[KeyHeadless] != "file /x/p.toml:4" {
+		t.Errorf("sources: %v", p.Sources)
 	}
 }
