@@ -2,9 +2,11 @@ package supervisor
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -95,10 +97,29 @@ type control struct {
 	dir      string
 	path     string
 	listener *net.UnixListener
+	timeout  time.Duration // requestTimeout when the socket was started
+	conns    chan struct{} // one token per connection being served
 }
 
-// maxRequest bounds one request's size.
-const maxRequest = 64 << 10
+// Bounds of the control socket. Its clients run as the session's user (or
+// root), the agent included, and are not trusted to be polite: whatever
+// they send, or fail to send, costs one goroutine and one descriptor for a
+// bounded time, and never touches the notify loop, which does not read the
+// socket.
+const (
+	// maxRequest bounds one request's size, its '\n' not counted.
+	maxRequest = 64 << 10
+	// maxConns bounds the connections served at once; past it a client is
+	// answered at once that paddock is busy, so that the socket cannot use
+	// up the descriptors the notify loop needs for its pidfds.
+	maxConns = 64
+)
+
+// requestTimeout is how long a client has to send its request, and then to
+// take the answer, before the connection is dropped (with an answer saying
+// so when it can still be written). A variable so that tests can shorten it
+// before a session starts.
+var requestTimeout = 5 * time.Second
 
 // runtimeDir is where session directories go: $XDG_RUNTIME_DIR, else the temp dir.
 func runtimeDir() string {
@@ -126,7 +147,7 @@ func startControl(s *Session) (*control, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	c := &control{s: s, dir: dir, path: path, listener: l}
+	c := &control{s: s, dir: dir, path: path, listener: l, timeout: requestTimeout, conns: make(chan struct{}, maxConns)}
 	go c.serve()
 	return c, nil
 }
@@ -136,6 +157,7 @@ func (c *control) close() {
 	_ = os.RemoveAll(c.dir)
 }
 
+// serve accepts connections and serves each on a goroutine of its own.
 func (c *control) serve() {
 	for {
 		conn, err := c.listener.AcceptUnix()
@@ -147,8 +169,27 @@ func (c *control) serve() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		go c.handleConn(conn)
+		select {
+		case c.conns <- struct{}{}:
+			go func() {
+				defer func() { <-c.conns }()
+				c.handleConn(conn)
+			}()
+		default:
+			c.busy(conn)
+		}
 	}
+}
+
+// busy answers a connection past maxConns without reading it. A fresh
+// connection's buffer is empty, so the write does not block the accept loop
+// (and its deadline makes sure of it).
+func (c *control) busy(conn *net.UnixConn) {
+	resp := Response{Error: fmt.Sprintf("paddock is busy: %d control requests are in progress on this session; try again", maxConns)}
+	if cred, err := peer(conn); err != nil || allowedPeer(cred.Uid, os.Geteuid()) != nil {
+		resp = Response{Error: "paddock refused a control request: only the session's user and root may control this session"}
+	}
+	c.reply(conn, resp)
 }
 
 // peer identifies the other end of a connection with SO_PEERCRED.
@@ -176,56 +217,137 @@ func describePeer(fs procfs.FS, cred *unix.Ucred) string {
 	return fmt.Sprintf("pid %d (%s) uid %d", cred.Pid, comm, cred.Uid)
 }
 
+// handleConn answers one connection and closes it.
 func (c *control) handleConn(conn *net.UnixConn) {
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	resp := c.answer(conn)
-	resp.Session = SessionInfo{Supervisor: os.Getpid(), Agent: c.s.rootPid}
-	b, _ := json.Marshal(resp)
-	_, _ = conn.Write(append(b, '\n'))
+	c.reply(conn, c.answer(conn))
 }
 
+// reply writes resp, within the timeout, and closes conn.
+func (c *control) reply(conn *net.UnixConn, resp Response) {
+	defer conn.Close()
+	resp.Session = SessionInfo{Supervisor: os.Getpid(), Agent: c.s.rootPid}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(Response{Error: fmt.Sprintf("paddock could not encode its answer: %v", err), Session: resp.Session})
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		c.s.cfg.Log.Debug().Err(err).Msg("control socket: the client did not take its answer")
+	}
+}
+
+// answer checks the client's user, then reads and serves its request.
 func (c *control) answer(conn *net.UnixConn) Response {
 	cred, err := peer(conn)
 	if err != nil {
 		return Response{Error: fmt.Sprintf("paddock could not identify the client (SO_PEERCRED): %v", err)}
 	}
-	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
-		return Response{Error: fmt.Sprintf("paddock refused a control request from uid %d: only uid %d (the session's user) and root may control this session", cred.Uid, os.Geteuid())}
+	if err := allowedPeer(cred.Uid, os.Geteuid()); err != nil {
+		c.s.cfg.Log.Warn().Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("control request refused: another user")
+		return Response{Error: err.Error()}
 	}
-	line, err := bufio.NewReaderSize(conn, 4096).ReadSlice('\n')
-	if err != nil && !errors.Is(err, bufio.ErrBufferFull) && len(line) == 0 {
-		return Response{Error: fmt.Sprintf("bad request: %v", err)}
+	_ = conn.SetReadDeadline(time.Now().Add(c.timeout))
+	return serveRequest(conn, c.timeout, c.s, int(cred.Pid), func() string { return describePeer(c.s.fs, cred) })
+}
+
+// allowedPeer decides who may use the socket: the session's own user and
+// root. The socket's 0700 directory already keeps others out; this check
+// holds even if that directory is opened up, or the socket handed over.
+func allowedPeer(uid uint32, euid int) error {
+	if uid == 0 || int64(uid) == int64(euid) {
+		return nil
 	}
-	if len(line) > maxRequest {
-		return Response{Error: "bad request: larger than 64 KiB"}
+	return fmt.Errorf("paddock refused a control request from uid %d: only uid %d (the session's user) and root may control this session", uid, euid)
+}
+
+// sessionOps is what the control socket asks of a session. *Session
+// implements it; tests substitute a recorder.
+type sessionOps interface {
+	adopt(pid int, reason string, lifelineOK bool, by string) (ownership.Lease, error)
+	release(pid int, by string) (ownership.Lease, error)
+	Owned() ([]Process, error)
+	kill(requester, pid, sig int) (*Signalled, error)
+}
+
+// serveRequest reads one request from r and carries it out on ops for the
+// client process requester, named by by (called only for a well-formed
+// request). timeout is what a read deadline on r was set to, for the error.
+func serveRequest(r io.Reader, timeout time.Duration, ops sessionOps, requester int, by func() string) Response {
+	req, err := readRequest(r, timeout)
+	if err != nil {
+		return Response{Error: err.Error()}
 	}
+	return dispatch(ops, req, requester, by())
+}
+
+// maxSignal is the largest signal number on Linux (SIGRTMAX, _NSIG-1).
+const maxSignal = 64
+
+// readRequest reads one request: a JSON object on one line, at most
+// maxRequest bytes. The '\n' may be left out by a client that closes its
+// side of the connection after the object.
+func readRequest(r io.Reader, timeout time.Duration) (Request, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, maxRequest+1)).ReadBytes('\n')
+	body := bytes.TrimSuffix(line, []byte{'\n'})
+	switch {
+	case len(body) > maxRequest:
+		return Request{}, fmt.Errorf("bad request: larger than %d KiB (a request is one JSON object on one line)", maxRequest>>10)
+	case err == nil, errors.Is(err, io.EOF) && len(body) > 0:
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return Request{}, fmt.Errorf("bad request: no complete request within %v (send one JSON object, then a newline)", timeout)
+	case errors.Is(err, io.EOF):
+		return Request{}, errors.New("bad request: empty (the client sent nothing before closing its side)")
+	default:
+		return Request{}, fmt.Errorf("bad request: read: %w", err)
+	}
+	return decodeRequest(body)
+}
+
+// decodeRequest parses and checks one request line.
+func decodeRequest(b []byte) (Request, error) {
 	var req Request
-	if err := json.Unmarshal(line, &req); err != nil {
-		return Response{Error: fmt.Sprintf("bad request: %v", err)}
+	if err := json.Unmarshal(b, &req); err != nil {
+		return Request{}, fmt.Errorf("bad request: not a JSON request object: %v", err)
 	}
-	by := describePeer(c.s.fs, cred)
+	switch req.Op {
+	case "adopt", "release", "ps":
+	case "kill":
+		if req.Signal < 0 || req.Signal > maxSignal {
+			return Request{}, fmt.Errorf("bad request: signal %d is not a signal number (0 to %d)", req.Signal, maxSignal)
+		}
+	default:
+		op := req.Op
+		if len(op) > 32 {
+			op = op[:32] + "..."
+		}
+		return Request{}, fmt.Errorf("bad request: unknown op %q (want adopt, release, ps or kill)", op)
+	}
+	return req, nil
+}
+
+// dispatch carries out a decoded request.
+func dispatch(ops sessionOps, req Request, requester int, by string) Response {
 	switch req.Op {
 	case "adopt":
-		l, err := c.s.adopt(req.Pid, req.Reason, req.LifelineOK, by)
+		l, err := ops.adopt(req.Pid, req.Reason, req.LifelineOK, by)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}
 		return Response{OK: true, Lease: leaseInfo(l)}
 	case "release":
-		l, err := c.s.release(req.Pid, by)
+		l, err := ops.release(req.Pid, by)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}
 		return Response{OK: true, Released: leaseInfo(l)}
 	case "ps":
-		ps, err := c.s.Owned()
+		ps, err := ops.Owned()
 		if err != nil {
 			return Response{Error: err.Error()}
 		}
 		return Response{OK: true, Processes: ps}
 	case "kill":
-		sd, err := c.s.kill(int(cred.Pid), req.Pid, req.Signal)
+		sd, err := ops.kill(requester, req.Pid, req.Signal)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}
