@@ -48,7 +48,6 @@ func FuzzControlRequest(f *testing.F) {
 		`{"OP":"PS","Pid":"1"}`,
 		`{"op":"ps","op":"kill","pid":1}`,
 		"null\n", "[]\n", "\n", "", "{\"op\":\"ps\"} {}\n", "\xff\xfe{",
-		`{"op":"adopt","reason":"` + strings.Repeat("r", maxRequest) + `"}`,
 	} {
 		f.Add([]byte(s), uint8(len(s)))
 	}
