@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -34,19 +35,33 @@ func MaybeRunInit() {
 	os.Exit(code)
 }
 
-// runInit expects: [--trap-exec] -- PATH ARGV0 ARG...
+// runInit expects: --backend auto|seccomp|ptrace [--trap-exec] [--trap-power] -- PATH ARGV0 ARG...
 // It returns only on failure, with an exit status (126, like a shell that
 // could not execute a command) and the error.
+//
+// The handoff, over the SOCK_SEQPACKET socket on fd 3: with a listener, the
+// init sends 'L' with the listener as SCM_RIGHTS; without one (--backend
+// ptrace, or auto when no listener can be had) it sends 'T', its thread id
+// and why, and the supervisor seizes that thread before the go-ahead, so
+// the SECCOMP_RET_TRACE filter installed next never runs untraced. Either
+// way the init then waits for 'G' and execs.
 func runInit(args []string) (int, error) {
 	// The filter goes on this thread only, and the exec must come from it.
 	runtime.LockOSThread()
 	var opts filter.Options
+	backend := BackendAuto
 	for len(args) > 0 && args[0] != "--" {
 		switch args[0] {
 		case "--trap-exec":
 			opts.Exec = true
 		case "--trap-power":
 			opts.Power = true
+		case "--backend":
+			if len(args) < 2 {
+				return 126, errors.New("init: --backend needs a value")
+			}
+			backend = Backend(args[1])
+			args = args[1:]
 		default:
 			return 126, fmt.Errorf("init: unknown option %q", args[0])
 		}
@@ -56,32 +71,79 @@ func runInit(args []string) (int, error) {
 		return 126, errors.New("init: usage: " + InitArg + " [options] -- PATH ARGV0 [ARG...]")
 	}
 	path, argv := args[1], args[2:]
+	traced := backend == BackendPtrace
+	if !traced {
+		listener, err := notifyFilter(opts)
+		switch {
+		case err == nil:
+			if err := unix.Sendmsg(handoffFd, []byte{'L'}, unix.UnixRights(listener), nil, 0); err != nil {
+				return 126, fmt.Errorf("init: hand listener to supervisor: %w", err)
+			}
+			// The agent must never hold its own listener: if the supervisor
+			// dies, the listener must close so that trapped syscalls fail (ENOSYS).
+			unix.Close(listener)
+		case backend == BackendAuto && (errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EINVAL)):
+			traced = true
+			if err := sendTraceRequest("seccomp listener unavailable: " + err.Error()); err != nil {
+				return 126, err
+			}
+		default:
+			return 126, fmt.Errorf("init: install seccomp filter with a listener: %w", err)
+		}
+	} else if err := sendTraceRequest("--backend ptrace"); err != nil {
+		return 126, err
+	}
+	if err := awaitGoAhead(); err != nil {
+		return 126, err
+	}
+	if traced {
+		opts.Action = unix.SECCOMP_RET_TRACE
+		prog, err := filter.Build(opts)
+		if err != nil {
+			return 126, fmt.Errorf("init: build filter: %w", err)
+		}
+		if _, err := installListener(prog, 0); err != nil {
+			return 126, fmt.Errorf("init: install seccomp filter for the ptrace backend: %w", err)
+		}
+	}
+	err := syscall.Exec(path, argv, os.Environ())
+	code := 126
+	if errors.Is(err, syscall.ENOENT) {
+		code = 127
+	}
+	return code, fmt.Errorf("exec %s: %w", strconv.Quote(path), err)
+}
+
+// notifyFilter installs the user-notification filter and returns its listener.
+func notifyFilter(opts filter.Options) (int, error) {
 	opts.Action = unix.SECCOMP_RET_USER_NOTIF
 	prog, err := filter.Build(opts)
 	if err != nil {
-		return 126, fmt.Errorf("init: build filter: %w", err)
+		return -1, fmt.Errorf("init: build filter: %w", err)
 	}
 	// WAIT_KILLABLE_RECV (Linux 5.19+): once the supervisor has received a
 	// notification, the caller waits for the answer ignoring non-fatal
 	// signals. Without it every signal (the Go runtime's SIGURG preemption
 	// of this very init, or of any Go agent) interrupts and restarts the
 	// trapped syscall, and each restart is a new notification to decide.
-	flags := uint(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
-	listener, err := installListener(prog, flags)
+	listener, err := installListener(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
 	if errors.Is(err, unix.EINVAL) {
-		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
-		listener, err = installListener(prog, flags)
+		listener, err = installListener(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
 	}
-	if err != nil {
-		return 126, fmt.Errorf("init: install seccomp filter with a listener: %w", err)
+	return listener, err
+}
+
+// sendTraceRequest asks the supervisor to trace this thread.
+func sendTraceRequest(why string) error {
+	msg := binary.LittleEndian.AppendUint32([]byte{'T'}, uint32(unix.Gettid()))
+	if _, err := unix.Write(handoffFd, append(msg, why...)); err != nil {
+		return fmt.Errorf("init: ask supervisor to trace: %w", err)
 	}
-	rights := unix.UnixRights(listener)
-	if err := unix.Sendmsg(handoffFd, []byte{'L'}, rights, nil, 0); err != nil {
-		return 126, fmt.Errorf("init: hand listener to supervisor: %w", err)
-	}
-	// The agent must never hold its own listener: if the supervisor dies,
-	// the listener must close so that trapped syscalls fail (ENOSYS).
-	unix.Close(listener)
+	return nil
+}
+
+// awaitGoAhead waits for the supervisor's 'G'.
+func awaitGoAhead() error {
 	var b [1]byte
 	for {
 		n, err := unix.Read(handoffFd, b[:])
@@ -89,17 +151,11 @@ func runInit(args []string) (int, error) {
 			continue
 		}
 		if err != nil || n != 1 || b[0] != 'G' {
-			return 126, fmt.Errorf("init: supervisor did not give the go-ahead (n=%d): %v", n, err)
+			return fmt.Errorf("init: supervisor did not give the go-ahead (n=%d): %v", n, err)
 		}
-		break
+		unix.Close(handoffFd)
+		return nil
 	}
-	unix.Close(handoffFd)
-	err = syscall.Exec(path, argv, os.Environ())
-	code := 126
-	if errors.Is(err, syscall.ENOENT) {
-		code = 127
-	}
-	return code, fmt.Errorf("exec %s: %w", strconv.Quote(path), err)
 }
 
 // installListener installs prog with flags, setting no_new_privs first when

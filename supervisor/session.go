@@ -6,6 +6,7 @@
 package supervisor
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/tracer"
 	"github.com/paddock-dev/paddock/vram"
 )
 
@@ -69,6 +71,8 @@ type Config struct {
 	Grace time.Duration
 	// KeepOrphans leaves the processes the agent left running alone.
 	KeepOrphans bool
+	// Backend chooses how trapped syscalls reach the supervisor ("": auto).
+	Backend Backend
 }
 
 // DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
@@ -94,6 +98,12 @@ type Session struct {
 	rootFd   int // pidfd of the agent root
 	listener int
 	reporter *reporter
+
+	// backend is the one in use, backendWhy why it was chosen; tracer is
+	// set for the ptrace backend.
+	backend    Backend
+	backendWhy string
+	tracer     *tracer.Tracer
 
 	done   chan struct{}
 	status unix.WaitStatus
@@ -137,7 +147,9 @@ func Start(cfg Config) (*Session, error) {
 		s.control.close()
 		return nil, err
 	}
-	go s.serve(newLiveWorld(tree, fs, cfg.Guard, cfg.VRAM))
+	if s.listener >= 0 {
+		go s.serve(newLiveWorld(tree, fs, cfg.Guard, cfg.VRAM))
+	}
 	go s.sweepLeases(time.Second)
 
 	s.sigs = make(chan os.Signal, 16)
@@ -174,7 +186,11 @@ func (s *Session) launch() (int, error) {
 	if self == "" {
 		self = "/proc/self/exe"
 	}
-	argv := []string{"paddock", InitArg}
+	backend := s.cfg.Backend
+	if backend == "" {
+		backend = BackendAuto
+	}
+	argv := []string{"paddock", InitArg, "--backend", string(backend)}
 	if s.cfg.TrapExec {
 		argv = append(argv, "--trap-exec", "--trap-power")
 	}
@@ -214,7 +230,7 @@ func (s *Session) launch() (int, error) {
 	s.tree.SetRoot(ownership.IdentityOf(st))
 	s.rootPid = pid
 
-	buf := make([]byte, 1)
+	buf := make([]byte, 512)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(pair[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n == 0 {
@@ -223,17 +239,32 @@ func (s *Session) launch() (int, error) {
 		_, _ = unix.Wait4(pid, &ws, 0, nil)
 		return 0, fmt.Errorf("supervisor: the agent's init exited before installing the seccomp filter (status %d): %v", ws.ExitStatus(), err)
 	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return fail(fmt.Errorf("supervisor: no listener in the init's message: %v", err))
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return fail(fmt.Errorf("supervisor: no listener in the init's message: %v", err))
-	}
-	s.listener = fds[0]
-	if err := seccomp.SetSyncWakeUp(s.listener); err != nil {
-		s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
+	switch {
+	case buf[0] == 'T' && n >= 5:
+		tid := int(binary.LittleEndian.Uint32(buf[1:5]))
+		s.backend, s.backendWhy = BackendPtrace, string(buf[5:n])
+		if err := s.startTracing(tid); err != nil {
+			return fail(fmt.Errorf("supervisor: %s; the ptrace backend failed too: %w", s.backendWhy, err))
+		}
+	case buf[0] == 'L':
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) != 1 {
+			return fail(fmt.Errorf("supervisor: no listener in the init's message: %v", err))
+		}
+		fds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil || len(fds) != 1 {
+			return fail(fmt.Errorf("supervisor: no listener in the init's message: %v", err))
+		}
+		s.listener = fds[0]
+		s.backend, s.backendWhy = BackendSeccomp, "seccomp listener installed"
+		if backend == BackendSeccomp {
+			s.backendWhy = "--backend seccomp"
+		}
+		if err := seccomp.SetSyncWakeUp(s.listener); err != nil {
+			s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
+		}
+	default:
+		return fail(fmt.Errorf("supervisor: unexpected handoff message %q from the init", buf[:n]))
 	}
 	if _, err := unix.Write(pair[0], []byte{'G'}); err != nil {
 		return fail(fmt.Errorf("supervisor: go-ahead to init: %w", err))
@@ -267,26 +298,42 @@ func agentEnv(base []string, socket string) []string {
 const BinEnv = "PADDOCK_BIN"
 
 // reap collects every child (orphans of the agent included, as a subreaper)
-// until the agent root has exited.
+// until the agent root has exited. With the ptrace backend it also answers
+// every ptrace stop, on this thread (the tracer's), and goes on doing so for
+// what the agent left running until nothing is left.
 func (s *Session) reap(root int) {
+	flags := unix.WEXITED | unix.WNOWAIT | unix.WALL
+	if s.tracer != nil {
+		flags |= unix.WSTOPPED
+	}
+	rootDone := false
 	for {
 		// Peek at the next child to collect, then reap exactly that one:
 		// the tree must hear that the root exited before its pid is
 		// released (see ownership.Tree.RootExited).
 		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT|unix.WALL, nil)
+		err := unix.Waitid(unix.P_ALL, 0, &info, flags, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			// ECHILD cannot happen while the root lives; treat it as its end.
-			s.tree.RootExited()
-			s.status = unix.WaitStatus(0xff00)
-			close(s.done)
+			if !rootDone {
+				s.tree.RootExited()
+				s.status = unix.WaitStatus(0xff00)
+				close(s.done)
+			}
 			return
 		}
 		next := siginfoPid(&info)
-		if next == root {
+		if code := siginfoCode(&info); code == cldTrapped || code == cldStopped {
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(next, &ws, unix.WALL|unix.WUNTRACED, nil); err == nil && s.tracer != nil {
+				s.tracer.Handle(next, ws)
+			}
+			continue
+		}
+		if next == root && !rootDone {
 			s.tree.RootExited()
 		}
 		var ws unix.WaitStatus
@@ -294,12 +341,26 @@ func (s *Session) reap(root int) {
 		if errors.Is(err, unix.EINTR) || (err != nil && next != root) {
 			continue
 		}
-		if pid == root || err != nil {
-			s.status = ws
+		if s.tracer != nil {
+			s.tracer.Handle(next, ws)
+		}
+		if rootDone || (pid != root && err == nil) {
+			continue
+		}
+		rootDone = true
+		s.status = ws
+		if s.tracer == nil {
 			close(s.done)
 			go s.reapOrphans()
 			return
 		}
+		if s.cfg.KeepOrphans {
+			// Let go of what the agent left running before paddock exits
+			// (a dying tracer's tracees are killed: PTRACE_O_EXITKILL).
+			s.tracer.Detach(func(int, unix.WaitStatus) {})
+			flags &^= unix.WSTOPPED
+		}
+		close(s.done)
 	}
 }
 
@@ -314,6 +375,15 @@ func (s *Session) reapOrphans() {
 		}
 	}
 }
+
+// si_code values of SIGCHLD (asm-generic/siginfo.h).
+const (
+	cldTrapped = 4
+	cldStopped = 5
+)
+
+// siginfoCode is si_code of a waitid result.
+func siginfoCode(info *unix.Siginfo) int32 { return info.Code }
 
 // serve is the notify loop: receive, decide, answer, and hand refusals to the
 // reporter. It never exits on ENOENT or EINTR (DESIGN.md pitfall 3).
@@ -340,11 +410,27 @@ func (s *Session) serve(w *liveWorld) {
 
 // handle decides and answers one notification.
 func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
-	sc, abi, known := filter.Lookup(n.Data.Arch, n.Data.Nr)
-	req := policy.Request{Tid: int(n.Pid), Syscall: sc, ABI: abi.Name, Args: n.Data.Args}
+	errno, waiting := s.decide(w, int(n.Pid), n.Data.Arch, n.Data.Nr, n.Data.Args, n.ID, true)
+	if !waiting {
+		return
+	}
+	if err := seccomp.Send(s.listener, n.ID, errno); err != nil {
+		s.cfg.Log.Error().Err(err).Uint64("id", n.ID).Msg("seccomp notify answer failed")
+	}
+}
+
+// decide is one trapped syscall's decision, the same for both backends: it
+// reads what the call needs from the caller, asks policy.Decide,
+// re-validates the pinned target and queues the report. With notify, id is
+// the notification, and waiting is false when the caller stopped waiting
+// (the answer must then not be sent); a ptrace caller is stopped and always
+// waiting. The errno is 0 to let the call run.
+func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]uint64, id uint64, notify bool) (errno unix.Errno, waiting bool) {
+	sc, abi, known := filter.Lookup(arch, nr)
+	req := policy.Request{Tid: tid, Syscall: sc, ABI: abi.Name, Args: args}
 	if !known {
 		req.Syscall = filter.Unknown
-		req.ABI = fmt.Sprintf("arch %#x nr %d", n.Data.Arch, n.Data.Nr)
+		req.ABI = fmt.Sprintf("arch %#x nr %d", arch, nr)
 	}
 	switch sc {
 	case filter.Execve, filter.Execveat:
@@ -355,15 +441,14 @@ func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
 	d := policy.Decide(req, w)
 	// The caller's pid was read from /proc during the decision; it named the
 	// caller only if the caller is still waiting.
-	if !seccomp.IDValid(s.listener, n.ID) {
+	if notify && !seccomp.IDValid(s.listener, id) {
 		w.reset()
-		return
+		return 0, false
 	}
 	if d.Allow && d.Pin != 0 && !w.stillThere(d.Pin) {
 		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, policy.RuleNoSuchTarget
 	}
 	w.reset()
-	errno := unix.Errno(0)
 	if !d.Allow {
 		errno = d.Errno
 		if errno == 0 {
@@ -375,9 +460,7 @@ func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
 	if d.Refusal || d.OptIn != "" {
 		s.reporter.report(refusal{when: time.Now(), caller: req.Tid, abi: req.ABI, d: d})
 	}
-	if err := seccomp.Send(s.listener, n.ID, errno); err != nil {
-		s.cfg.Log.Error().Err(err).Uint64("id", n.ID).Msg("seccomp notify answer failed")
-	}
+	return errno, true
 }
 
 // sysProcAttr is how the init is started: killed if the launching thread

@@ -31,6 +31,7 @@ type runFlags struct {
 	strict         bool
 	report         string
 	reportFormat   string
+	backend        string
 }
 
 func newRunCmd() *cobra.Command {
@@ -62,6 +63,7 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit non-zero (1, or CMD's own non-zero status) when anything was refused, even if CMD succeeded (CI mode)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write a summary of the refusals to `FILE` at exit")
 	cmd.Flags().StringVar(&f.reportFormat, "report-format", "json", "format of --report: json or junit")
+	cmd.Flags().StringVar(&f.backend, "backend", "", "how trapped syscalls reach paddock: `auto` (seccomp listener when one can be installed, else ptrace), seccomp or ptrace (default $PADDOCK_BACKEND, else auto)")
 	return cmd
 }
 
@@ -133,6 +135,14 @@ func runRun(f runFlags, args []string) error {
 	if f.reportFormat != "json" && f.reportFormat != "junit" {
 		return usageError(fmt.Sprintf("--report-format %q: want json or junit", f.reportFormat))
 	}
+	bv := f.backend
+	if bv == "" {
+		bv = os.Getenv("PADDOCK_BACKEND")
+	}
+	backend, err := supervisor.ParseBackend(bv)
+	if err != nil {
+		return usageError("--backend: " + err.Error())
+	}
 	if f.grace < 0 {
 		return usageError(fmt.Sprintf("--grace %v: want a duration of 0 or more", f.grace))
 	}
@@ -150,6 +160,7 @@ func runRun(f runFlags, args []string) error {
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, Guard: gp, VRAM: budget,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
+		Backend: backend,
 	})
 	if err != nil {
 		return err
@@ -162,7 +173,8 @@ func runRun(f runFlags, args []string) error {
 	if profName == "" {
 		profName = "defaults"
 	}
-	log.Info().Int("pid", s.Pid()).Str("backend", "seccomp").Str("profile", profName).
+	used, why := s.Backend()
+	log.Info().Int("pid", s.Pid()).Str("backend", string(used)).Str("backend_reason", why).Str("profile", profName).
 		Str("socket", s.SocketPath()).Str("journal", journalPath).
 		Str("command", strings.Join(args, " ")).Msg("agent started")
 	started := time.Now()

@@ -1,0 +1,257 @@
+// Package tracer is paddock's ptrace backend: where a seccomp listener
+// cannot be installed (another listener already supervises the process, or
+// the kernel lacks user notification), the agent runs under the same filter
+// returning SECCOMP_RET_TRACE, and the supervisor traces it. Only trapped
+// syscalls stop the tracee; everything else runs at BPF speed.
+//
+// The package translates ptrace stops into calls of a Decider and its
+// answers back into the tracee's registers; it decides nothing itself.
+// Every function here must be called from the one locked OS thread that
+// seized the tracee: the kernel ties a tracee to its tracer thread.
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
+)
+
+// Options are the ptrace options every tracee gets: stop at SECCOMP_RET_TRACE,
+// follow fork, vfork, clone and exec, and kill the tracees if the tracer
+// dies (a tracee left in a seccomp stop by a dead tracer would otherwise run
+// its syscall unchecked).
+const Options = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
+	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
+
+// Seize attaches to thread tid with Options, without stopping it.
+func Seize(tid int) error {
+	if err := ptrace(unix.PTRACE_SEIZE, tid, 0, Options); err != nil {
+		return fmt.Errorf("ptrace(PTRACE_SEIZE, %d): %w%s", tid, err, seizeHint(err))
+	}
+	return nil
+}
+
+// seizeHint says what to do about a failed PTRACE_SEIZE.
+func seizeHint(err error) string {
+	if errors.Is(err, unix.EPERM) {
+		return " (the process is already traced, or ptrace is disabled: see /proc/sys/kernel/yama/ptrace_scope, where 3 forbids it)"
+	}
+	return ""
+}
+
+// Call is one trapped syscall, as PTRACE_GET_SYSCALL_INFO reports it at a
+// seccomp stop: the entry ABI (an AUDIT_ARCH_* value), the number as the
+// filter saw it, and the raw arguments.
+type Call struct {
+	Arch uint32
+	Nr   int32
+	Args [6]uint64
+}
+
+// Decider answers a trapped call of thread tid: 0 lets it run, an errno
+// refuses it with that error.
+type Decider func(tid int, c Call) unix.Errno
+
+// Logger receives the tracer's own failures (nil: dropped).
+type Logger func(tid int, what string, err error)
+
+// Tracer handles the ptrace stops of one traced tree.
+type Tracer struct {
+	decide Decider
+	log    Logger
+	// tracees is every thread seen stopped and not yet seen exiting, for
+	// Detach.
+	tracees map[int]struct{}
+}
+
+// New returns a tracer that asks decide about every trapped syscall.
+func New(decide Decider, log Logger) *Tracer {
+	if log == nil {
+		log = func(int, string, error) {}
+	}
+	return &Tracer{decide: decide, log: log, tracees: make(map[int]struct{})}
+}
+
+// Handle acts on one wait status of a traced thread and lets it run again:
+// a seccomp stop is decided; a signal is delivered; a group-stop (SIGSTOP,
+// SIGTSTP, SIGTTIN, SIGTTOU) is kept with PTRACE_LISTEN, so that the
+// agent's own job control works and its shell sees the stop; fork, clone,
+// exec and attach stops just continue.
+func (t *Tracer) Handle(tid int, ws unix.WaitStatus) {
+	if ws.Exited() || ws.Signaled() {
+		delete(t.tracees, tid)
+		return
+	}
+	if !ws.Stopped() {
+		return
+	}
+	t.tracees[tid] = struct{}{}
+	t.resume(tid, ws, false)
+}
+
+// resume answers one stop and restarts the tracee: with PTRACE_CONT (or
+// PTRACE_LISTEN for a group-stop), or with PTRACE_DETACH when letting go.
+func (t *Tracer) resume(tid int, ws unix.WaitStatus, detach bool) {
+	sig := 0
+	switch event := int(ws>>16) & 0xff; event {
+	case unix.PTRACE_EVENT_SECCOMP:
+		t.answer(tid)
+	case unix.PTRACE_EVENT_STOP:
+		if isStopSignal(int(ws.StopSignal())) && !detach {
+			// A group-stop: stay stopped until SIGCONT, visibly to the
+			// real parent. (A tracee let go of in a group-stop stays
+			// stopped, as it should.)
+			t.check(tid, "PTRACE_LISTEN", ptrace(unix.PTRACE_LISTEN, tid, 0, 0))
+			return
+		}
+		// An attach or PTRACE_INTERRUPT stop.
+	case 0:
+		sig = int(ws.StopSignal()) // signal-delivery-stop: deliver it
+	case unix.PTRACE_EVENT_EXEC:
+		// A thread other than the leader exec'd: it now has the leader's
+		// id, and its old id is gone without an exit report.
+		if former, err := unix.PtraceGetEventMsg(tid); err == nil && int(former) != tid {
+			delete(t.tracees, int(former))
+		}
+	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
+		// The child is traced already and reports its own first stop.
+		if child, err := unix.PtraceGetEventMsg(tid); err == nil && detach {
+			t.tracees[int(child)] = struct{}{}
+		}
+	}
+	if detach {
+		t.check(tid, "PTRACE_DETACH", ptrace(unix.PTRACE_DETACH, tid, 0, uintptr(sig)))
+		delete(t.tracees, tid)
+		return
+	}
+	t.check(tid, "PTRACE_CONT", unix.PtraceCont(tid, sig))
+}
+
+// check logs a failed ptrace request; ESRCH only means the tracee died
+// (SIGKILL needs no tracer's consent).
+func (t *Tracer) check(tid int, what string, err error) {
+	if err != nil && !errors.Is(err, unix.ESRCH) {
+		t.log(tid, what, err)
+	}
+}
+
+// isStopSignal reports whether sig stops a process by default.
+func isStopSignal(sig int) bool {
+	switch unix.Signal(sig) {
+	case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		return true
+	}
+	return false
+}
+
+// answer decides the syscall tid is stopped in and, for a refusal, turns it
+// into a skipped syscall returning -errno. When the call cannot be read or
+// the refusal cannot be written, the process is killed: letting an
+// unchecked call run is not an option (fail closed).
+func (t *Tracer) answer(tid int) {
+	info, err := syscallInfo(tid)
+	if errors.Is(err, unix.ESRCH) {
+		return
+	}
+	if err != nil || info.Op != unix.PTRACE_SYSCALL_INFO_SECCOMP {
+		if err == nil {
+			err = fmt.Errorf("PTRACE_GET_SYSCALL_INFO op %d, want %d (seccomp)", info.Op, unix.PTRACE_SYSCALL_INFO_SECCOMP)
+		}
+		t.log(tid, "read the trapped syscall", err)
+		t.refuseOrKill(tid, info.Arch, unix.EPERM)
+		return
+	}
+	errno := t.decide(tid, Call{Arch: info.Arch, Nr: int32(info.Nr), Args: info.Args})
+	if errno != 0 {
+		t.refuseOrKill(tid, info.Arch, errno)
+	}
+}
+
+// refuseOrKill skips the syscall with -errno, or kills the caller when its
+// registers cannot be rewritten.
+func (t *Tracer) refuseOrKill(tid int, arch uint32, errno unix.Errno) {
+	err := skipSyscall(tid, arch, errno)
+	if err == nil || errors.Is(err, unix.ESRCH) {
+		return
+	}
+	t.log(tid, "refuse the trapped syscall; killing the caller instead", err)
+	if tgid, terr := tgidOf(tid); terr == nil {
+		_ = unix.Tgkill(tgid, tid, unix.SIGKILL)
+	}
+}
+
+// Detach lets go of every tracee, answering the stop each is in first: a
+// pending trapped syscall is still decided. Afterwards their trapped
+// syscalls fail with ENOSYS (no tracer), as the notify backend's do once its
+// listener closes. It waits for each tracee, so it must run on the
+// reaping thread; exits it collects are passed to exited.
+func (t *Tracer) Detach(exited func(pid int, ws unix.WaitStatus)) {
+	for tid := range t.tracees {
+		t.check(tid, "PTRACE_INTERRUPT", unix.PtraceInterrupt(tid))
+	}
+	for len(t.tracees) > 0 {
+		var ws unix.WaitStatus
+		tid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return // ECHILD: nothing left
+		}
+		if !ws.Stopped() {
+			delete(t.tracees, tid)
+			exited(tid, ws)
+			continue
+		}
+		t.resume(tid, ws, true)
+	}
+}
+
+// syscallInfoSeccomp is struct ptrace_syscall_info with the seccomp member
+// of its union (linux/ptrace.h).
+type syscallInfoSeccomp struct {
+	Op      uint8
+	_       uint8
+	_       uint16
+	Arch    uint32
+	IP      uint64
+	SP      uint64
+	Nr      uint64
+	Args    [6]uint64
+	RetData uint32
+	_       uint32
+}
+
+// syscallInfo reads the syscall tid is stopped in (Linux 5.3+).
+func syscallInfo(tid int) (syscallInfoSeccomp, error) {
+	var info syscallInfoSeccomp
+	if err := ptracePtr(unix.PTRACE_GET_SYSCALL_INFO, tid, unsafe.Sizeof(info), unsafe.Pointer(&info)); err != nil {
+		return info, fmt.Errorf("ptrace(PTRACE_GET_SYSCALL_INFO, %d): %w", tid, err)
+	}
+	return info, nil
+}
+
+// ptrace issues one request whose data argument is an integer.
+func ptrace(req, tid int, addr, data uintptr) error {
+	_, _, errno := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// tgidOf returns the process thread tid belongs to.
+func tgidOf(tid int) (int, error) { return procfs.Default().Tgid(tid) }
+
+// ptracePtr issues one request whose data argument points at memory.
+func ptracePtr(req, tid int, addr uintptr, data unsafe.Pointer) error {
+	_, _, errno := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, uintptr(data), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
