@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 
@@ -105,6 +106,22 @@ func displayKey(k string) string {
 		}
 	}
 	return k
+}
+
+// printable escapes, as in a Go string literal, what a terminal would not
+// show as itself (the TOML reader's messages quote the file's bytes, a
+// newline included), so that an error stays one line.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 // isBareKey reports whether k is a TOML bare key: A-Za-z0-9_- only.
@@ -224,9 +241,9 @@ func Parse(path string, data []byte) (Profile, error) {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return Profile{}, &Error{Path: path, Line: pe.Position.Line, Key: pe.LastKey,
-				Msg: "not valid TOML: " + pe.Message + ". Way out: fix the syntax (a line is `key = value`; strings in quotes)."}
+				Msg: "not valid TOML: " + printable(pe.Message) + ". Way out: fix the syntax (a line is `key = value`; strings in quotes)."}
 		}
-		return Profile{}, &Error{Path: path, Msg: "not valid TOML: " + err.Error()}
+		return Profile{}, &Error{Path: path, Msg: "not valid TOML: " + printable(err.Error())}
 	}
 	// Unknown keys first, in file order.
 	for _, k := range md.Keys() {
