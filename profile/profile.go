@@ -260,20 +260,24 @@ func Parse(path string, data []byte) (Profile, error) {
 			return Profile{}, &Error{Path: path, Line: keyLine(text, top), Key: top, Msg: "must be a plain value, not a table"}
 		}
 	}
+	// Every key left is a known one: find each one's line once (each look
+	// decodes the file again).
+	lines := make(map[string]int, len(raw))
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+		lines[k] = keyLine(text, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return lines[keys[i]] < lines[keys[j]] })
 	bad := func(key, msg string) error {
-		return &Error{Path: path, Line: keyLine(text, key), Key: key, Msg: msg}
+		return &Error{Path: path, Line: lines[key], Key: key, Msg: msg}
 	}
 	src := func(key string) string {
-		if l := keyLine(text, key); l > 0 {
+		if l := lines[key]; l > 0 {
 			return fmt.Sprintf("file %s:%d", path, l)
 		}
 		return "file " + path
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keyLine(text, keys[i]) < keyLine(text, keys[j]) })
 	for _, key := range keys {
 		v := raw[key]
 		switch key {
