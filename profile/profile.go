@@ -440,13 +440,14 @@ func keyLine(text, k string) int {
 		if errors.As(err, &pe) && pe.Position.Line > 0 && pe.Position.Line <= len(lines) {
 			// The probe names the line where the value ends (a multi-line
 			// string ends lines later): the key is on the last line up to
-			// there that starts with it.
+			// there that starts with it. None does when the probe matched
+			// another key that differs only in case (the TOML reader
+			// matches tags that way): then search as below.
 			for i := pe.Position.Line; i >= 1; i-- {
 				if startsWithKey(lines[i-1], k) {
 					return i
 				}
 			}
-			return pe.Position.Line
 		}
 	}
 	// Else the first line that starts with the key, then the first that

@@ -236,6 +236,7 @@ func TestParseErrorKeys(t *testing.T) {
 		{"dash key", "name = \"a-b\"\n- = 1\n", `profile /x/p.toml:2: -: unknown key.`},
 		{"empty key", "name = \"x\"\n\"\" = 1\n", `profile /x/p.toml:2: unknown key "" (an empty quoted key).`},
 		{"dotted key", "gpu.count = 1\n", `profile /x/p.toml:1: gpu: unknown key.`},
+		{"key differing only in case", "name = \"x\"\nnAme = \"y\"\n", `profile /x/p.toml:2: nAme: unknown key (did you mean name?).`},
 		{"multi-line value", "0='''\nx\n'''", `profile /x/p.toml:1: 0: unknown key.`},
 	}
 	for _, tc := range cases {
