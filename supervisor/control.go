@@ -252,7 +252,9 @@ func (c *control) answer(conn *net.UnixConn) Response {
 
 // allowedPeer decides who may use the socket: the session's own user and
 // root. The socket's 0700 directory already keeps others out; this check
-// holds even if that directory is opened up, or the socket handed over.
+// holds even if that directory is opened up. (SO_PEERCRED names whoever
+// connected: a connection handed on to another process still counts as
+// theirs.)
 func allowedPeer(uid uint32, euid int) error {
 	if uid == 0 || int64(uid) == int64(euid) {
 		return nil
