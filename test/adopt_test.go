@@ -10,14 +10,14 @@ import (
 	"testing"
 )
 
-// TestAdoptThenSignal: a process the test started outside paddock is refused
+// adoptThenSignal: a process the test started outside paddock is refused
 // until the agent adopts it with a reason; then the agent may signal it, the
 // journal holds the adoption with its reason, and paddock ps lists it.
-func TestAdoptThenSignal(t *testing.T) {
-	requireSeccompNotify(t)
+func adoptThenSignal(t *testing.T, b backend) {
+	b.require(t)
 	f := startForeign(t, "sleep", "300")
 	F := itoa(f.pid())
-	r := sh(t, `kill -TERM `+F+` 2>/dev/null; echo before=$?
+	r := b.sh(t, `kill -TERM `+F+` 2>/dev/null; echo before=$?
 $PADDOCK_BIN adopt `+F+` --reason "private daemon test subject in tmux"; echo adopt=$?
 $PADDOCK_BIN ps --json > /dev/null; echo ps=$?
 kill -TERM `+F+`; echo after=$?`)
@@ -38,13 +38,13 @@ kill -TERM `+F+`; echo after=$?`)
 	}
 }
 
-// TestAdoptPsJSON pins paddock ps --json: the adopted process with its reason
+// adoptPsJSON pins paddock ps --json: the adopted process with its reason
 // and adoption time, the agent with owned_by tree.
-func TestAdoptPsJSON(t *testing.T) {
-	requireSeccompNotify(t)
+func adoptPsJSON(t *testing.T, b backend) {
+	b.require(t)
 	f := startForeign(t, "sleep", "300")
 	F := itoa(f.pid())
-	r := sh(t, `$PADDOCK_BIN adopt `+F+` --reason "subject" > /dev/null && $PADDOCK_BIN ps --json`)
+	r := b.sh(t, `$PADDOCK_BIN adopt `+F+` --reason "subject" > /dev/null && $PADDOCK_BIN ps --json`)
 	var ps []map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &ps); err != nil {
 		t.Fatalf("ps --json: %v\n%s", err, r)
@@ -68,10 +68,10 @@ func TestAdoptPsJSON(t *testing.T) {
 	}
 }
 
-// TestAdoptRefusals: blank reasons, invalid pids, kernel threads and
+// adoptRefusals: blank reasons, invalid pids, kernel threads and
 // lifelines are refused with messages that say what would be accepted.
-func TestAdoptRefusals(t *testing.T) {
-	requireSeccompNotify(t)
+func adoptRefusals(t *testing.T, b backend) {
+	b.require(t)
 	f := startForeign(t, "sleep", "300")
 	kthread := kernelThread(t)
 	tests := []struct {
@@ -89,7 +89,7 @@ func TestAdoptRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := sh(t, `$PADDOCK_BIN adopt `+tc.args+`; echo rc=$?`)
+			r := b.sh(t, `$PADDOCK_BIN adopt `+tc.args+`; echo rc=$?`)
 			if !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stdout, "rc=1") {
 				t.Fatalf("want exit 1 and %q\n%s", tc.want, r)
 			}
@@ -126,11 +126,11 @@ func kernelThread(t *testing.T) string {
 	return ""
 }
 
-// TestLifelineOverrideAudited: --lifeline-ok adopts the supervisor, and the
+// lifelineOverrideAudited: --lifeline-ok adopts the supervisor, and the
 // journal gets a self_lifeline_override record with self_lifeline_opt_in.
-func TestLifelineOverrideAudited(t *testing.T) {
-	requireSeccompNotify(t)
-	r := sh(t, `$PADDOCK_BIN adopt $PPID --reason "explicit supervisor restart" --lifeline-ok; echo rc=$?`)
+func lifelineOverrideAudited(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `$PADDOCK_BIN adopt $PPID --reason "explicit supervisor restart" --lifeline-ok; echo rc=$?`)
 	if !strings.Contains(r.stdout, "rc=0") {
 		t.Fatalf("override refused\n%s", r)
 	}
@@ -148,14 +148,14 @@ func TestLifelineOverrideAudited(t *testing.T) {
 	}
 }
 
-// TestLeaseExpiresWhenProcessDies: a lease on a process that exits authorizes
+// leaseExpiresWhenProcessDies: a lease on a process that exits authorizes
 // nothing, disappears from paddock ps and is journaled as lease_expired.
-func TestLeaseExpiresWhenProcessDies(t *testing.T) {
-	requireSeccompNotify(t)
+func leaseExpiresWhenProcessDies(t *testing.T, b backend) {
+	b.require(t)
 	f := startForeign(t, "sleep", "300")
 	F := itoa(f.pid())
 	// The test kills its foreign process from outside while the agent waits.
-	cmd, journal := paddockCmd(t, "--", "bash", "-c", `$PADDOCK_BIN adopt `+F+` --reason "short-lived" >/dev/null
+	cmd, journal := b.paddockCmd(t, "--", "bash", "-c", `$PADDOCK_BIN adopt `+F+` --reason "short-lived" >/dev/null
 echo adopted
 while kill -0 `+F+` 2>/dev/null; do sleep 0.05; done
 sleep 1.5
@@ -182,11 +182,11 @@ $PADDOCK_BIN kill `+F+`; echo kill=$?`)
 	}
 }
 
-// TestPaddockKillGroupOnlyWhenWhollyOwned: paddock kill signals an adopted
+// paddockKillGroupOnlyWhenWhollyOwned: paddock kill signals an adopted
 // group leader alone when its group holds a foreign member, and the whole
 // group when every member is owned.
-func TestPaddockKillGroupOnlyWhenWhollyOwned(t *testing.T) {
-	requireSeccompNotify(t)
+func paddockKillGroupOnlyWhenWhollyOwned(t *testing.T, b backend) {
+	b.require(t)
 	leader := exec.Command("sleep", "300")
 	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := leader.Start(); err != nil {
@@ -205,7 +205,7 @@ func TestPaddockKillGroupOnlyWhenWhollyOwned(t *testing.T) {
 	t.Cleanup(func() { _ = member.Process.Kill(); <-mp.exited })
 
 	L := itoa(leader.Process.Pid)
-	r := sh(t, `$PADDOCK_BIN adopt `+L+` --reason "test adoption" >/dev/null && $PADDOCK_BIN kill `+L)
+	r := b.sh(t, `$PADDOCK_BIN adopt `+L+` --reason "test adoption" >/dev/null && $PADDOCK_BIN kill `+L)
 	if !strings.Contains(r.stdout, "signalled pid "+L+" (sleep) with SIGTERM") {
 		t.Fatalf("want the adopted leader signalled alone\n%s", r)
 	}
@@ -215,22 +215,22 @@ func TestPaddockKillGroupOnlyWhenWhollyOwned(t *testing.T) {
 	}
 
 	// Wholly owned: the agent's own job in its own group (set -m gives each job a group).
-	r = sh(t, `set -m; sh -c 'sleep 300 & sleep 300' & g=$!; sleep 0.2; $PADDOCK_BIN kill $g; wait $g; echo job=$?`)
+	r = b.sh(t, `set -m; sh -c 'sleep 300 & sleep 300' & g=$!; sleep 0.2; $PADDOCK_BIN kill $g; wait $g; echo job=$?`)
 	if !strings.Contains(r.stdout, "signalled process group") || !strings.Contains(r.stdout, "3 processes") || !strings.Contains(r.stdout, "job=143") {
 		t.Fatalf("want the wholly owned group signalled\n%s", r)
 	}
 }
 
-// TestControlSocketFromOutside: the same user can use the session's socket
+// controlSocketFromOutside: the same user can use the session's socket
 // from outside the agent; without a socket the clients say no supervisor is
 // reachable (exit 3).
-func TestControlSocketFromOutside(t *testing.T) {
-	requireSeccompNotify(t)
+func controlSocketFromOutside(t *testing.T, b backend) {
+	b.require(t)
 	out, err := exec.Command(bins.paddock, "ps").CombinedOutput()
 	if code := exitCode(err); code != 3 || !strings.Contains(string(out), "no paddock supervisor is reachable") {
 		t.Fatalf("paddock ps outside a session: exit %d\n%s", code, out)
 	}
-	cmd, _ := paddockCmd(t, "--", "bash", "-c", `echo "$PADDOCK_SOCKET"; exec sleep 300`)
+	cmd, _ := b.paddockCmd(t, "--", "bash", "-c", `echo "$PADDOCK_SOCKET"; exec sleep 300`)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -262,20 +262,20 @@ func exitCode(err error) int {
 	return -1
 }
 
-// TestJournalFailureStillRefuses: when the journal cannot be written (here
+// journalFailureStillRefuses: when the journal cannot be written (here
 // the file size limit stops it after the first records, and the adoption's
 // record is too long to fit), refusals still
 // refuse, paddock says so loudly, and an adoption, which must be journaled,
 // is refused rather than granted unaudited.
-func TestJournalFailureStillRefuses(t *testing.T) {
-	requireSeccompNotify(t)
+func journalFailureStillRefuses(t *testing.T, b backend) {
+	b.require(t)
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		t.Skipf("needs prlimit: %v", err)
 	}
 	f := startForeign(t, "sleep", "300")
 	F := itoa(f.pid())
 	journal := t.TempDir() + "/j.jsonl"
-	cmd := exec.Command("prlimit", "--fsize=1500", bins.paddock, "run", "--log-format", "json", "--journal", journal, "--",
+	cmd := exec.Command("prlimit", "--fsize=1500", bins.paddock, "run", "--backend", string(b), "--log-format", "json", "--journal", journal, "--",
 		"bash", "-c", `for i in 1 2 3 4 5 6 7 8; do kill -TERM `+F+` 2>/dev/null; echo rc=$?; done
 $PADDOCK_BIN adopt `+F+` --reason "`+strings.Repeat("unaudited ", 60)+`"; echo adopt=$?`)
 	out, err := cmd.CombinedOutput()

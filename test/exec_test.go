@@ -36,11 +36,11 @@ func standins(t *testing.T, names ...string) (dir, marker string) {
 }
 
 // runWithPath runs a script under paddock with PATH set to dir alone.
-func runWithPath(t *testing.T, dir string, extra []string, script string) result {
+func (b backend) runWithPath(t *testing.T, dir string, extra []string, script string) result {
 	t.Helper()
 	t.Setenv("PATH", dir)
 	args := append(extra, "--", "bash", "-c", script)
-	return runPaddock(t, args...)
+	return b.runPaddock(t, args...)
 }
 
 func markerLines(marker string) string {
@@ -48,11 +48,11 @@ func markerLines(marker string) string {
 	return string(b)
 }
 
-// TestPowerControlRefusedAtExec covers the seed's power-control tests through
+// powerControlRefusedAtExec covers the seed's power-control tests through
 // the kernel path: each command is refused at execve with EPERM unless the
 // opt-in is in its environment, and the stand-in never runs when refused.
-func TestPowerControlRefusedAtExec(t *testing.T) {
-	requireSeccompNotify(t)
+func powerControlRefusedAtExec(t *testing.T, b backend) {
+	b.require(t)
 	dir, marker := standins(t, "reboot", "poweroff", "shutdown", "halt", "init", "systemctl", "sudo")
 	dirEnv := filepath.Join(dir, "env") // an absolute path to env, which then searches PATH
 	refused := []string{"reboot", "poweroff", "shutdown -h now", "halt", "init 0", "init 6",
@@ -61,7 +61,7 @@ func TestPowerControlRefusedAtExec(t *testing.T) {
 	for _, c := range refused {
 		t.Run(c, func(t *testing.T) {
 			os.Remove(marker)
-			r := runWithPath(t, dir, nil, c+"; echo rc=$?")
+			r := b.runWithPath(t, dir, nil, c+"; echo rc=$?")
 			if m := markerLines(marker); m != "" {
 				t.Fatalf("the stand-in ran: %q\n%s", m, r)
 			}
@@ -78,7 +78,7 @@ func TestPowerControlRefusedAtExec(t *testing.T) {
 	for _, c := range []string{"PADDOCK_ALLOW_POWER_CONTROL=1 reboot", "RLM_ALLOW_POWER_CONTROL=1 systemctl poweroff", "PRIME_ALLOW_POWER_CONTROL=1 shutdown -h now"} {
 		t.Run(c, func(t *testing.T) {
 			os.Remove(marker)
-			r := runWithPath(t, dir, nil, c)
+			r := b.runWithPath(t, dir, nil, c)
 			if markerLines(marker) == "" || r.code != 0 {
 				t.Fatalf("explicit intent did not let the stand-in run\n%s", r)
 			}
@@ -89,11 +89,11 @@ func TestPowerControlRefusedAtExec(t *testing.T) {
 	}
 }
 
-// TestProtectedServicesRefusedAtExec covers the seed's protected-service and
+// protectedServicesRefusedAtExec covers the seed's protected-service and
 // systemctl-verb tests through the kernel path, with a profile naming the
 // services to survive.
-func TestProtectedServicesRefusedAtExec(t *testing.T) {
-	requireSeccompNotify(t)
+func protectedServicesRefusedAtExec(t *testing.T, b backend) {
+	b.require(t)
 	dir, marker := standins(t, "systemctl")
 	prof := filepath.Join(t.TempDir(), "profile.toml")
 	if err := os.WriteFile(prof, []byte(`name = "desktop"
@@ -110,7 +110,7 @@ services_to_survive = ["display-manager", "sway", "hyprland", "pipewire", "gdm",
 	for _, c := range refused {
 		t.Run(c, func(t *testing.T) {
 			os.Remove(marker)
-			r := runWithPath(t, dir, []string{"--profile", prof}, c)
+			r := b.runWithPath(t, dir, []string{"--profile", prof}, c)
 			if m := markerLines(marker); m != "" {
 				t.Fatalf("the stand-in ran: %q\n%s", m, r)
 			}
@@ -122,7 +122,7 @@ services_to_survive = ["display-manager", "sway", "hyprland", "pipewire", "gdm",
 	for _, c := range []string{"systemctl restart nginx", "systemctl try-restart my-worker.service"} {
 		t.Run(c, func(t *testing.T) {
 			os.Remove(marker)
-			r := runWithPath(t, dir, []string{"--profile", prof}, c)
+			r := b.runWithPath(t, dir, []string{"--profile", prof}, c)
 			if markerLines(marker) == "" || r.code != 0 {
 				t.Fatalf("an unrelated service was refused\n%s", r)
 			}
@@ -130,27 +130,27 @@ services_to_survive = ["display-manager", "sway", "hyprland", "pipewire", "gdm",
 	}
 }
 
-// TestRebootSyscallRefused: reboot(2) with invalid magic numbers gets EPERM
+// rebootSyscallRefused: reboot(2) with invalid magic numbers gets EPERM
 // from paddock instead of EINVAL from the kernel.
-func TestRebootSyscallRefused(t *testing.T) {
-	requireSeccompNotify(t)
-	r := sh(t, `$AGENTHELPER reboot-invalid`)
+func rebootSyscallRefused(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `$AGENTHELPER reboot-invalid`)
 	if !strings.Contains(r.stdout, "err EPERM") {
 		t.Fatalf("reboot(2) was not refused by paddock\n%s", r)
 	}
 	if !strings.Contains(r.journal, `"action":"power_denied"`) {
 		t.Errorf("journal lacks power_denied:\n%s", r.journal)
 	}
-	r = sh(t, `PADDOCK_ALLOW_POWER_CONTROL=1 $AGENTHELPER reboot-invalid`)
+	r = b.sh(t, `PADDOCK_ALLOW_POWER_CONTROL=1 $AGENTHELPER reboot-invalid`)
 	if !strings.Contains(r.stdout, "err EINVAL") {
 		t.Fatalf("with the opt-in the kernel should answer EINVAL\n%s", r)
 	}
 }
 
-// TestVRAMPreflightAtExec: a stand-in vllm on PATH is refused or allowed as
+// vramPreflightAtExec: a stand-in vllm on PATH is refused or allowed as
 // the estimate against the profile's budget says (24 GB, 4 GB headroom).
-func TestVRAMPreflightAtExec(t *testing.T) {
-	requireSeccompNotify(t)
+func vramPreflightAtExec(t *testing.T, b backend) {
+	b.require(t)
 	dir, marker := standins(t, "vllm")
 	prof := filepath.Join(t.TempDir(), "profile.toml")
 	if err := os.WriteFile(prof, []byte("name = \"test-gpu\"\ntotal_vram_gb = 24.0\ndesktop_headroom_gb = 4.0\n"), 0o644); err != nil {
@@ -169,7 +169,7 @@ func TestVRAMPreflightAtExec(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.cmd, func(t *testing.T) {
 			os.Remove(marker)
-			r := runWithPath(t, dir, []string{"--profile", prof}, tc.cmd)
+			r := b.runWithPath(t, dir, []string{"--profile", prof}, tc.cmd)
 			ran := markerLines(marker) != ""
 			if ran != tc.allowed {
 				t.Fatalf("stand-in ran = %v, want %v\n%s", ran, tc.allowed, r)
@@ -193,7 +193,7 @@ func TestBrokenProfileStopsBeforeStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
-	r := runPaddock(t, "--profile", prof, "--", "touch", marker)
+	r := backend("auto").runPaddock(t, "--profile", prof, "--", "touch", marker)
 	if r.code == 0 || !strings.Contains(r.stderr, prof+":2") || !strings.Contains(r.stderr, "total_vram_gb") {
 		t.Fatalf("want a non-zero exit naming %s:2 and total_vram_gb\n%s", prof, r)
 	}

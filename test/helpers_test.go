@@ -46,12 +46,24 @@ func buildAndRun(m *testing.M) int {
 	return m.Run()
 }
 
-// requireSeccompNotify skips when the kernel cannot give paddock a listener.
-func requireSeccompNotify(t *testing.T) {
+// backend is the --backend every paddock run of a conformance scenario gets.
+type backend string
+
+// backends are the backends the conformance suite runs against.
+var backends = []backend{"seccomp", "ptrace"}
+
+// require skips when the kernel cannot give paddock this backend.
+func (b backend) require(t *testing.T) {
 	t.Helper()
-	b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	if err != nil || !bytes.Contains(b, []byte("user_notif")) {
-		t.Skipf("needs seccomp user notification (actions_avail: %q): %v", b, err)
+	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	want := map[backend]string{"seccomp": "user_notif", "ptrace": "trace"}[b]
+	if err != nil || !bytes.Contains(avail, []byte(want)) {
+		t.Skipf("needs seccomp action %s for the %s backend (actions_avail: %q): %v", want, b, avail, err)
+	}
+	if b == "ptrace" {
+		if scope, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil && strings.TrimSpace(string(scope)) == "3" {
+			t.Skipf("needs ptrace for the ptrace backend: kernel.yama.ptrace_scope is 3")
+		}
 	}
 }
 
@@ -96,11 +108,11 @@ type result struct {
 	journal        string
 }
 
-// paddockCmd prepares `paddock run --journal J ARGS...`.
-func paddockCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
+// paddockCmd prepares `paddock run --backend B --journal J ARGS...`.
+func (b backend) paddockCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	journal := filepath.Join(t.TempDir(), "journal.jsonl")
-	full := append([]string{"run", "--journal", journal, "--log-format", "json"}, args...)
+	full := append([]string{"run", "--backend", string(b), "--journal", journal, "--log-format", "json"}, args...)
 	cmd := exec.Command(bins.paddock, full...)
 	cmd.Env = append(os.Environ(), "AGENTHELPER="+bins.helper, "PADDOCK="+bins.paddock)
 	// Something the agent left running may hold the output pipes open.
@@ -109,9 +121,9 @@ func paddockCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
 }
 
 // runPaddock runs paddock to completion (at most a minute).
-func runPaddock(t *testing.T, args ...string) result {
+func (b backend) runPaddock(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd, journal := paddockCmd(t, args...)
+	cmd, journal := b.paddockCmd(t, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -149,9 +161,9 @@ func runPaddock(t *testing.T, args ...string) result {
 }
 
 // sh runs a shell script under paddock.
-func sh(t *testing.T, script string) result {
+func (b backend) sh(t *testing.T, script string) result {
 	t.Helper()
-	return runPaddock(t, "--", "bash", "-c", script)
+	return b.runPaddock(t, "--", "bash", "-c", script)
 }
 
 // records parses the journal's JSON lines.
@@ -207,4 +219,16 @@ func pidAlive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+}
+
+// readFile returns a file's contents ("" when it cannot be read).
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+// fileExists reports whether path exists.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

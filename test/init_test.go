@@ -21,17 +21,17 @@ func requireUnsharePid(t *testing.T) {
 	}
 }
 
-// TestPID1ReapsOrphans: as PID 1 of a PID namespace, paddock reaps the 20
+// pid1ReapsOrphans: as PID 1 of a PID namespace, paddock reaps the 20
 // orphans the agent leaves behind: none stays a zombie.
-func TestPID1ReapsOrphans(t *testing.T) {
-	requireSeccompNotify(t)
+func pid1ReapsOrphans(t *testing.T, b backend) {
+	b.require(t)
 	requireUnsharePid(t)
 	script := `for i in $(seq 20); do (sleep 0.2 &); done
 sleep 1
 z=0; for s in /proc/[0-9]*/stat; do st=$(sed 's/.*) //' "$s" 2>/dev/null | cut -d' ' -f1); [ "$st" = Z ] && z=$((z+1)); done
 echo zombies=$z
 echo pid1=$(cat /proc/1/comm)`
-	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", bins.paddock, "run", "--journal", filepath.Join(t.TempDir(), "j"), "--", "bash", "-c", script)
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", bins.paddock, "run", "--backend", string(b), "--journal", filepath.Join(t.TempDir(), "j"), "--", "bash", "-c", script)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -41,12 +41,12 @@ echo pid1=$(cat /proc/1/comm)`
 	}
 }
 
-// TestPID1ForwardsSIGTERM: SIGTERM to paddock as PID 1 reaches the agent,
+// pid1ForwardsSIGTERM: SIGTERM to paddock as PID 1 reaches the agent,
 // and paddock exits 143.
-func TestPID1ForwardsSIGTERM(t *testing.T) {
-	requireSeccompNotify(t)
+func pid1ForwardsSIGTERM(t *testing.T, b backend) {
+	b.require(t)
 	requireUnsharePid(t)
-	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", bins.paddock, "run", "--journal", filepath.Join(t.TempDir(), "j"), "--", "sleep", "300")
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", bins.paddock, "run", "--backend", string(b), "--journal", filepath.Join(t.TempDir(), "j"), "--", "sleep", "300")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +71,11 @@ func TestPID1ForwardsSIGTERM(t *testing.T) {
 	}
 }
 
-// TestLeftoversCleanedAfterGrace: when the agent exits, what it left running
+// leftoversCleanedAfterGrace: when the agent exits, what it left running
 // gets SIGTERM, and SIGKILL after --grace if it ignores SIGTERM;
 // --keep-orphans leaves them alone. An adopted process is never touched.
-func TestLeftoversCleanedAfterGrace(t *testing.T) {
-	requireSeccompNotify(t)
+func leftoversCleanedAfterGrace(t *testing.T, b backend) {
+	b.require(t)
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
 	f := startForeign(t, "sleep", "300")
@@ -84,15 +84,15 @@ sh -c 'trap "" TERM; while :; do sleep 0.05; done' & echo $! >> ` + pids + `
 $PADDOCK_BIN adopt ` + itoa(f.pid()) + ` --reason "not ours to clean up" > /dev/null
 sleep 0.2`
 	start := time.Now()
-	r := runPaddock(t, "--grace", "1s", "--", "bash", "-c", script)
+	r := b.runPaddock(t, "--grace", "1s", "--", "bash", "-c", script)
 	took := time.Since(start)
 	if r.code != 0 {
 		t.Fatalf("%s", r)
 	}
-	b, _ := os.ReadFile(pids)
-	left := strings.Fields(string(b))
+	raw, _ := os.ReadFile(pids)
+	left := strings.Fields(string(raw))
 	if len(left) != 2 {
-		t.Fatalf("pid file = %q", b)
+		t.Fatalf("pid file = %q", raw)
 	}
 	for _, p := range left {
 		n := 0
@@ -116,12 +116,12 @@ sleep 0.2`
 	os.Remove(pids)
 	// Wait until the leftover has exec'd sleep: an exec still waiting for the
 	// supervisor's answer when paddock exits fails (ENOSYS), by design.
-	r = runPaddock(t, "--keep-orphans", "--", "bash", "-c", `sleep 300 & c=$!
+	r = b.runPaddock(t, "--keep-orphans", "--", "bash", "-c", `sleep 300 & c=$!
 while [ "$(cat /proc/$c/comm 2>/dev/null)" != sleep ]; do :; done
 echo $c > `+pids)
-	b, _ = os.ReadFile(pids)
+	raw, _ = os.ReadFile(pids)
 	n := 0
-	for _, c := range strings.TrimSpace(string(b)) {
+	for _, c := range strings.TrimSpace(string(raw)) {
 		n = n*10 + int(c-'0')
 	}
 	if n == 0 || !pidAlive(n) {
@@ -155,15 +155,15 @@ func TestBinaryIsStatic(t *testing.T) {
 	}
 }
 
-// TestForwardToGroup: with --forward-to-group a signal to paddock reaches
+// forwardToGroup: with --forward-to-group a signal to paddock reaches
 // every process of the agent's group, not only the agent itself.
-func TestForwardToGroup(t *testing.T) {
-	requireSeccompNotify(t)
+func forwardToGroup(t *testing.T, b backend) {
+	b.require(t)
 	dir := t.TempDir()
 	marker, pidfile := filepath.Join(dir, "child-got-term"), filepath.Join(dir, "child.pid")
 	// --keep-orphans: the child's SIGTERM can only come from the forwarding,
 	// not from paddock's cleanup of leftovers.
-	cmd, _ := paddockCmd(t, "--forward-to-group", "--keep-orphans", "--", "bash", "-c",
+	cmd, _ := b.paddockCmd(t, "--forward-to-group", "--keep-orphans", "--", "bash", "-c",
 		`sh -c 'trap "echo term > `+marker+`; exit 0" TERM; while :; do sleep 0.05; done' & echo $! > `+pidfile+`; wait`)
 	t.Cleanup(func() {
 		if b, err := os.ReadFile(pidfile); err == nil {

@@ -11,12 +11,12 @@ import (
 	"testing"
 )
 
-// TestForeignSurvivesEverySignalPath: a process the test started outside
+// foreignSurvivesEverySignalPath: a process the test started outside
 // paddock must survive each way an agent can aim a signal at it, each refusal
 // must fail with EPERM, show the message on the caller's stderr, and leave a
 // journal record.
-func TestForeignSurvivesEverySignalPath(t *testing.T) {
-	requireSeccompNotify(t)
+func foreignSurvivesEverySignalPath(t *testing.T, b backend) {
+	b.require(t)
 	tests := []struct {
 		name   string
 		script string // $F is the foreign pid
@@ -47,7 +47,7 @@ except PermissionError as e:
 				}
 			}
 			f := startForeign(t, "sleep", "300")
-			r := sh(t, "F="+itoa(f.pid())+"; "+tc.script)
+			r := b.sh(t, "F="+itoa(f.pid())+"; "+tc.script)
 			if !f.alive() {
 				t.Fatalf("foreign process %d died\n%s", f.pid(), r)
 			}
@@ -72,12 +72,12 @@ except PermissionError as e:
 	}
 }
 
-// TestSignalZeroProbeIsAllowed: an existence probe delivers nothing and works
+// signalZeroProbeIsAllowed: an existence probe delivers nothing and works
 // on every target, foreign ones included.
-func TestSignalZeroProbeIsAllowed(t *testing.T) {
-	requireSeccompNotify(t)
+func signalZeroProbeIsAllowed(t *testing.T, b backend) {
+	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	r := sh(t, "kill -0 "+itoa(f.pid())+" && echo probe=ok; $AGENTHELPER pidfd "+itoa(f.pid())+" 0")
+	r := b.sh(t, "kill -0 "+itoa(f.pid())+" && echo probe=ok; $AGENTHELPER pidfd "+itoa(f.pid())+" 0")
 	if !strings.Contains(r.stdout, "probe=ok\nok") || r.code != 0 {
 		t.Fatalf("signal 0 probe refused\n%s", r)
 	}
@@ -86,10 +86,10 @@ func TestSignalZeroProbeIsAllowed(t *testing.T) {
 	}
 }
 
-// TestOwnedProcessesCanBeSignalled: children, threads' syscalls and a daemon
+// ownedProcessesCanBeSignalled: children, threads' syscalls and a daemon
 // that double-forked out of the agent's tree remain the agent's to signal.
-func TestOwnedProcessesCanBeSignalled(t *testing.T) {
-	requireSeccompNotify(t)
+func ownedProcessesCanBeSignalled(t *testing.T, b backend) {
+	b.require(t)
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "daemon.pid")
 	script := `
@@ -116,7 +116,7 @@ python3 -c 'import os,sys; os.kill(int(sys.argv[1]), 15)' $c && echo python=sent
 	} else {
 		t.Logf("python3 not found, skipping its case: %v", err)
 	}
-	r := sh(t, script)
+	r := b.sh(t, script)
 	if strings.Contains(script, "python3") && !strings.Contains(r.stdout, "python=sent\npython=143") {
 		t.Errorf("python os.kill on an owned child was not delivered\n%s", r)
 	}
@@ -130,15 +130,15 @@ python3 -c 'import os,sys; os.kill(int(sys.argv[1]), 15)' $c && echo python=sent
 	}
 }
 
-// TestPkillMatchingOwnedAndForeign: pkill -f PATTERN whose pattern matches an
+// pkillMatchingOwnedAndForeign: pkill -f PATTERN whose pattern matches an
 // owned process, a foreign one and the agent's own command line kills only
 // the owned one.
-func TestPkillMatchingOwnedAndForeign(t *testing.T) {
-	requireSeccompNotify(t)
+func pkillMatchingOwnedAndForeign(t *testing.T, b backend) {
+	b.require(t)
 	marker := "paddock-pkill-marker-" + itoa(os.Getpid())
 	// exec -a puts the marker in argv[0]: one process each, no children left behind.
 	f := startForeign(t, "bash", "-c", "exec -a "+marker+" sleep 300")
-	r := sh(t, `bash -c 'exec -a `+marker+` sleep 300' & o=$!
+	r := b.sh(t, `bash -c 'exec -a `+marker+` sleep 300' & o=$!
 sleep 0.2
 pkill -f `+marker+`; echo pkill=$?
 wait $o; echo owned=$?
@@ -157,10 +157,10 @@ echo agent-survived`)
 	r.denial(t, f.pid())
 }
 
-// TestKillallMatchingOwnedAndForeign: killall NAME, where NAME is the comm of
+// killallMatchingOwnedAndForeign: killall NAME, where NAME is the comm of
 // an owned and a foreign process, kills only the owned one.
-func TestKillallMatchingOwnedAndForeign(t *testing.T) {
-	requireSeccompNotify(t)
+func killallMatchingOwnedAndForeign(t *testing.T, b backend) {
+	b.require(t)
 	if _, err := exec.LookPath("killall"); err != nil {
 		t.Skipf("needs killall (psmisc): %v", err)
 	}
@@ -179,7 +179,7 @@ func TestKillallMatchingOwnedAndForeign(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := startForeign(t, bin, "300")
-	r := sh(t, bin+` 300 & o=$!
+	r := b.sh(t, bin+` 300 & o=$!
 sleep 0.1
 killall `+name+`; echo killall=$?
 wait $o; echo owned=$?`)
@@ -192,11 +192,11 @@ wait $o; echo owned=$?`)
 	r.denial(t, f.pid())
 }
 
-// TestKillMinusOneInPidNamespace: kill -9 -1 from the agent is refused. It runs
+// killMinusOneInPidNamespace: kill -9 -1 from the agent is refused. It runs
 // inside a private PID namespace, so a failed guard could only hurt processes
 // of that namespace; one of them, started outside paddock, must survive.
-func TestKillMinusOneInPidNamespace(t *testing.T) {
-	requireSeccompNotify(t)
+func killMinusOneInPidNamespace(t *testing.T, b backend) {
+	b.require(t)
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skipf("needs unshare: %v", err)
 	}
@@ -205,7 +205,7 @@ func TestKillMinusOneInPidNamespace(t *testing.T) {
 	}
 	journal := filepath.Join(t.TempDir(), "j.jsonl")
 	script := `sleep 300 & f=$!
-"$PADDOCK" run --journal ` + journal + ` -- bash -c 'sleep 300 & kill -9 -1; echo rc=$?; kill -TERM 1; echo pid1=$?'
+"$PADDOCK" run --backend ` + string(b) + ` --journal ` + journal + ` -- bash -c 'sleep 300 & kill -9 -1; echo rc=$?; kill -TERM 1; echo pid1=$?'
 echo paddock=$?
 kill -0 $f && echo foreign=alive
 kill $f`
@@ -226,11 +226,11 @@ kill $f`
 	}
 }
 
-// TestSupervisorIsOutOfReach: the agent cannot signal, ptrace or write into
+// supervisorIsOutOfReach: the agent cannot signal, ptrace or write into
 // the paddock supervisor (its parent), nor read its memory through /proc.
-func TestSupervisorIsOutOfReach(t *testing.T) {
-	requireSeccompNotify(t)
-	r := sh(t, `kill -9 $PPID; echo kill=$?
+func supervisorIsOutOfReach(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `kill -9 $PPID; echo kill=$?
 $AGENTHELPER ptrace-attach $PPID
 $AGENTHELPER vmwrite $PPID
 $AGENTHELPER pidfd $PPID 9
@@ -243,11 +243,11 @@ echo still-supervised`)
 	}
 }
 
-// TestSupervisorIsNotDumpable: /proc/SUPERVISOR/environ and mem are closed
+// supervisorIsNotDumpable: /proc/SUPERVISOR/environ and mem are closed
 // to the agent even when both run as the same unprivileged user, because the
 // supervisor marks itself non-dumpable. (Run as nobody through setpriv.)
-func TestSupervisorIsNotDumpable(t *testing.T) {
-	requireSeccompNotify(t)
+func supervisorIsNotDumpable(t *testing.T, b backend) {
+	b.require(t)
 	if os.Getuid() != 0 {
 		t.Skip("needs root to switch to an unprivileged user with setpriv")
 	}
@@ -267,7 +267,7 @@ func TestSupervisorIsNotDumpable(t *testing.T) {
 	script := `cat /proc/$PPID/environ > /dev/null && echo environ=readable || echo environ=closed
 cat /proc/$$/environ > /dev/null && echo own=readable`
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-		bins.paddock, "run", "--journal", filepath.Join(dir, "j.jsonl"), "--", "sh", "-c", script)
+		bins.paddock, "run", "--backend", string(b), "--journal", filepath.Join(dir, "j.jsonl"), "--", "sh", "-c", script)
 	// nobody's own home: root's is closed to it (and holds root's profile).
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=")
 	out, err := cmd.CombinedOutput()
@@ -296,66 +296,72 @@ func childOf(pid int) int {
 	return 0
 }
 
-// TestSupervisorKilledFromOutside: SIGKILL to the supervisor leaves a foreign
-// process alive, kills the agent root, and leaves whatever the agent started
-// unable to signal anything (trapped syscalls fail closed with ENOSYS).
-func TestSupervisorKilledFromOutside(t *testing.T) {
-	requireSeccompNotify(t)
+// supervisorKilledFromOutside: SIGKILL to the supervisor leaves a foreign
+// process alive and kills the agent root. What the agent started fails
+// closed: with seccomp it lives on and its trapped syscalls fail with ENOSYS
+// (the listener closed); with ptrace it is killed (PTRACE_O_EXITKILL: a
+// tracee left in a seccomp stop by a dead tracer would run its call
+// unchecked).
+func supervisorKilledFromOutside(t *testing.T, b backend) {
+	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	out := filepath.Join(t.TempDir(), "orphan.out")
-	cmd, _ := paddockCmd(t, "--", "bash", "-c",
-		`(sleep 1; kill -TERM `+itoa(f.pid())+` 2>&1; echo rc=$? ) > `+out+` 2>&1 &
+	dir := t.TempDir()
+	out, pidfile := filepath.Join(dir, "orphan.out"), filepath.Join(dir, "orphan.pid")
+	cmd, _ := b.paddockCmd(t, "--", "bash", "-c",
+		`(echo $BASHPID > `+pidfile+`; sleep 1; kill -TERM `+itoa(f.pid())+` 2>&1; echo rc=$? ) > `+out+` 2>&1 &
 exec sleep 300`)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	var root int
-	waitFor(t, "agent root", func() bool {
+	var root, orphan int
+	waitFor(t, "agent root and its child", func() bool {
 		root = childOf(cmd.Process.Pid)
-		if root == 0 {
-			return false
-		}
-		b, _ := os.ReadFile("/proc/" + itoa(root) + "/comm")
-		return strings.TrimSpace(string(b)) == "sleep"
+		p, _ := os.ReadFile(pidfile)
+		orphan, _ = strconv.Atoi(strings.TrimSpace(string(p)))
+		return root != 0 && orphan != 0 && commOf(root) == "sleep"
 	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-done
 	waitFor(t, "agent root to die with its supervisor", func() bool { return !pidAlive(root) })
-	waitFor(t, "the orphan's kill attempt", func() bool {
-		b, _ := os.ReadFile(out)
-		return strings.Contains(string(b), "rc=")
-	})
-	b, _ := os.ReadFile(out)
+	if b == "ptrace" {
+		waitFor(t, "the agent's child to die with its tracer", func() bool { return !pidAlive(orphan) })
+	} else {
+		waitFor(t, "the orphan's kill attempt", func() bool {
+			said, _ := os.ReadFile(out)
+			return strings.Contains(string(said), "rc=")
+		})
+	}
+	said, _ := os.ReadFile(out)
 	if !f.alive() {
-		t.Fatalf("foreign process died after the supervisor was killed; orphan said: %s", b)
+		t.Fatalf("foreign process died after the supervisor was killed; orphan said: %s", said)
 	}
-	if strings.Contains(string(b), "rc=0") {
-		t.Fatalf("the orphan's kill succeeded without a supervisor: %s", b)
+	if strings.Contains(string(said), "rc=0") {
+		t.Fatalf("the orphan's kill succeeded without a supervisor: %s", said)
 	}
-	if !strings.Contains(string(b), "not implemented") {
-		t.Errorf("want ENOSYS (Function not implemented) for trapped syscalls without a supervisor, got: %s", b)
+	if b == "seccomp" && !strings.Contains(string(said), "not implemented") {
+		t.Errorf("want ENOSYS (Function not implemented) for trapped syscalls without a supervisor, got: %s", said)
 	}
 }
 
-// TestExitStatusAndSignalForwarding pins the exit contract: CMD's status, or
+// exitStatusAndSignalForwarding pins the exit contract: CMD's status, or
 // 128+N when CMD died of signal N, and paddock's signals reach CMD.
-func TestExitStatusAndSignalForwarding(t *testing.T) {
-	requireSeccompNotify(t)
-	if r := sh(t, "exit 3"); r.code != 3 {
+func exitStatusAndSignalForwarding(t *testing.T, b backend) {
+	b.require(t)
+	if r := b.sh(t, "exit 3"); r.code != 3 {
 		t.Errorf("exit 3: got %d\n%s", r.code, r)
 	}
-	if r := sh(t, "kill -TERM $$"); r.code != 143 {
+	if r := b.sh(t, "kill -TERM $$"); r.code != 143 {
 		t.Errorf("agent killed by SIGTERM: got %d, want 143\n%s", r.code, r)
 	}
-	if r := runPaddock(t, "--", "/nonexistent/cmd"); r.code != 127 {
+	if r := b.runPaddock(t, "--", "/nonexistent/cmd"); r.code != 127 {
 		t.Errorf("missing command: got %d, want 127\n%s", r.code, r)
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1} {
-		cmd, _ := paddockCmd(t, "--", "sleep", "300")
+		cmd, _ := b.paddockCmd(t, "--", "sleep", "300")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -377,10 +383,10 @@ func commOf(pid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-// TestI386KillDecidedLikeNative: on amd64, kill through int 0x80 (the i386
+// i386KillDecidedLikeNative: on amd64, kill through int 0x80 (the i386
 // ABI) is refused on a foreign process and allowed on an owned one.
-func TestI386KillDecidedLikeNative(t *testing.T) {
-	requireSeccompNotify(t)
+func i386KillDecidedLikeNative(t *testing.T, b backend) {
+	b.require(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("needs amd64 for int 0x80, have %s", runtime.GOARCH)
 	}
@@ -391,7 +397,7 @@ func TestI386KillDecidedLikeNative(t *testing.T) {
 		t.Skipf("needs IA32 emulation reachable through int 0x80; the probe failed here: %v: %.200s", err, out)
 	}
 	f := startForeign(t, "sleep", "300")
-	r := sh(t, "$AGENTHELPER int80-kill "+itoa(f.pid())+` 9
+	r := b.sh(t, "$AGENTHELPER int80-kill "+itoa(f.pid())+` 9
 sleep 300 & c=$!; $AGENTHELPER int80-kill $c 15; wait $c; echo owned=$?`)
 	if !f.alive() {
 		t.Fatalf("foreign died to an i386 kill\n%s", r)
@@ -404,12 +410,12 @@ sleep 300 & c=$!; $AGENTHELPER int80-kill $c 15; wait $c; echo owned=$?`)
 	}
 }
 
-// TestRefusalStormIsSummarised: many refusals to one caller do not flood its
+// refusalStormIsSummarised: many refusals to one caller do not flood its
 // stderr; each is still journaled.
-func TestRefusalStormIsSummarised(t *testing.T) {
-	requireSeccompNotify(t)
+func refusalStormIsSummarised(t *testing.T, b backend) {
+	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	r := sh(t, "for i in $(seq 50); do kill -TERM "+itoa(f.pid())+"; done; sleep 1.2; kill -TERM "+itoa(f.pid())+"; true")
+	r := b.sh(t, "for i in $(seq 50); do kill -TERM "+itoa(f.pid())+"; done; sleep 1.2; kill -TERM "+itoa(f.pid())+"; true")
 	if !f.alive() {
 		t.Fatal("foreign died")
 	}
@@ -427,5 +433,82 @@ func TestRefusalStormIsSummarised(t *testing.T) {
 	}
 	if got := strings.Count(r.journal, `"action":"signal_denied"`); got != 51 {
 		t.Errorf("journal holds %d refusals, want 51", got)
+	}
+}
+
+// jobControl: the agent's own job control keeps working: a job stopped
+// with SIGSTOP shows as Stopped to its shell and runs again on SIGCONT, and
+// a process that stops itself is resumed by `fg`. (Not SIGTSTP: a
+// non-interactive bash resumes jobs stopped by SIGTSTP by itself.)
+// Under ptrace every stop is first a ptrace stop; the shell must still see
+// the group-stop.
+func jobControl(t *testing.T, b backend) {
+	b.require(t)
+	// `jobs` runs in the shell itself (into a file, not a $(...) subshell
+	// with a copy of the job table); until waits for the state to show.
+	r := b.sh(t, `set -m
+j=$(mktemp)
+await() { n=0; until jobs -l > $j; grep -q "$1" $j; do [ $n -ge 500 ] && break; n=$((n+1)); sleep 0.01; done; echo "$2: $(cat $j)"; }
+execd() { until read -r c < /proc/$1/comm && [ "$c" = "$2" ]; do sleep 0.01; done; }
+sleep 300 &
+execd $! sleep
+kill -STOP %1
+await Stopped jobs1
+kill -CONT %1
+await Running jobs2
+kill -TERM %1; wait %1; echo term=$?
+sh -c 'kill -STOP $$; echo resumed' &
+await Stopped jobs3
+fg %% > /dev/null; echo fg=$?
+rm -f $j
+`)
+	for _, want := range []string{"term=143", "resumed", "fg=0"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("agent output lacks %q\n%s", want, r)
+		}
+	}
+	lines := map[string]string{"jobs1": "Stopped", "jobs2": "Running", "jobs3": "Stopped"}
+	for prefix, state := range lines {
+		i := strings.Index(r.stdout, prefix+":")
+		if i < 0 {
+			t.Errorf("agent output lacks %s\n%s", prefix, r)
+			continue
+		}
+		line, _, _ := strings.Cut(r.stdout[i:], "\n")
+		if !strings.Contains(line, state) {
+			t.Errorf("%s: want the job %s, got %q\n%s", prefix, state, line, r)
+		}
+	}
+	if strings.Contains(r.stderr, "refused") {
+		t.Errorf("job control signals were refused\n%s", r)
+	}
+}
+
+// shadowListenerRefused: the agent cannot put a seccomp listener of its own
+// in front of paddock. Under the notify backend the kernel refuses a second
+// listener (EBUSY); under ptrace, whose SECCOMP_RET_TRACE a listener would
+// take precedence over, paddock refuses it with the same errno, journaled.
+// The helper answers its own kill "continue" if it gets a listener.
+func shadowListenerRefused(t *testing.T, b backend) {
+	b.require(t)
+	f := startForeign(t, "sleep", "300")
+	r := b.sh(t, "$AGENTHELPER shadow-kill "+itoa(f.pid())+" 9")
+	if !f.alive() {
+		t.Fatalf("foreign process %d died: a listener of the agent's own let its kill through\n%s", f.pid(), r)
+	}
+	if !strings.Contains(r.stdout, "err seccomp(NEW_LISTENER): EBUSY") {
+		t.Errorf("want the listener refused with EBUSY\n%s", r)
+	}
+	if b != "ptrace" {
+		return
+	}
+	found := false
+	for _, rec := range r.records(t) {
+		if rec["action"] == "seccomp_denied" && rec["rule"] == "shadow_listener" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("journal lacks a seccomp_denied record:\n%s", r.journal)
 	}
 }

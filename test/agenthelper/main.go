@@ -9,23 +9,50 @@
 //	tgsigqueue PID TID SIG | pidfd PID SIG | ptrace-attach PID |
 //	vmwrite PID | pidfd-getfd PID FD | int80-kill PID SIG | reboot-invalid |
 //	sleep SECONDS
+//
+// And: agenthelper shadow-kill PID SIG tries to step around paddock with a
+// listener of its own: a filter that sends kill to a listener this process
+// answers with CONTINUE from another thread, then kill(PID, SIG).
+//
+// And: agenthelper listen-exec PROG ARG... installs a seccomp filter that
+// allows everything but holds a user-notification listener, then execs
+// PROG: what a sandbox that supervises with its own listener looks like to
+// paddock (a second listener in the chain fails with EBUSY).
 package main
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
 	"strconv"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/seccomp"
 )
 
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: agenthelper VERB ARG...")
 		os.Exit(2)
+	}
+	if os.Args[1] == "shadow-kill" {
+		err := shadowKill(ints(os.Args[2:]))
+		if err != nil {
+			fmt.Printf("err %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Println("ok")
+		return
+	}
+	if os.Args[1] == "listen-exec" {
+		err := listenExec(os.Args[2:])
+		fmt.Fprintf(os.Stderr, "agenthelper listen-exec: %v\n", err)
+		os.Exit(126)
 	}
 	err := run(os.Args[1], ints(os.Args[2:]))
 	if err != nil {
@@ -122,4 +149,76 @@ func run(verb string, a []int) error {
 		return nil
 	}
 	return fmt.Errorf("unknown verb %q", verb)
+}
+
+// listenExec installs an allow-all filter with a listener on this thread
+// and execs args from it, keeping the listener open across the exec.
+func listenExec(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: listen-exec PROG ARG...")
+	}
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	prog := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
+	fprog := unix.SockFprog{Len: 1, Filter: &prog[0]}
+	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return fmt.Errorf("seccomp(NEW_LISTENER): %w", errno)
+	}
+	// The kernel forgets a listener whose last fd closes, and the fd is
+	// close-on-exec: keep it open in PROG, as a sandbox's supervisor would.
+	if _, err := unix.FcntlInt(fd, unix.F_SETFD, 0); err != nil {
+		return fmt.Errorf("keep the listener open across exec: %w", err)
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return err
+	}
+	return unix.Exec(path, args, os.Environ())
+}
+
+// shadowKill installs, on this thread, a filter sending kill(2) to a
+// listener that another thread answers "continue", then sends the signal.
+// Only a kernel or paddock refusal of the listener stops it.
+func shadowKill(a []int) error {
+	if len(a) != 2 {
+		return errors.New("usage: shadow-kill PID SIG")
+	}
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // seccomp_data.nr
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_KILL, Jt: 0, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_USER_NOTIF},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return fmt.Errorf("seccomp(NEW_LISTENER): %s", unix.ErrnoName(errno))
+	}
+	go func() {
+		// Another OS thread, without the filter: answer every notification
+		// "continue".
+		runtime.LockOSThread()
+		for {
+			var n seccomp.Notif
+			if err := seccomp.Recv(int(fd), &n); err != nil {
+				if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return
+			}
+			_ = seccomp.Send(int(fd), n.ID, 0)
+		}
+	}()
+	_, _, e := unix.RawSyscall(unix.SYS_KILL, uintptr(a[0]), uintptr(a[1]), 0)
+	if e != 0 {
+		return fmt.Errorf("kill: %s", unix.ErrnoName(e))
+	}
+	return nil
 }

@@ -1,0 +1,69 @@
+package test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAutoFallsBackToPtraceUnderListener forces the EBUSY case: paddock
+// starts under a process that already holds a seccomp listener (what some
+// sandboxes and container runtimes do, and paddock under paddock). --backend
+// auto then picks ptrace, says why, and still refuses a foreign kill itself;
+// --backend seccomp fails before the agent runs, naming EBUSY.
+func TestAutoFallsBackToPtraceUnderListener(t *testing.T) {
+	backend("seccomp").require(t)
+	backend("ptrace").require(t)
+	f := startForeign(t, "sleep", "300")
+	dir := t.TempDir()
+	journal, marker := filepath.Join(dir, "j.jsonl"), filepath.Join(dir, "ran")
+	run := func(b string, script string) (string, error) {
+		cmd := exec.Command(bins.helper, "listen-exec", bins.paddock, "run", "--backend", b, "--log-format", "json",
+			"--journal", journal, "--", "bash", "-c", script)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("auto", "kill -TERM "+itoa(f.pid())+"; echo rc=$?")
+	if err != nil {
+		t.Fatalf("paddock run --backend auto under a listener: %v\n%s", err, out)
+	}
+	if !f.alive() {
+		t.Fatalf("foreign process died\n%s", out)
+	}
+	for _, want := range []string{`"backend":"ptrace"`, `"backend_reason":"seccomp listener unavailable`, "device or resource busy", "rc=1", "paddock refused kill(SIGTERM) of pid " + itoa(f.pid())} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+	r := result{journal: readFile(journal)}
+	r.denial(t, f.pid())
+
+	out, err = run("seccomp", "touch "+marker)
+	if exitCode(err) == 0 || !strings.Contains(out, "device or resource busy") {
+		t.Errorf("--backend seccomp under a listener: want a failure naming EBUSY, got %v\n%s", err, out)
+	}
+	if fileExists(marker) {
+		t.Error("the agent ran although its backend could not be had")
+	}
+}
+
+// TestPaddockUnderPaddock: paddock run inside paddock run (notify outside)
+// falls back to ptrace inside; a foreign kill from the inner agent is
+// refused. (The outer listener answers first: SECCOMP_RET_USER_NOTIF takes
+// precedence over the inner RET_TRACE, so the outer session refuses it.)
+func TestPaddockUnderPaddock(t *testing.T) {
+	backend("seccomp").require(t)
+	backend("ptrace").require(t)
+	f := startForeign(t, "sleep", "300")
+	inner := filepath.Join(t.TempDir(), "inner.jsonl")
+	r := backend("seccomp").runPaddock(t, "--", bins.paddock, "run", "--log-format", "json", "--journal", inner, "--",
+		"bash", "-c", "kill -KILL "+itoa(f.pid())+"; echo rc=$?")
+	if !f.alive() {
+		t.Fatalf("foreign process died\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "rc=1") || !strings.Contains(r.stderr, `"backend":"ptrace"`) {
+		t.Errorf("want the inner paddock on ptrace and the kill refused\n%s", r)
+	}
+	r.denial(t, f.pid())
+}

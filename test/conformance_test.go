@@ -1,0 +1,59 @@
+package test
+
+import "testing"
+
+// scenarios is the conformance suite: every end-to-end behaviour of
+// `paddock run`, each run against every backend (TestConformance). A
+// scenario gets the backend and runs paddock only through its methods
+// (b.sh, b.runPaddock, b.paddockCmd), so nothing in it is backend-specific
+// unless it says so.
+var scenarios = []struct {
+	name string
+	run  func(*testing.T, backend)
+}{
+	// Every signal path, and what stays allowed.
+	{"ForeignSurvivesEverySignalPath", foreignSurvivesEverySignalPath},
+	{"I386KillDecidedLikeNative", i386KillDecidedLikeNative},
+	{"SignalZeroProbeIsAllowed", signalZeroProbeIsAllowed},
+	{"OwnedProcessesCanBeSignalled", ownedProcessesCanBeSignalled},
+	{"PkillMatchingOwnedAndForeign", pkillMatchingOwnedAndForeign},
+	{"KillallMatchingOwnedAndForeign", killallMatchingOwnedAndForeign},
+	{"KillMinusOneInPidNamespace", killMinusOneInPidNamespace},
+	{"SupervisorIsOutOfReach", supervisorIsOutOfReach},
+	{"SupervisorIsNotDumpable", supervisorIsNotDumpable},
+	{"SupervisorKilledFromOutside", supervisorKilledFromOutside},
+	{"RefusalStormIsSummarised", refusalStormIsSummarised},
+	{"ShadowListenerRefused", shadowListenerRefused},
+	// Exec guards.
+	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},
+	{"ProtectedServicesRefusedAtExec", protectedServicesRefusedAtExec},
+	{"RebootSyscallRefused", rebootSyscallRefused},
+	{"VRAMPreflightAtExec", vramPreflightAtExec},
+	// Adoption and the control socket.
+	{"AdoptThenSignal", adoptThenSignal},
+	{"AdoptPsJSON", adoptPsJSON},
+	{"AdoptRefusals", adoptRefusals},
+	{"LifelineOverrideAudited", lifelineOverrideAudited},
+	{"LeaseExpiresWhenProcessDies", leaseExpiresWhenProcessDies},
+	{"PaddockKillGroupOnlyWhenWhollyOwned", paddockKillGroupOnlyWhenWhollyOwned},
+	{"ControlSocketFromOutside", controlSocketFromOutside},
+	{"JournalFailureStillRefuses", journalFailureStillRefuses},
+	// Exit codes, signal forwarding, init duties, job control.
+	{"ExitStatusAndSignalForwarding", exitStatusAndSignalForwarding},
+	{"PID1ReapsOrphans", pid1ReapsOrphans},
+	{"PID1ForwardsSIGTERM", pid1ForwardsSIGTERM},
+	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
+	{"ForwardToGroup", forwardToGroup},
+	{"JobControl", jobControl},
+}
+
+// TestConformance runs every scenario against every backend.
+func TestConformance(t *testing.T) {
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			for _, sc := range scenarios {
+				t.Run(sc.name, func(t *testing.T) { sc.run(t, b) })
+			}
+		})
+	}
+}
