@@ -25,6 +25,11 @@ type Options struct {
 	Exec bool
 	// Power also traps reboot, kexec_load and kexec_file_load.
 	Power bool
+	// Seccomp also traps seccomp(2). The ptrace backend needs it: a
+	// SECCOMP_RET_USER_NOTIF filter takes precedence over RET_TRACE, so a
+	// listener installed by the agent would answer before paddock does.
+	// (Under the notify backend the kernel refuses a second listener.)
+	Seccomp bool
 }
 
 // Offsets into struct seccomp_data { int nr; __u32 arch; __u64

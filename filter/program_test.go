@@ -41,6 +41,8 @@ var (
 		{Action: testAction, Power: true},
 		optsAll,
 		{Action: unix.SECCOMP_RET_TRACE | 7, Exec: true, Power: true},
+		{Action: unix.SECCOMP_RET_TRACE, Exec: true, Power: true, Seccomp: true},
+		{Action: testAction, Seccomp: true},
 	}
 )
 
@@ -157,7 +159,7 @@ func TestProgram(t *testing.T) {
 			add(fmt.Sprintf("%s/nr=%#x", w.name, x32Bit|w.nrs[Kill]), seccompData{Nr: int32(x32Bit | w.nrs[Kill]), Arch: w.arch, Args: [6]uint64{1, 9, 9}}, false)
 		}
 
-		name := fmt.Sprintf("action=%#x,exec=%v,power=%v", o.Action, o.Exec, o.Power)
+		name := fmt.Sprintf("action=%#x,exec=%v,power=%v,seccomp=%v", o.Action, o.Exec, o.Power, o.Seccomp)
 		t.Run(name, func(t *testing.T) {
 			slices.SortFunc(cases, func(a, b tc) int { return strings.Compare(a.name, b.name) })
 			for _, c := range cases {
@@ -256,20 +258,18 @@ func TestProgramFastPath(t *testing.T) {
 	}
 }
 
-// TestProgramExecPower checks that Exec and Power switch exactly their
-// syscalls on, in every ABI.
+// TestProgramExecPower checks that Exec, Power and Seccomp switch exactly
+// their syscalls on, in every ABI.
 func TestProgramExecPower(t *testing.T) {
 	groups := map[string][]Syscall{
-		"exec":  {Execve, Execveat},
-		"power": {Reboot, KexecLoad, KexecFileLoad},
+		"exec":    {Execve, Execveat},
+		"power":   {Reboot, KexecLoad, KexecFileLoad},
+		"seccomp": {Seccomp},
 	}
 	for _, o := range allOpts {
 		prog := mustBuild(t, o)
 		for group, list := range groups {
-			on := o.Exec
-			if group == "power" {
-				on = o.Power
-			}
+			on := map[string]bool{"exec": o.Exec, "power": o.Power, "seccomp": o.Seccomp}[group]
 			for _, s := range list {
 				for _, w := range wantTables {
 					n, ok := w.nrs[s]
@@ -278,7 +278,7 @@ func TestProgramExecPower(t *testing.T) {
 					}
 					got := run(t, prog, seccompData{Nr: w.nr(n), Arch: w.arch}).ret == o.Action
 					if got != on {
-						t.Errorf("exec=%v power=%v: %s %s trapped=%v, want %v", o.Exec, o.Power, w.name, s, got, on)
+						t.Errorf("%+v: %s %s trapped=%v, want %v", o, w.name, s, got, on)
 					}
 				}
 			}

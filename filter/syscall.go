@@ -34,6 +34,10 @@ const (
 	KexecLoad
 	KexecFileLoad
 
+	// Filter installation, trapped with Options.Seccomp: under the ptrace
+	// backend a listener of the agent's own would answer ahead of paddock.
+	Seccomp
+
 	numSyscalls // keep last
 )
 
@@ -53,6 +57,7 @@ var syscallNames = [numSyscalls]string{
 	Reboot:           "reboot",
 	KexecLoad:        "kexec_load",
 	KexecFileLoad:    "kexec_file_load",
+	Seccomp:          "seccomp",
 }
 
 // String returns the kernel's name for the syscall ("kill", "pidfd_getfd",
@@ -101,6 +106,8 @@ func (o Options) trapped(s Syscall) bool {
 		return o.Exec
 	case Reboot, KexecLoad, KexecFileLoad:
 		return o.Power
+	case Seccomp:
+		return o.Seccomp
 	}
 	return false
 }

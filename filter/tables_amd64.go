@@ -23,6 +23,7 @@ var x86_64 = &table{
 		Reboot:           169,
 		KexecLoad:        246,
 		KexecFileLoad:    320,
+		Seccomp:          317,
 	},
 }
 
@@ -45,6 +46,7 @@ var x32 = &table{
 		Reboot:           169,
 		KexecLoad:        528,
 		KexecFileLoad:    320,
+		Seccomp:          317,
 	},
 	legacy: x86_64,
 }
@@ -67,6 +69,7 @@ var i386 = &table{
 		Execveat:         358,
 		Reboot:           88,
 		KexecLoad:        283,
+		Seccomp:          354,
 	},
 }
 

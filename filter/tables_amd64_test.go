@@ -14,7 +14,7 @@ var wantTables = []wantTable{
 			PidfdSendSignal: unix.SYS_PIDFD_SEND_SIGNAL, Ptrace: unix.SYS_PTRACE,
 			ProcessVMWritev: unix.SYS_PROCESS_VM_WRITEV, PidfdGetfd: unix.SYS_PIDFD_GETFD,
 			Execve: unix.SYS_EXECVE, Execveat: unix.SYS_EXECVEAT, Reboot: unix.SYS_REBOOT,
-			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD,
+			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD, Seccomp: unix.SYS_SECCOMP,
 		},
 		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
 	},
@@ -23,7 +23,7 @@ var wantTables = []wantTable{
 		nrs: map[Syscall]uint32{
 			Kill: 62, Tkill: 200, Tgkill: 234, RtSigqueueinfo: 524, RtTgsigqueueinfo: 536,
 			PidfdSendSignal: 424, Ptrace: 521, ProcessVMWritev: 540, PidfdGetfd: 438,
-			Execve: 520, Execveat: 545, Reboot: 169, KexecLoad: 528, KexecFileLoad: 320,
+			Execve: 520, Execveat: 545, Reboot: 169, KexecLoad: 528, KexecFileLoad: 320, Seccomp: 317,
 		},
 		// The 64-bit-only numbers that pre-5.4 kernels also ran for x32.
 		legacy: map[Syscall]uint32{
@@ -37,7 +37,7 @@ var wantTables = []wantTable{
 		nrs: map[Syscall]uint32{
 			Kill: 37, Tkill: 238, Tgkill: 270, RtSigqueueinfo: 178, RtTgsigqueueinfo: 335,
 			PidfdSendSignal: 424, Ptrace: 26, ProcessVMWritev: 348, PidfdGetfd: 438,
-			Execve: 11, Execveat: 358, Reboot: 88, KexecLoad: 283,
+			Execve: 11, Execveat: 358, Reboot: 88, KexecLoad: 283, Seccomp: 354,
 		},
 		// 62 and 320 are kill and kexec_file_load on x86_64 but ustat and
 		// utimensat here.

@@ -24,6 +24,7 @@ var aarch64 = &table{
 		Reboot:           142,
 		KexecLoad:        104,
 		KexecFileLoad:    294,
+		Seccomp:          277,
 	},
 }
 
@@ -45,6 +46,7 @@ var arm = &table{
 		Reboot:           88,
 		KexecLoad:        347,
 		KexecFileLoad:    401,
+		Seccomp:          383,
 	},
 }
 

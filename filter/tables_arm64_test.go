@@ -13,7 +13,7 @@ var wantTables = []wantTable{
 			PidfdSendSignal: unix.SYS_PIDFD_SEND_SIGNAL, Ptrace: unix.SYS_PTRACE,
 			ProcessVMWritev: unix.SYS_PROCESS_VM_WRITEV, PidfdGetfd: unix.SYS_PIDFD_GETFD,
 			Execve: unix.SYS_EXECVE, Execveat: unix.SYS_EXECVEAT, Reboot: unix.SYS_REBOOT,
-			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD,
+			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD, Seccomp: unix.SYS_SECCOMP,
 		},
 		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
 	},
@@ -22,7 +22,7 @@ var wantTables = []wantTable{
 		nrs: map[Syscall]uint32{
 			Kill: 37, Tkill: 238, Tgkill: 268, RtSigqueueinfo: 178, RtTgsigqueueinfo: 363,
 			PidfdSendSignal: 424, Ptrace: 26, ProcessVMWritev: 377, PidfdGetfd: 438,
-			Execve: 11, Execveat: 387, Reboot: 88, KexecLoad: 347, KexecFileLoad: 401,
+			Execve: 11, Execveat: 387, Reboot: 88, KexecLoad: 347, KexecFileLoad: 401, Seccomp: 383,
 		},
 		// 129 and 131 are kill and tgkill on aarch64 but delete_module and
 		// quotactl here.

@@ -25,6 +25,8 @@ var Actions = []string{
 	"signal_denied",
 	"self_lifeline_override",
 	"exec_denied",
+	"power_denied",
+	"seccomp_denied",
 	"opt_in_used",
 }
 

@@ -102,6 +102,9 @@ const (
 	RuleNotTrapped   Rule = "not_trapped"
 	// RuleAllowedExec: an exec the guard has nothing against.
 	RuleAllowedExec Rule = "exec"
+	// RuleShadowListener: a seccomp listener the agent tried to install,
+	// which under the ptrace backend would answer ahead of paddock.
+	RuleShadowListener Rule = "shadow_listener"
 )
 
 // Decision is Decide's answer.
@@ -218,6 +221,8 @@ func Decide(r Request, w World) Decision {
 		return decideThread(r, w, d, pid)
 	case filter.Execve, filter.Execveat:
 		return decideExec(r, w, d)
+	case filter.Seccomp:
+		return decideSeccomp(r, w, d)
 	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
 		var env []string
 		if r.Exec != nil {
@@ -229,6 +234,31 @@ func Decide(r Request, w World) Decision {
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleNotTrapped, true
 	d.Message = fmt.Sprintf("paddock refused %s (%s ABI) from pid %d: paddock traps this syscall but has no rule for it, so it fails closed. Way out: report this as a paddock bug.",
 		describe(r, d), r.ABI, r.Tid)
+	return d
+}
+
+// seccomp(2) operation and flag that install a listener (linux/seccomp.h).
+const (
+	seccompSetModeFilter = 1
+	seccompFlagListener  = 1 << 3 // SECCOMP_FILTER_FLAG_NEW_LISTENER
+)
+
+// decideSeccomp refuses a filter with a listener: only the ptrace backend
+// traps seccomp(2), and there a SECCOMP_RET_USER_NOTIF filter of the
+// agent's would take precedence over paddock's SECCOMP_RET_TRACE. The
+// answer is EBUSY, what the kernel itself answers under the notify backend
+// (a filter chain takes one listener), so programs see the same thing under
+// both backends. Every other use affects only the caller and is allowed.
+func decideSeccomp(r Request, w World, d Decision) Decision {
+	if uint32(r.Args[0]) != seccompSetModeFilter || r.Args[1]&seccompFlagListener == 0 {
+		d.Allow, d.Rule = true, RuleSelf
+		return d
+	}
+	d.Errno, d.Rule, d.Refusal = syscall.EBUSY, RuleShadowListener, true
+	d.Message = fmt.Sprintf("paddock refused seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) from pid %d (%s): "+
+		"under paddock's ptrace backend a seccomp listener of the agent's own would answer its process-control syscalls before paddock could decide them "+
+		"(the notify backend's kernel answers EBUSY to a second listener the same way). Way out: run the sandbox without a listener of its own, or outside paddock.",
+		r.Tid, commOf(w, r.Tid))
 	return d
 }
 

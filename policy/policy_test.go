@@ -172,6 +172,11 @@ func TestDecide(t *testing.T) {
 		{name: "process_vm_writev owned thread", r: req(100, filter.ProcessVMWritev, 111), allow: true, rule: RuleOwned, target: 101, pin: 101},
 		{name: "pidfd_getfd foreign", r: req(101, filter.PidfdGetfd, 6, 3), errno: syscall.EPERM, rule: RuleNotOwned, target: 200},
 		{name: "pidfd_getfd owned", r: req(101, filter.PidfdGetfd, 5, 3), allow: true, rule: RuleOwned, target: 102, pin: 102},
+		{name: "seccomp filter with a listener", r: req(101, filter.Seccomp, 1, 1<<3|1<<5), errno: syscall.EBUSY, rule: RuleShadowListener,
+			message: []string{"SECCOMP_FILTER_FLAG_NEW_LISTENER", "pid 101 (worker)", "answer", "Way out:"}},
+		{name: "seccomp filter without a listener", r: req(101, filter.Seccomp, 1, 0), allow: true, rule: RuleSelf},
+		{name: "seccomp get action avail", r: req(101, filter.Seccomp, 2, 1<<3), allow: true, rule: RuleSelf},
+		{name: "seccomp strict mode", r: req(101, filter.Seccomp, 0, 0), allow: true, rule: RuleSelf},
 		{name: "unknown syscall fails closed", r: req(101, filter.Unknown), errno: syscall.EPERM, rule: RuleNotTrapped, message: []string{"fails closed"}},
 	}
 	for _, tc := range tests {
@@ -189,7 +194,7 @@ func TestDecide(t *testing.T) {
 			if d.Pin != tc.pin {
 				t.Errorf("pin = %d, want %d", d.Pin, tc.pin)
 			}
-			wantRefusal := !d.Allow && d.Errno == syscall.EPERM
+			wantRefusal := !d.Allow && d.Errno != syscall.ESRCH // a vanished target is not a refusal
 			if d.Refusal != wantRefusal {
 				t.Errorf("Refusal = %v, want %v", d.Refusal, wantRefusal)
 			}

@@ -97,7 +97,7 @@ func runInit(args []string) (int, error) {
 		return 126, err
 	}
 	if traced {
-		opts.Action = unix.SECCOMP_RET_TRACE
+		opts.Action, opts.Seccomp = unix.SECCOMP_RET_TRACE, true
 		prog, err := filter.Build(opts)
 		if err != nil {
 			return 126, fmt.Errorf("init: build filter: %w", err)

@@ -253,6 +253,8 @@ func journalRecord(f refusal) journal.Record {
 		}
 	case d.Exec != nil:
 		action = "power_denied"
+	case d.Syscall == "seccomp":
+		action = "seccomp_denied"
 	default:
 		fields["target"], fields["signal"] = d.Target, d.Signal
 	}
