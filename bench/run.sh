@@ -10,6 +10,8 @@
 #   SPACED_N=3000      kill() calls per spaced run (300 us apart)
 #   FORKEXEC_N=1500    fork+exec of /bin/true per forkexec run
 #   STARTUP_RUNS=30    bare/paddock pairs of `true` for the startup figure
+#   BACKEND=auto       paddock run --backend: auto, seccomp or ptrace
+#   OUT=bench/out      where the binaries, samples and results.md go
 #
 # Needs: go, gcc, python3 (statistics only). Linux with seccomp user
 # notification; the supervised runs fail loudly if paddock cannot start.
@@ -17,7 +19,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=$root/bench/out
+out=${OUT:-$root/bench/out}
 mkdir -p "$out"
 
 PAIRS=${PAIRS:-5}
@@ -25,6 +27,7 @@ KILL_N=${KILL_N:-20000}
 SPACED_N=${SPACED_N:-3000}
 FORKEXEC_N=${FORKEXEC_N:-1500}
 STARTUP_RUNS=${STARTUP_RUNS:-30}
+BACKEND=${BACKEND:-auto}
 
 die() {
 	echo "bench/run.sh: $*" >&2
@@ -44,8 +47,8 @@ CGO_ENABLED=0 go test -c -o "$out/bench.test" ./bench/
 
 journal=$out/j.jsonl
 rm -f "$journal"
-pd=("$out/paddock" run --no-notify-stderr --log-level error --journal "$journal" --)
-sig=("$out/bench.test" __bench_supervise_signals --)
+pd=("$out/paddock" run --backend "$BACKEND" --no-notify-stderr --log-level error --journal "$journal" --)
+sig=(env PADDOCK_BACKEND="$BACKEND" "$out/bench.test" __bench_supervise_signals --)
 truebin=$(type -P true) || die "no true binary on PATH"
 
 # Sanity: paddock must actually supervise (a failed start would make every
@@ -152,10 +155,10 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 kernel=$(uname -r)
 ncpu=$(nproc)
 
-python3 - "$samples" "$out/results.md" "$kernel" "$ncpu" "$cpu" "$PAIRS" "$KILL_N" "$SPACED_N" "$FORKEXEC_N" "$STARTUP_RUNS" "$load_start" "$load_end" <<'PY'
+python3 - "$samples" "$out/results.md" "$kernel" "$ncpu" "$cpu" "$PAIRS" "$KILL_N" "$SPACED_N" "$FORKEXEC_N" "$STARTUP_RUNS" "$load_start" "$load_end" "$BACKEND" <<'PY'
 import statistics, sys
 
-samples, dest, kernel, ncpu, cpu, pairs, kill_n, spaced_n, fe_n, st_runs, load_start, load_end = sys.argv[1:]
+samples, dest, kernel, ncpu, cpu, pairs, kill_n, spaced_n, fe_n, st_runs, load_start, load_end, backend = sys.argv[1:]
 vals = {}
 for line in open(samples):
     w, mode, v = line.rstrip("\n").split("\t")
@@ -184,8 +187,8 @@ rows = [
 ]
 
 lines = []
-lines.append("Machine: %s, %s CPUs, Linux %s; %s pairs per workload, bare and paddock alternating; "
-             "load average %s at start, %s at end." % (cpu, ncpu, kernel, pairs, load_start, load_end))
+lines.append("Machine: %s, %s CPUs, Linux %s; paddock run --backend %s; %s pairs per workload, bare and paddock alternating; "
+             "load average %s at start, %s at end." % (cpu, ncpu, kernel, backend, pairs, load_start, load_end))
 lines.append("")
 lines.append("| workload | unit | bare median | paddock median | ratio | added | bare spread (min-max) | paddock spread (min-max) | target | met |")
 lines.append("|---|---|---:|---:|---:|---:|---|---|---|---|")
@@ -202,4 +205,4 @@ sys.stdout.write(text)
 with open(dest, "w") as f:
     f.write(text)
 PY
-echo "raw samples: bench/out/samples.tsv; table: bench/out/results.md" >&2
+echo "raw samples: $out/samples.tsv; table: $out/results.md" >&2

@@ -39,7 +39,12 @@ func superviseSignalsOnly(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", args[0], err)
 		return 127
 	}
-	s, err := supervisor.Start(supervisor.Config{Path: path, Args: args, Log: zerolog.Nop()})
+	backend, err := supervisor.ParseBackend(os.Getenv("PADDOCK_BACKEND"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "supervise: PADDOCK_BACKEND: %v\n", err)
+		return 2
+	}
+	s, err := supervisor.Start(supervisor.Config{Path: path, Args: args, Log: zerolog.Nop(), Backend: backend})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "supervise: %v\n", err)
 		return 1

@@ -45,7 +45,7 @@ func installHint(errno unix.Errno, flags uint) string {
 	case errors.Is(errno, unix.EACCES):
 		return " (set no_new_privs with prctl(PR_SET_NO_NEW_PRIVS, 1) on this thread first, or run with CAP_SYS_ADMIN)"
 	case errors.Is(errno, unix.EBUSY) && flags&unix.SECCOMP_FILTER_FLAG_NEW_LISTENER != 0:
-		return " (another seccomp notifier already supervises this process, and a filter chain takes only one listener: run paddock outside that supervisor; a ptrace backend for this case is planned)"
+		return " (another seccomp notifier already supervises this process, and a filter chain takes only one listener: paddock run --backend auto falls back to its ptrace backend here)"
 	case errors.Is(errno, unix.EINVAL):
 		return " (this kernel rejects the program or one of the flags; user notification needs Linux 5.0+)"
 	case errors.Is(errno, unix.ENOSYS):

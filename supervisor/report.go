@@ -190,8 +190,11 @@ func (r *reporter) run() {
 		if r.notifyStderr && !f.quiet {
 			r.tellCaller(f)
 		}
-		r.log.Warn().Str("syscall", d.Syscall).Int("caller", f.caller).Int("target", d.Target).
-			Int("signal", d.Signal).Str("rule", string(d.Rule)).Str("abi", f.abi).Msg(d.Message)
+		ev := r.log.Warn().Str("syscall", d.Syscall).Int("caller", f.caller)
+		if d.Exec == nil && d.Syscall != "seccomp" {
+			ev = ev.Int("target", d.Target).Int("signal", d.Signal)
+		}
+		ev.Str("rule", string(d.Rule)).Str("abi", f.abi).Msg(d.Message)
 		if r.journal != nil {
 			if err := r.journal.Append(journalRecord(f)); err != nil {
 				r.log.Error().Err(err).Msg("paddock could not write the audit journal; the refusal itself stands")
