@@ -53,6 +53,15 @@ const (
 
 func sigLabel(arg int) string { return "sig" + strconv.Itoa(arg) }
 
+// argLabel is the tail that checks s's command argument (fcntl64 shares
+// fcntl's).
+func argLabel(s Syscall) string {
+	if s == Fcntl64 {
+		s = Fcntl
+	}
+	return "arg-" + s.String()
+}
+
 // Build assembles the seccomp program for the running GOARCH: the native
 // ABI plus every other ABI the kernel may accept (x32 and i386 on amd64,
 // AArch32 on arm64), so a process cannot step around the filter by entering
@@ -145,6 +154,19 @@ func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
 		a.loadAbs(argLow(arg))
 		a.jump(unix.BPF_JEQ, 0, lblAllow, lblTrap)
 	}
+	// fcntl and ioctl: trapped only for the commands that aim signals.
+	for _, s := range []Syscall{Fcntl, Ioctl} {
+		arg, values, _ := s.ArgFilter()
+		a.label(argLabel(s))
+		a.loadAbs(argLow(arg))
+		for i, v := range values {
+			jf := ""
+			if i == len(values)-1 {
+				jf = lblAllow
+			}
+			a.jump(unix.BPF_JEQ, v, lblTrap, jf)
+		}
+	}
 	a.label(lblTrap)
 	a.ret(o.Action)
 	a.label(lblAllow)
@@ -172,6 +194,9 @@ func entries(o Options, t *table) ([]entry, error) {
 			target := lblTrap
 			if arg, ok := s.SignalArg(); ok {
 				target = sigLabel(arg)
+			}
+			if _, _, ok := s.ArgFilter(); ok {
+				target = argLabel(s)
 			}
 			es = append(es, entry{nr: nr, target: target})
 		}

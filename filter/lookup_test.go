@@ -38,10 +38,12 @@ func TestSignalArg(t *testing.T) {
 }
 
 func TestSignalsTargets(t *testing.T) {
-	var sigs, others []Syscall
+	var sigs, others, channels []Syscall
 	for s := Syscall(1); s < numSyscalls; s++ {
 		if _, ok := s.SignalArg(); ok {
 			sigs = append(sigs, s)
+		} else if _, _, ok := s.ArgFilter(); ok {
+			channels = append(channels, s)
 		} else if optsBase.trapped(s) {
 			others = append(others, s)
 		}
@@ -51,6 +53,9 @@ func TestSignalsTargets(t *testing.T) {
 	}
 	if !equalSet(Targets, others) {
 		t.Errorf("Targets = %v, want the syscalls always trapped besides signals: %v", Targets, others)
+	}
+	if !equalSet(Channels, channels) {
+		t.Errorf("Channels = %v, want the syscalls trapped by argument: %v", Channels, channels)
 	}
 }
 

@@ -116,6 +116,23 @@ func TestProgram(t *testing.T) {
 					add(name+"/other-arg-zero", d(args), o.trapped(s))
 					return
 				}
+				if i, values, ok := s.ArgFilter(); ok {
+					for _, v := range values {
+						for _, hi := range []uint64{0, 0xffffffff00000000} {
+							args := garbage
+							args[i] = hi | uint64(v)
+							add(fmt.Sprintf("%s/cmd=%#x", name, args[i]), d(args), o.trapped(s))
+						}
+					}
+					// Every other command runs: F_GETFL, F_SETFL, TCGETS, FIONREAD,
+					// and the neighbours of the trapped values.
+					for _, v := range []uint64{0, 3, 4, 7, 9, 14, 16, 0x5401, 0x541b, 0x5411, 0x5413, 0x8903, 0x80045436, 0x40045435} {
+						args := garbage
+						args[i] = v
+						add(fmt.Sprintf("%s/cmd=%#x", name, v), d(args), false)
+					}
+					return
+				}
 				add(name+"/args=0", d([6]uint64{}), o.trapped(s))
 				add(name+"/args=garbage", d(garbage), o.trapped(s))
 			}
@@ -190,6 +207,9 @@ func TestProgramMatchesLookup(t *testing.T) {
 					want := ok && o.trapped(s)
 					if _, isSig := s.SignalArg(); isSig && sig == 0 {
 						want = false
+					}
+					if _, _, isArg := s.ArgFilter(); isArg {
+						want = false // commands 0 and 10 are not trapped
 					}
 					r := run(t, prog, d)
 					if got := r.ret == o.Action; got != want || (!got && r.ret != unix.SECCOMP_RET_ALLOW) {

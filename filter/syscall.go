@@ -38,6 +38,14 @@ const (
 	// backend a listener of the agent's own would answer ahead of paddock.
 	Seccomp
 
+	// Signal paths through file descriptors, trapped only for the commands
+	// in ArgFilter: F_SETOWN and its kin make the kernel signal an owner
+	// later (SIGIO, or any signal with F_SETSIG); TIOCSTI types into a
+	// terminal; TIOCSIG signals a pty's foreground group.
+	Fcntl
+	Fcntl64 // i386 and AArch32 only
+	Ioctl
+
 	numSyscalls // keep last
 )
 
@@ -58,6 +66,34 @@ var syscallNames = [numSyscalls]string{
 	KexecLoad:        "kexec_load",
 	KexecFileLoad:    "kexec_file_load",
 	Seccomp:          "seccomp",
+	Fcntl:            "fcntl",
+	Fcntl64:          "fcntl64",
+	Ioctl:            "ioctl",
+}
+
+// Commands of fcntl and ioctl that paddock decides (uapi values, the same
+// on every architecture paddock supports).
+const (
+	FSetown   = 8          // F_SETOWN
+	FSetownEx = 15         // F_SETOWN_EX
+	TIOCSTI   = 0x5412     // push a character into a terminal's input
+	TIOCSIG   = 0x40045436 // _IOW('T', 0x36, int): signal a pty's foreground group
+	FIOSETOWN = 0x8901     // the socket owner, like F_SETOWN
+	SIOCSPGRP = 0x8902     // the same, by another name
+)
+
+// ArgFilter returns the argument index and the values of it for which the
+// program traps s (fcntl, fcntl64, ioctl); ok is false for syscalls
+// trapped whatever their arguments. The kernel reads the command as an
+// unsigned int: only the low 32 bits count.
+func (s Syscall) ArgFilter() (arg int, values []uint32, ok bool) {
+	switch s {
+	case Fcntl, Fcntl64:
+		return 1, []uint32{FSetown, FSetownEx}, true
+	case Ioctl:
+		return 1, []uint32{TIOCSTI, TIOCSIG, FIOSETOWN, SIOCSPGRP}, true
+	}
+	return 0, nil, false
 }
 
 // String returns the kernel's name for the syscall ("kill", "pidfd_getfd",
@@ -95,12 +131,16 @@ var Signals = []Syscall{Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, P
 // a copy for callers; changing it does not change Build.
 var Targets = []Syscall{Ptrace, ProcessVMWritev, PidfdGetfd}
 
+// Channels lists the syscalls Build traps for some commands only (see
+// ArgFilter). It is a copy for callers; changing it does not change Build.
+var Channels = []Syscall{Fcntl, Fcntl64, Ioctl}
+
 // trapped reports whether the program built from o traps s (before the
 // signal-0 fast path).
 func (o Options) trapped(s Syscall) bool {
 	switch s {
 	case Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal,
-		Ptrace, ProcessVMWritev, PidfdGetfd:
+		Ptrace, ProcessVMWritev, PidfdGetfd, Fcntl, Fcntl64, Ioctl:
 		return true
 	case Execve, Execveat:
 		return o.Exec

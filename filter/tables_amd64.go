@@ -24,6 +24,8 @@ var x86_64 = &table{
 		KexecLoad:        246,
 		KexecFileLoad:    320,
 		Seccomp:          317,
+		Fcntl:            72,
+		Ioctl:            16,
 	},
 }
 
@@ -47,6 +49,8 @@ var x32 = &table{
 		KexecLoad:        528,
 		KexecFileLoad:    320,
 		Seccomp:          317,
+		Fcntl:            72,
+		Ioctl:            514,
 	},
 	legacy: x86_64,
 }
@@ -70,6 +74,9 @@ var i386 = &table{
 		Reboot:           88,
 		KexecLoad:        283,
 		Seccomp:          354,
+		Fcntl:            55,
+		Fcntl64:          221,
+		Ioctl:            54,
 	},
 }
 

@@ -15,6 +15,7 @@ var wantTables = []wantTable{
 			ProcessVMWritev: unix.SYS_PROCESS_VM_WRITEV, PidfdGetfd: unix.SYS_PIDFD_GETFD,
 			Execve: unix.SYS_EXECVE, Execveat: unix.SYS_EXECVEAT, Reboot: unix.SYS_REBOOT,
 			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD, Seccomp: unix.SYS_SECCOMP,
+			Fcntl: unix.SYS_FCNTL, Ioctl: unix.SYS_IOCTL,
 		},
 		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
 	},
@@ -24,11 +25,12 @@ var wantTables = []wantTable{
 			Kill: 62, Tkill: 200, Tgkill: 234, RtSigqueueinfo: 524, RtTgsigqueueinfo: 536,
 			PidfdSendSignal: 424, Ptrace: 521, ProcessVMWritev: 540, PidfdGetfd: 438,
 			Execve: 520, Execveat: 545, Reboot: 169, KexecLoad: 528, KexecFileLoad: 320, Seccomp: 317,
+			Fcntl: 72, Ioctl: 514,
 		},
 		// The 64-bit-only numbers that pre-5.4 kernels also ran for x32.
 		legacy: map[Syscall]uint32{
 			RtSigqueueinfo: 129, RtTgsigqueueinfo: 297, Ptrace: 101, ProcessVMWritev: 311,
-			Execve: 59, Execveat: 322, KexecLoad: 246,
+			Execve: 59, Execveat: 322, KexecLoad: 246, Ioctl: 16,
 		},
 		untrapped: map[string]uint32{"read": 0, "write": 1, "getpid": 39, "readv": 515, "process_vm_readv": 539},
 	},
@@ -38,6 +40,7 @@ var wantTables = []wantTable{
 			Kill: 37, Tkill: 238, Tgkill: 270, RtSigqueueinfo: 178, RtTgsigqueueinfo: 335,
 			PidfdSendSignal: 424, Ptrace: 26, ProcessVMWritev: 348, PidfdGetfd: 438,
 			Execve: 11, Execveat: 358, Reboot: 88, KexecLoad: 283, Seccomp: 354,
+			Fcntl: 55, Fcntl64: 221, Ioctl: 54,
 		},
 		// 62 and 320 are kill and kexec_file_load on x86_64 but ustat and
 		// utimensat here.

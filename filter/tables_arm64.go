@@ -25,6 +25,8 @@ var aarch64 = &table{
 		KexecLoad:        104,
 		KexecFileLoad:    294,
 		Seccomp:          277,
+		Fcntl:            25,
+		Ioctl:            29,
 	},
 }
 
@@ -47,6 +49,9 @@ var arm = &table{
 		KexecLoad:        347,
 		KexecFileLoad:    401,
 		Seccomp:          383,
+		Fcntl:            55,
+		Fcntl64:          221,
+		Ioctl:            54,
 	},
 }
 

@@ -14,6 +14,7 @@ var wantTables = []wantTable{
 			ProcessVMWritev: unix.SYS_PROCESS_VM_WRITEV, PidfdGetfd: unix.SYS_PIDFD_GETFD,
 			Execve: unix.SYS_EXECVE, Execveat: unix.SYS_EXECVEAT, Reboot: unix.SYS_REBOOT,
 			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD, Seccomp: unix.SYS_SECCOMP,
+			Fcntl: unix.SYS_FCNTL, Ioctl: unix.SYS_IOCTL,
 		},
 		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
 	},
@@ -23,6 +24,7 @@ var wantTables = []wantTable{
 			Kill: 37, Tkill: 238, Tgkill: 268, RtSigqueueinfo: 178, RtTgsigqueueinfo: 363,
 			PidfdSendSignal: 424, Ptrace: 26, ProcessVMWritev: 377, PidfdGetfd: 438,
 			Execve: 11, Execveat: 387, Reboot: 88, KexecLoad: 347, KexecFileLoad: 401, Seccomp: 383,
+			Fcntl: 55, Fcntl64: 221, Ioctl: 54,
 		},
 		// 129 and 131 are kill and tgkill on aarch64 but delete_module and
 		// quotactl here.

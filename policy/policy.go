@@ -30,6 +30,24 @@ type Request struct {
 	// execveat (path, argv, envp) and the power syscalls (the caller's
 	// environment); nil for the other syscalls.
 	Exec *Exec
+	// Mem is what the backend read from the caller's memory at the address
+	// PtrArg names (an fcntl F_SETOWN_EX struct, an ioctl's owner int);
+	// MemErr says why it could not be read (the call is then refused).
+	Mem    []byte
+	MemErr error
+}
+
+// PtrArg says which bytes of the caller's memory Decide needs for a
+// syscall, so that both backends read the same thing: size bytes at addr
+// (size 0: none).
+func PtrArg(sc filter.Syscall, args [6]uint64) (addr uint64, size int) {
+	switch cmd := uint32(args[1]); {
+	case (sc == filter.Fcntl || sc == filter.Fcntl64) && cmd == filter.FSetownEx:
+		return args[2], 8 // struct f_owner_ex { int type; pid_t pid; }
+	case sc == filter.Ioctl && (cmd == filter.FIOSETOWN || cmd == filter.SIOCSPGRP):
+		return args[2], 4 // int
+	}
+	return 0, 0
 }
 
 // Exec is an exec's path, argv and environment as read from the caller's
@@ -83,6 +101,9 @@ type World interface {
 	// Files reads files as thread tid sees them (its root and working
 	// directory), for estimators that look at model files.
 	Files(tid int) vram.Files
+	// TermPgrp returns the foreground process group of the terminal behind
+	// descriptor fd of thread tid (a pty master), for TIOCSIG.
+	TermPgrp(tid, fd int) (int, error)
 }
 
 // Rule names why a decision went the way it did; it is the journal's "rule".
@@ -102,6 +123,8 @@ const (
 	RuleNotTrapped   Rule = "not_trapped"
 	// RuleAllowedExec: an exec the guard has nothing against.
 	RuleAllowedExec Rule = "exec"
+	// RuleTerminalInput: TIOCSTI, typing into a terminal.
+	RuleTerminalInput Rule = "terminal_input"
 	// RuleShadowListener: a seccomp listener the agent tried to install,
 	// which under the ptrace backend would answer ahead of paddock.
 	RuleShadowListener Rule = "shadow_listener"
@@ -223,6 +246,10 @@ func Decide(r Request, w World) Decision {
 		return decideExec(r, w, d)
 	case filter.Seccomp:
 		return decideSeccomp(r, w, d)
+	case filter.Fcntl, filter.Fcntl64:
+		return decideOwner(r, w, d)
+	case filter.Ioctl:
+		return decideIoctl(r, w, d)
 	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
 		var env []string
 		if r.Exec != nil {
@@ -260,6 +287,80 @@ func decideSeccomp(r Request, w World, d Decision) Decision {
 		"(the notify backend's kernel answers EBUSY to a second listener the same way). Way out: run the sandbox without a listener of its own, or outside paddock.",
 		r.Tid, commOf(w, r.Tid))
 	return d
+}
+
+// f_owner_ex types (linux/fcntl.h).
+const (
+	fOwnerTID  = 0
+	fOwnerPID  = 1
+	fOwnerPGRP = 2
+)
+
+// decideOwner decides who may become the owner of a descriptor (F_SETOWN,
+// F_SETOWN_EX, FIOSETOWN, SIOCSPGRP): the kernel later signals the owner
+// (SIGIO, or any signal chosen with F_SETSIG, SIGKILL included) on I/O, so
+// setting an owner is aiming a signal, decided like kill(2) on the same
+// target. Owner 0 clears it. The kernel pins the owner's struct pid when it
+// is set, so a later pid reuse does not redirect the signal.
+func decideOwner(r Request, w World, d Decision) Decision {
+	owner, kind := arg32(r, 2), fOwnerPID
+	if owner < 0 {
+		owner, kind = -owner, fOwnerPGRP
+	}
+	if addr, size := PtrArg(r.Syscall, r.Args); size > 0 {
+		if r.MemErr != nil || len(r.Mem) < size {
+			return undecidable(r, w, d, fmt.Errorf("the owner at %#x was not read: %v", addr, r.MemErr))
+		}
+		le := func(b []byte) int {
+			return int(int32(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24))
+		}
+		if size == 8 {
+			kind, owner = le(r.Mem[0:4]), le(r.Mem[4:8])
+		} else if owner = le(r.Mem); owner < 0 {
+			owner, kind = -owner, fOwnerPGRP
+		} else {
+			kind = fOwnerPID
+		}
+	}
+	if owner == 0 {
+		d.Allow, d.Rule = true, RuleSelf // no owner: nobody is signalled
+		return d
+	}
+	switch kind {
+	case fOwnerTID:
+		return decideThread(r, w, d, owner)
+	case fOwnerPID:
+		return decideProcess(r, w, d, owner)
+	case fOwnerPGRP:
+		return decideGroup(r, w, d, owner)
+	}
+	// The kernel answers EINVAL for an unknown type.
+	d.Errno, d.Rule = syscall.EINVAL, RuleNoSuchTarget
+	return d
+}
+
+// decideIoctl decides the terminal and socket commands the filter traps.
+func decideIoctl(r Request, w World, d Decision) Decision {
+	switch uint32(r.Args[1]) {
+	case filter.TIOCSTI:
+		d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleTerminalInput, true
+		d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): TIOCSTI types characters into a terminal's input queue, where the shell that reads that terminal (the user's, once the agent exits) runs them as commands. Way out: write to the program's standard input instead (a pipe, or a pty the agent opened itself); Linux 6.2+ can also forbid TIOCSTI for everyone (sysctl dev.tty.legacy_tiocsti=0).",
+			describe(r, d), r.Tid, commOf(w, r.Tid))
+		return d
+	case filter.TIOCSIG:
+		// A pty master signals its slave's foreground process group.
+		d.Signal = arg32(r, 2)
+		pgrp, err := w.TermPgrp(r.Tid, arg32(r, 0))
+		if err != nil {
+			return undecidable(r, w, d, fmt.Errorf("the foreground process group behind descriptor %d: %w", arg32(r, 0), err))
+		}
+		if pgrp <= 0 {
+			d.Errno, d.Rule = syscall.ESRCH, RuleNoSuchTarget
+			return d
+		}
+		return decideGroup(r, w, d, pgrp)
+	}
+	return decideOwner(r, w, d) // FIOSETOWN, SIOCSPGRP
 }
 
 // decideExec asks the guard about an exec whose strings the backend read.
@@ -476,12 +577,30 @@ func callerGroup(r Request, w World) (int, error) {
 	return t.Pgrp, nil
 }
 
-// describe renders the call: "kill(SIGTERM)", "ptrace", "pidfd_send_signal(SIGKILL)".
+// describe renders the call: "kill(SIGTERM)", "ptrace", "pidfd_send_signal(SIGKILL)",
+// "fcntl(F_SETOWN)", "ioctl(TIOCSIG, SIGINT)".
 func describe(r Request, d Decision) string {
 	if _, ok := r.Syscall.SignalArg(); ok {
 		return fmt.Sprintf("%s(%s)", d.Syscall, SignalName(d.Signal))
 	}
+	if _, _, ok := r.Syscall.ArgFilter(); ok {
+		cmd := uint32(r.Args[1])
+		name, known := commandNames[cmd]
+		if !known {
+			name = fmt.Sprintf("%#x", cmd)
+		}
+		if cmd == filter.TIOCSIG && r.Syscall == filter.Ioctl {
+			return fmt.Sprintf("%s(%s, %s)", d.Syscall, name, SignalName(d.Signal))
+		}
+		return fmt.Sprintf("%s(%s)", d.Syscall, name)
+	}
 	return d.Syscall
+}
+
+// commandNames names the fcntl and ioctl commands the filter traps.
+var commandNames = map[uint32]string{
+	filter.FSetown: "F_SETOWN", filter.FSetownEx: "F_SETOWN_EX", filter.TIOCSTI: "TIOCSTI",
+	filter.TIOCSIG: "TIOCSIG", filter.FIOSETOWN: "FIOSETOWN", filter.SIOCSPGRP: "SIOCSPGRP",
 }
 
 func commOf(w World, tid int) string {

@@ -17,7 +17,8 @@ type fakeWorld struct {
 	procs   map[int]Target
 	threads map[int]int // tid -> pid (non-leader threads only)
 	fds     map[[2]int]int
-	broken  map[int]bool // Lookup fails for these pids
+	ttys    map[[2]int]int // (tid, fd) -> foreground process group of the pty
+	broken  map[int]bool   // Lookup fails for these pids
 	vram    *vram.Budget
 }
 
@@ -62,6 +63,13 @@ func (w fakeWorld) FdPid(tid, fd int) (int, error) {
 	return 0, errors.New("not a pidfd")
 }
 
+func (w fakeWorld) TermPgrp(tid, fd int) (int, error) {
+	if pgrp, ok := w.ttys[[2]int{tid, fd}]; ok {
+		return pgrp, nil
+	}
+	return 0, errors.New("inappropriate ioctl for device")
+}
+
 func (w fakeWorld) Guard() guard.Policy { return guard.Policy{AllowOptIn: true, Supervised: true} }
 
 func (w fakeWorld) VRAM() *vram.Budget { return w.vram }
@@ -99,6 +107,7 @@ func world() fakeWorld {
 		},
 		threads: map[int]int{111: 101},
 		fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103},
+		ttys:    map[[2]int]int{{101, 20}: 102, {101, 21}: 300, {101, 22}: 0},
 		broken:  map[int]bool{666: true},
 	}
 }
@@ -106,6 +115,12 @@ func world() fakeWorld {
 func req(tid int, sc filter.Syscall, args ...uint64) Request {
 	r := Request{Tid: tid, Syscall: sc, ABI: "x86_64"}
 	copy(r.Args[:], args)
+	return r
+}
+
+// mem attaches the bytes the backend read at the request's pointer argument.
+func mem(r Request, b ...byte) Request {
+	r.Mem = b
 	return r
 }
 
@@ -172,6 +187,27 @@ func TestDecide(t *testing.T) {
 		{name: "process_vm_writev owned thread", r: req(100, filter.ProcessVMWritev, 111), allow: true, rule: RuleOwned, target: 101, pin: 101},
 		{name: "pidfd_getfd foreign", r: req(101, filter.PidfdGetfd, 6, 3), errno: syscall.EPERM, rule: RuleNotOwned, target: 200},
 		{name: "pidfd_getfd owned", r: req(101, filter.PidfdGetfd, 5, 3), allow: true, rule: RuleOwned, target: 102, pin: 102},
+		{name: "F_SETOWN own process", r: req(101, filter.Fcntl, 3, filter.FSetown, 101), allow: true, rule: RuleOwned, target: 101, pin: 101},
+		{name: "F_SETOWN owned child", r: req(101, filter.Fcntl, 3, filter.FSetown, 102), allow: true, rule: RuleOwned, target: 102, pin: 102},
+		{name: "F_SETOWN foreign", r: req(101, filter.Fcntl, 3, filter.FSetown, 200), errno: syscall.EPERM, rule: RuleNotOwned, target: 200,
+			message: []string{"fcntl(F_SETOWN) of pid 200 (code)", "not owned"}},
+		{name: "F_SETOWN foreign via fcntl64", r: req(101, filter.Fcntl64, 3, filter.FSetown, 200), errno: syscall.EPERM, rule: RuleNotOwned, target: 200},
+		{name: "F_SETOWN clears", r: req(101, filter.Fcntl, 3, filter.FSetown, 0), allow: true, rule: RuleSelf},
+		{name: "F_SETOWN own group", r: req(101, filter.Fcntl, 3, filter.FSetown, neg(102)), allow: true, rule: RuleOwned, target: -102},
+		{name: "F_SETOWN mixed group", r: req(101, filter.Fcntl, 3, filter.FSetown, neg(300)), errno: syscall.EPERM, rule: RuleGroup, target: -300},
+		{name: "F_SETOWN lifeline", r: req(101, filter.Fcntl, 3, filter.FSetown, 1), errno: syscall.EPERM, rule: RuleLifeline, target: 1},
+		{name: "F_SETOWN_EX pid foreign", r: mem(req(101, filter.Fcntl, 3, filter.FSetownEx, 0x1000), 1, 0, 0, 0, 200, 0, 0, 0), errno: syscall.EPERM, rule: RuleNotOwned, target: 200,
+			message: []string{"fcntl(F_SETOWN_EX)"}},
+		{name: "F_SETOWN_EX tid owned", r: mem(req(101, filter.Fcntl, 3, filter.FSetownEx, 0x1000), 0, 0, 0, 0, 111, 0, 0, 0), allow: true, rule: RuleOwned, target: 101, pin: 101},
+		{name: "F_SETOWN_EX pgrp foreign", r: mem(req(101, filter.Fcntl, 3, filter.FSetownEx, 0x1000), 2, 0, 0, 0, 200, 0, 0, 0), errno: syscall.EPERM, rule: RuleGroup, target: -200},
+		{name: "F_SETOWN_EX bad type", r: mem(req(101, filter.Fcntl, 3, filter.FSetownEx, 0x1000), 7, 0, 0, 0, 200, 0, 0, 0), errno: syscall.EINVAL, rule: RuleNoSuchTarget},
+		{name: "F_SETOWN_EX unreadable fails closed", r: req(101, filter.Fcntl, 3, filter.FSetownEx, 0x1000), errno: syscall.EPERM, rule: RuleUndecidable, message: []string{"was not read"}},
+		{name: "FIOSETOWN foreign", r: mem(req(101, filter.Ioctl, 3, filter.FIOSETOWN, 0x1000), 200, 0, 0, 0), errno: syscall.EPERM, rule: RuleNotOwned, target: 200, message: []string{"ioctl(FIOSETOWN)"}},
+		{name: "SIOCSPGRP negative is a group", r: mem(req(101, filter.Ioctl, 3, filter.SIOCSPGRP, 0x1000), 0x38, 0xff, 0xff, 0xff), errno: syscall.EPERM, rule: RuleGroup, target: -200},
+		{name: "TIOCSTI refused", r: req(101, filter.Ioctl, 0, filter.TIOCSTI, 0x1000), errno: syscall.EPERM, rule: RuleTerminalInput, message: []string{"ioctl(TIOCSTI)", "dev.tty.legacy_tiocsti"}},
+		{name: "TIOCSIG owned pty", r: req(101, filter.Ioctl, 20, filter.TIOCSIG, 2), allow: true, rule: RuleOwned, target: -102},
+		{name: "TIOCSIG pty of a mixed group", r: req(101, filter.Ioctl, 21, filter.TIOCSIG, 2), errno: syscall.EPERM, rule: RuleGroup, target: -300, message: []string{"ioctl(TIOCSIG, SIGINT)"}},
+		{name: "TIOCSIG not a pty fails closed", r: req(101, filter.Ioctl, 9, filter.TIOCSIG, 2), errno: syscall.EPERM, rule: RuleUndecidable},
 		{name: "seccomp filter with a listener", r: req(101, filter.Seccomp, 1, 1<<3|1<<5), errno: syscall.EBUSY, rule: RuleShadowListener,
 			message: []string{"SECCOMP_FILTER_FLAG_NEW_LISTENER", "pid 101 (worker)", "answer", "Way out:"}},
 		{name: "seccomp filter without a listener", r: req(101, filter.Seccomp, 1, 0), allow: true, rule: RuleSelf},
@@ -194,7 +230,8 @@ func TestDecide(t *testing.T) {
 			if d.Pin != tc.pin {
 				t.Errorf("pin = %d, want %d", d.Pin, tc.pin)
 			}
-			wantRefusal := !d.Allow && d.Errno != syscall.ESRCH // a vanished target is not a refusal
+			// A vanished target (ESRCH) or a malformed call (EINVAL) is not a refusal.
+			wantRefusal := !d.Allow && d.Errno != syscall.ESRCH && d.Errno != syscall.EINVAL
 			if d.Refusal != wantRefusal {
 				t.Errorf("Refusal = %v, want %v", d.Refusal, wantRefusal)
 			}

@@ -246,6 +246,20 @@ func readExec(tid int, sc filter.Syscall, abi filter.ABI, args [6]uint64, buf []
 	return e
 }
 
+// readMem reads exactly len(buf) bytes of thread tid's memory at addr.
+func readMem(tid int, addr uint64, buf []byte) ([]byte, error) {
+	pm := &procMem{tid: tid, memFd: -1}
+	defer pm.close()
+	n, err := pm.readAt(buf, addr)
+	if err == nil && n < len(buf) {
+		err = fmt.Errorf("short read: %d of %d bytes", n, len(buf))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pid %d at %#x: %w", tid, addr, err)
+	}
+	return buf, nil
+}
+
 // decodeExec decodes the path, argv and envp of an execve or execveat from
 // mem: the caller's memory, which it must not trust (any pointer, any bytes,
 // any length; reads stop at the bounds above). ps is the ABI's pointer size.

@@ -438,6 +438,12 @@ func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]u
 	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
 		req.Exec = &policy.Exec{Env: readEnviron(req.Tid)}
 	}
+	if addr, size := policy.PtrArg(sc, args); size > 0 {
+		if abi.PointerSize() == 4 {
+			addr &= 0xffffffff
+		}
+		req.Mem, req.MemErr = readMem(tid, addr, w.buf[:size])
+	}
 	d := policy.Decide(req, w)
 	// The caller's pid was read from /proc during the decision; it named the
 	// caller only if the caller is still waiting.

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -179,6 +180,31 @@ func (w *liveWorld) Group(pgid int) ([]policy.Target, error) {
 
 // FdPid implements policy.World.
 func (w *liveWorld) FdPid(tid, fd int) (int, error) { return w.fs.FdPid(tid, fd) }
+
+// TermPgrp implements policy.World: it takes a copy of the caller's
+// descriptor (pidfd_getfd) and asks the terminal for its foreground process
+// group, which for a pty master is its slave's.
+func (w *liveWorld) TermPgrp(tid, fd int) (int, error) {
+	pid, err := w.fs.Tgid(tid)
+	if err != nil {
+		return 0, err
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return 0, fmt.Errorf("pidfd_open(%d): %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	local, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		return 0, fmt.Errorf("pidfd_getfd(%d, %d): %w", pid, fd, err)
+	}
+	defer unix.Close(local)
+	pgrp, err := unix.IoctlGetInt(local, unix.TIOCGPGRP)
+	if err != nil {
+		return 0, fmt.Errorf("TIOCGPGRP on descriptor %d of pid %d: %w", fd, pid, err)
+	}
+	return pgrp, nil
+}
 
 // Owned implements policy.World.
 func (w *liveWorld) Owned(max int) []policy.Target {

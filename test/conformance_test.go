@@ -24,6 +24,7 @@ var scenarios = []struct {
 	{"SupervisorKilledFromOutside", supervisorKilledFromOutside},
 	{"RefusalStormIsSummarised", refusalStormIsSummarised},
 	{"ShadowListenerRefused", shadowListenerRefused},
+	{"SignalsThroughDescriptors", signalsThroughDescriptors},
 	// Exec guards.
 	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},
 	{"ProtectedServicesRefusedAtExec", protectedServicesRefusedAtExec},

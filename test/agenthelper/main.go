@@ -8,7 +8,8 @@
 //	kill PID SIG | tkill TID SIG | tgkill PID TID SIG | sigqueue PID SIG |
 //	tgsigqueue PID TID SIG | pidfd PID SIG | ptrace-attach PID |
 //	vmwrite PID | pidfd-getfd PID FD | int80-kill PID SIG | reboot-invalid |
-//	sleep SECONDS
+//	sleep SECONDS | setown PID SIG | setown-ex PID SIG | fiosetown PID SIG |
+//	tiocsti FD | tiocsig-own-pty SIG
 //
 // And: agenthelper shadow-kill PID SIG tries to step around paddock with a
 // listener of its own: a filter that sends kill to a listener this process
@@ -27,6 +28,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -137,6 +139,14 @@ func run(verb string, a []int) error {
 		}
 		_, err = unix.PidfdGetfd(fd, a[1], 0)
 		return err
+	case "setown", "setown-ex", "fiosetown":
+		return setOwner(verb, a[0], a[1])
+	case "tiocsti":
+		c := byte('x')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(a[0]), unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		return errnoOf(e)
+	case "tiocsig-own-pty":
+		return tiocsigOwnPty(unix.Signal(a[0]))
 	case "int80-kill":
 		return int80Kill(a[0], a[1])
 	case "reboot-invalid":
@@ -220,5 +230,83 @@ func shadowKill(a []int) error {
 	if e != 0 {
 		return fmt.Errorf("kill: %s", unix.ErrnoName(e))
 	}
+	return nil
+}
+
+// setOwner makes PID the owner of a pipe's read end (F_SETOWN, F_SETOWN_EX
+// or FIOSETOWN; a negative PID is a process group), asks for SIG instead of
+// SIGIO, and writes to the pipe: the kernel then signals the owner.
+func setOwner(how string, pid, sig int) error {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return err
+	}
+	var err error
+	switch how {
+	case "setown":
+		_, err = unix.FcntlInt(uintptr(p[0]), unix.F_SETOWN, pid)
+	case "setown-ex":
+		owner := struct{ typ, pid int32 }{1, int32(pid)} // F_OWNER_PID
+		_, _, e := unix.Syscall(unix.SYS_FCNTL, uintptr(p[0]), unix.F_SETOWN_EX, uintptr(unsafe.Pointer(&owner)))
+		err = errnoOf(e)
+	case "fiosetown":
+		v := int32(pid)
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(p[0]), 0x8901 /* FIOSETOWN */, uintptr(unsafe.Pointer(&v)))
+		err = errnoOf(e)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := unix.FcntlInt(uintptr(p[0]), unix.F_SETSIG, sig); err != nil {
+		return fmt.Errorf("F_SETSIG: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(p[0]), unix.F_SETFL, unix.O_ASYNC|unix.O_NONBLOCK); err != nil {
+		return fmt.Errorf("F_SETFL O_ASYNC: %w", err)
+	}
+	_, err = unix.Write(p[1], []byte{'x'})
+	return err
+}
+
+// tiocsigOwnPty opens a pty, starts `sleep 300` as the session leader with
+// the pty as its terminal, and signals the pty's foreground group with
+// TIOCSIG on the master; it reports how the sleep ended.
+func tiocsigOwnPty(sig unix.Signal) error {
+	master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open /dev/ptmx: %w", err)
+	}
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		return fmt.Errorf("unlockpt: %w", err)
+	}
+	n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
+	if err != nil {
+		return fmt.Errorf("ptsname: %w", err)
+	}
+	slave, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("sleep", "300")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	slave.Close()
+	// The child is the foreground group once it has its terminal.
+	for i := 0; i < 500; i++ {
+		if pg, err := unix.IoctlGetInt(master, unix.TIOCGPGRP); err == nil && pg == cmd.Process.Pid {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(master), unix.TIOCSIG, uintptr(sig))
+	if e != 0 {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return e
+	}
+	err = cmd.Wait()
+	fmt.Printf("child: %v\n", err)
 	return nil
 }
