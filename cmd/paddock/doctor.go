@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,22 +49,6 @@ Exit status: 0 whatever it finds, 1 when the report could not be written.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
 	return cmd
-}
-
-// newProbeCmd is the listener probe's child (features.MaybeRunProbe) as a
-// hidden command. main runs the probe before any command is parsed; this
-// entry serves binaries that reach execute without main's first line, such
-// as the test binary's copies that testscript puts on PATH.
-func newProbeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:                features.ProbeArg,
-		Hidden:             true,
-		DisableFlagParsing: true,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			features.MaybeRunProbe() // exits when os.Args[1] is ProbeArg
-			return errors.New(features.ProbeArg + " must be the first argument")
-		},
-	}
 }
 
 // statusWord is how the text report shows a status: what is missing shouts.

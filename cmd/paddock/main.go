@@ -64,7 +64,7 @@ saying what was refused, why, and the way out.`,
 	root.AddCommand(newCheckCmd(), newProfileCmd())
 	root.AddCommand(newJournalCmd())
 	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd())
-	root.AddCommand(newDoctorCmd(), newProbeCmd())
+	root.AddCommand(newDoctorCmd())
 	return root
 }
 
