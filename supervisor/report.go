@@ -38,8 +38,11 @@ type reporter struct {
 	seen    atomic.Int64
 	dropped atomic.Int64
 
-	// Owned by the run goroutine.
-	limits map[int]*callerLimit
+	// tells carries messages to the teller goroutine; limits rate-limits
+	// them per caller (under limitMu).
+	tells   chan tellJob
+	limitMu sync.Mutex
+	limits  map[int]*callerLimit
 
 	mu      sync.Mutex
 	summary Summary
@@ -131,9 +134,66 @@ const (
 
 func newReporter(log zerolog.Logger, j *journal.Journal, notifyStderr bool) *reporter {
 	r := &reporter{log: log, journal: j, notifyStderr: notifyStderr,
-		queue: make(chan refusal, queueLen), limits: map[int]*callerLimit{}}
+		queue: make(chan refusal, queueLen), limits: map[int]*callerLimit{},
+		tells: make(chan tellJob, tellQueueLen)}
 	go r.run()
+	go r.teller()
 	return r
+}
+
+// tellJob is one message for one caller's stderr.
+type tellJob struct {
+	caller int
+	msg    string
+	done   chan struct{}
+}
+
+const (
+	tellQueueLen = 64
+	// tellWait bounds how long a decision waits for its message to be
+	// written before the caller gets its answer. Writing first puts the
+	// message ahead of the caller's own error line and reaches a caller
+	// that exits right after the refusal; the bound keeps a caller whose
+	// stderr is slow (or a full queue) from stalling the notify loop.
+	tellWait = 5 * time.Millisecond
+)
+
+// tell writes a refusal's message to the caller's own stderr (so that it
+// shows in the agent's tool output) before the caller is answered, waiting
+// at most tellWait. Messages are rate-limited per caller; what the limit
+// holds back is counted in the next message that goes out.
+func (r *reporter) tell(f refusal) {
+	if !r.notifyStderr || f.quiet || !f.d.Refusal {
+		return
+	}
+	msg, ok := r.limit(f)
+	if !ok {
+		return
+	}
+	job := tellJob{caller: f.caller, msg: msg, done: make(chan struct{})}
+	select {
+	case r.tells <- job:
+	default:
+		return // a storm: the journal and the log still have it
+	}
+	t := time.NewTimer(tellWait)
+	select {
+	case <-job.done:
+	case <-t.C:
+	}
+	t.Stop()
+}
+
+// teller writes the messages, one at a time, off the notify loop.
+func (r *reporter) teller() {
+	for job := range r.tells {
+		fd, err := unix.Open("/proc/"+strconv.Itoa(job.caller)+"/fd/2", unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			_, _ = unix.Write(fd, []byte(job.msg))
+			unix.Close(fd)
+		}
+		close(job.done)
+	}
 }
 
 // report enqueues a refusal without blocking.
@@ -187,9 +247,6 @@ func (r *reporter) run() {
 			continue
 		}
 		r.record(f)
-		if r.notifyStderr && !f.quiet {
-			r.tellCaller(f)
-		}
 		ev := r.log.Warn().Str("syscall", d.Syscall).Int("caller", f.caller)
 		if d.Exec == nil && d.Syscall != "seccomp" {
 			ev = ev.Int("target", d.Target).Int("signal", d.Signal)
@@ -203,9 +260,10 @@ func (r *reporter) run() {
 	}
 }
 
-// tellCaller writes the message to the caller's own stderr, so that it shows
-// in the agent's tool output, rate-limited per caller.
-func (r *reporter) tellCaller(f refusal) {
+// limit applies the per-caller rate limit and returns the text to write.
+func (r *reporter) limit(f refusal) (string, bool) {
+	r.limitMu.Lock()
+	defer r.limitMu.Unlock()
 	lim := r.limits[f.caller]
 	if lim == nil {
 		if len(r.limits) > 4096 {
@@ -219,7 +277,7 @@ func (r *reporter) tellCaller(f refusal) {
 	}
 	if lim.sent >= burstPerCaller {
 		lim.suppressed++
-		return
+		return "", false
 	}
 	lim.sent++
 	msg := f.d.Message + "\n"
@@ -227,12 +285,7 @@ func (r *reporter) tellCaller(f refusal) {
 		msg = "paddock: " + strconv.Itoa(lim.suppressed) + " more refusals to this process were not shown; see the journal\n" + msg
 		lim.suppressed = 0
 	}
-	fd, err := unix.Open("/proc/"+strconv.Itoa(f.caller)+"/fd/2", unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	_, _ = unix.Write(fd, []byte(msg))
-	unix.Close(fd)
+	return msg, true
 }
 
 // Bounds on an exec's argv as journaled.

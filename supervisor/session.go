@@ -73,6 +73,11 @@ type Config struct {
 	KeepOrphans bool
 	// Backend chooses how trapped syscalls reach the supervisor ("": auto).
 	Backend Backend
+	// KeepCaps leaves a root agent as it is. By default the agent's init
+	// drops CAP_SYS_PTRACE from its capability bounding set and, with
+	// CAP_SYS_ADMIN, gives it a mount namespace of its own in which
+	// /proc/sysrq-trigger is read-only (docs/threat-model.md).
+	KeepCaps bool
 }
 
 // DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
@@ -193,6 +198,9 @@ func (s *Session) launch() (int, error) {
 	argv := []string{"paddock", InitArg, "--backend", string(backend)}
 	if s.cfg.TrapExec {
 		argv = append(argv, "--trap-exec", "--trap-power")
+	}
+	if s.cfg.KeepCaps {
+		argv = append(argv, "--keep-caps")
 	}
 	argv = append(argv, "--", s.cfg.Path)
 	argv = append(argv, s.cfg.Args...)
@@ -464,7 +472,9 @@ func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]u
 	// Queued before the answer, so that a caller that exits right after its
 	// refusal cannot outrun the report (Wait flushes the queue).
 	if d.Refusal || d.OptIn != "" {
-		s.reporter.report(refusal{when: time.Now(), caller: req.Tid, abi: req.ABI, d: d})
+		f := refusal{when: time.Now(), caller: req.Tid, abi: req.ABI, d: d}
+		s.reporter.report(f)
+		s.reporter.tell(f)
 	}
 	return errno, true
 }

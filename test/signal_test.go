@@ -59,6 +59,21 @@ except PermissionError as e:
 					t.Errorf("caller's stderr lacks %q\n%s", want, r)
 				}
 			}
+			// The caller's own copy of the message (paddock's log lines are
+			// JSON), written before the caller got its EPERM.
+			told := -1
+			for i, line := range strings.Split(r.stderr, "\n") {
+				if strings.HasPrefix(line, "paddock refused ") && strings.Contains(line, "pid "+itoa(f.pid())) {
+					told = i
+					break
+				}
+			}
+			if told < 0 {
+				t.Errorf("the refused process's stderr did not get the message\n%s", r)
+			}
+			if i := strings.Index(r.stderr, "Operation not permitted"); tc.name == "bash builtin kill" && told >= 0 && i >= 0 && i < strings.Index(r.stderr, "paddock refused ") {
+				t.Errorf("the message came after the caller's own error line\n%s", r)
+			}
 			rec := r.denial(t, f.pid())
 			if rec["syscall"] != tc.sys || rec["rule"] != "not_owned" || !strings.Contains(rec["message"].(string), "not owned by this session") {
 				t.Errorf("journal record = %v; want syscall %s, rule not_owned", rec, tc.sys)
