@@ -35,9 +35,14 @@ func MaybeRunInit() {
 	os.Exit(code)
 }
 
-// runInit expects: --backend auto|seccomp|ptrace [--trap-exec] [--trap-power] -- PATH ARGV0 ARG...
-// It returns only on failure, with an exit status (126, like a shell that
-// could not execute a command) and the error.
+// runInit expects: --backend auto|seccomp|ptrace [--trap-exec] [--trap-power]
+// [--keep-caps] -- PATH ARGV0 ARG... It returns only on failure, with an
+// exit status (126, like a shell that could not execute a command) and the
+// error.
+//
+// Unless --keep-caps, it first hardens a root agent (hardenRoot): no
+// CAP_SYS_PTRACE, and a read-only /proc/sysrq-trigger in a mount namespace
+// of its own.
 //
 // The handoff, over the SOCK_SEQPACKET socket on fd 3: with a listener, the
 // init sends 'L' with the listener as SCM_RIGHTS; without one (--backend
@@ -50,8 +55,11 @@ func runInit(args []string) (int, error) {
 	runtime.LockOSThread()
 	var opts filter.Options
 	backend := BackendAuto
+	keepCaps := false
 	for len(args) > 0 && args[0] != "--" {
 		switch args[0] {
+		case "--keep-caps":
+			keepCaps = true
 		case "--trap-exec":
 			opts.Exec = true
 		case "--trap-power":
@@ -71,6 +79,11 @@ func runInit(args []string) (int, error) {
 		return 126, errors.New("init: usage: " + InitArg + " [options] -- PATH ARGV0 [ARG...]")
 	}
 	path, argv := args[1], args[2:]
+	if !keepCaps {
+		if err := hardenRoot(); err != nil {
+			return 126, err
+		}
+	}
 	traced := backend == BackendPtrace
 	if !traced {
 		listener, err := notifyFilter(opts)
