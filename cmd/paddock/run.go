@@ -32,6 +32,7 @@ type runFlags struct {
 	report         string
 	reportFormat   string
 	backend        string
+	keepCaps       bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -64,6 +65,7 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 	cmd.Flags().StringVar(&f.report, "report", "", "write a summary of the refusals to `FILE` at exit")
 	cmd.Flags().StringVar(&f.reportFormat, "report-format", "json", "format of --report: json or junit")
 	cmd.Flags().StringVar(&f.backend, "backend", "", "how trapped syscalls reach paddock: `auto` (seccomp listener when one can be installed, else ptrace), seccomp or ptrace (default $PADDOCK_BACKEND, else auto)")
+	cmd.Flags().BoolVar(&f.keepCaps, "keep-caps", false, "leave a root agent as it is: keep CAP_SYS_PTRACE in its capability bounding set, and no mount namespace of its own with a read-only /proc/sysrq-trigger")
 	return cmd
 }
 
@@ -160,7 +162,7 @@ func runRun(f runFlags, args []string) error {
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, Guard: gp, VRAM: budget,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
-		Backend: backend,
+		Backend: backend, KeepCaps: f.keepCaps,
 	})
 	if err != nil {
 		return err
