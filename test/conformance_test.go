@@ -46,6 +46,11 @@ var scenarios = []struct {
 	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
 	{"ForwardToGroup", forwardToGroup},
 	{"JobControl", jobControl},
+	// Root agent hardening.
+	{"RootAgentLosesPtraceCapability", rootAgentLosesPtraceCapability},
+	{"RootAgentKeepCaps", rootAgentKeepCaps},
+	{"SysrqTriggerReadOnly", sysrqTriggerReadOnly},
+	{"AgentMountsStayPrivate", agentMountsStayPrivate},
 }
 
 // TestConformance runs every scenario against every backend.
