@@ -81,7 +81,7 @@ func runInit(args []string) (int, error) {
 	path, argv := args[1], args[2:]
 	if !keepCaps {
 		if err := hardenRoot(); err != nil {
-			return 126, err
+			return 126, fmt.Errorf("%w (paddock run --keep-caps starts the agent without this hardening)", err)
 		}
 	}
 	traced := backend == BackendPtrace
