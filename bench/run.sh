@@ -41,6 +41,13 @@ command -v python3 >/dev/null || die "python3 not found (used for the statistics
 echo "building paddock and killloop ..." >&2
 CGO_ENABLED=0 go build -o "$out/paddock" ./cmd/paddock
 gcc -O2 -Wall -o "$out/killloop" bench/killloop.c
+# The floor supervisor (bench/floor.c): CONTINUE everything, sync wake-up on;
+# x86_64 only.
+floor_modes=()
+if [[ $(uname -m) == x86_64 ]]; then
+	gcc -O2 -Wall -o "$out/floor" bench/floor.c
+	floor_modes=(floor)
+fi
 # The benchmark test binary doubles as a supervisor that traps signals only
 # (paddock run also traps exec); see bench/supervise_test.go.
 CGO_ENABLED=0 go test -c -o "$out/bench.test" ./bench/
@@ -92,25 +99,37 @@ run_mode() {
 	case $mode in
 	paddock) "${pd[@]}" "$@" ;;
 	signals) "${sig[@]}" "$@" ;;
+	floor) "$out/floor" "$@" ;;
 	*) "$@" ;;
 	esac
 }
 
 echo "(a) hot kill loop: $PAIRS pairs of $KILL_N kill(child, SIGCONT) ..." >&2
 for ((i = 0; i < PAIRS; i++)); do
-	for mode in bare paddock; do
+	for mode in bare paddock "${floor_modes[@]}"; do
 		line=$(run_mode "$mode" "$out/killloop" "$KILL_N") || die "killloop ($mode) failed"
 		ns=$(field ns_per_op "$line")
-		rec hot "$mode" "$(python3 -c "print($ns/1000)")"
+		v=$(python3 -c "print($ns/1000)")
+		if [[ $mode == floor ]]; then
+			rec hot_floor bare "$v"
+		else
+			rec hot "$mode" "$v"
+			[[ $mode == paddock ]] && rec hot_floor paddock "$v"
+		fi
 	done
 done
 
 echo "(b) spaced kill: $PAIRS pairs of $SPACED_N calls 300 us apart ..." >&2
 for ((i = 0; i < PAIRS; i++)); do
-	for mode in bare paddock; do
+	for mode in bare paddock "${floor_modes[@]}"; do
 		line=$(run_mode "$mode" "$out/killloop" "$SPACED_N" spaced) || die "killloop spaced ($mode) failed"
+		if [[ $mode == floor ]]; then
+			rec spaced_floor bare "$(field p50_us "$line")"
+			continue
+		fi
 		rec spaced_p50 "$mode" "$(field p50_us "$line")"
 		rec spaced_p99 "$mode" "$(field p99_us "$line")"
+		[[ $mode == paddock ]] && rec spaced_floor paddock "$(field p50_us "$line")"
 	done
 done
 
@@ -175,9 +194,12 @@ def spread(w, m):
 rows = [
     ("hot", "(a) hot kill loop, %s calls" % kill_n, "us/op",
      "about 10 us/op supervised", lambda b, p: p <= 10.0),
+    ("hot_floor", "(a') hot kill loop: floor supervisor (\"bare\" column) vs paddock", "us/op",
+     "<= 1.1x the floor", lambda b, p: p / b <= 1.1),
     ("spaced_p50", "(b) spaced kill p50, %s calls 300 us apart" % spaced_n, "us",
      "p50 <= 30 us supervised", lambda b, p: p <= 30.0),
     ("spaced_p99", "(b) spaced kill p99", "us", "none (reference)", None),
+    ("spaced_floor", "(b') spaced kill p50: floor supervisor (\"bare\" column) vs paddock", "us", "none (reference)", None),
     ("forkexec_sig", "(c) forkexec.sh, %s x /bin/true, signals trapped only" % fe_n, "s",
      "<= 1.05x", lambda b, p: p / b <= 1.05),
     ("forkexec", "(c') forkexec.sh, %s x /bin/true, paddock run (exec trapped too)" % fe_n, "s",
