@@ -436,26 +436,32 @@ func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
 func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]uint64, id uint64, notify bool) (errno unix.Errno, waiting bool) {
 	sc, abi, known := filter.Lookup(arch, nr)
 	req := policy.Request{Tid: tid, Syscall: sc, ABI: abi.Name, Args: args}
+	w.begin(tid)
 	if !known {
 		req.Syscall = filter.Unknown
 		req.ABI = fmt.Sprintf("arch %#x nr %d", arch, nr)
 	}
 	switch sc {
 	case filter.Execve, filter.Execveat:
+		w.touch(tid)
 		req.Exec = readExec(req.Tid, sc, abi, req.Args, w.buf[:])
 	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
+		w.touch(tid)
 		req.Exec = &policy.Exec{Env: readEnviron(req.Tid)}
 	}
 	if addr, size := policy.PtrArg(sc, args); size > 0 {
+		w.touch(tid)
 		if abi.PointerSize() == 4 {
 			addr &= 0xffffffff
 		}
 		req.Mem, req.MemErr = readMem(tid, addr, w.buf[:size])
 	}
 	d := policy.Decide(req, w)
-	// The caller's pid was read from /proc during the decision; it named the
-	// caller only if the caller is still waiting.
-	if notify && !seccomp.IDValid(s.listener, id) {
+	// Whatever the decision read of the caller by its pid named the caller
+	// only if the caller is still waiting. A decision that read nothing of
+	// it (a signal to an owned process) needs no such check: every trapped
+	// caller is the agent's, and a caller gone since gets no answer anyway.
+	if notify && w.callerRead && !seccomp.IDValid(s.listener, id) {
 		w.reset()
 		return 0, false
 	}

@@ -31,6 +31,22 @@ type liveWorld struct {
 	buf [execBufSize]byte
 	// looked holds this notification's lookups, with their pidfds (-1: none).
 	looked []pinned
+	// caller is the notification's thread; callerRead records that the
+	// decision consulted something of it (its /proc entries, memory,
+	// descriptors), which named the caller only if it is still waiting:
+	// only then must the notify backend re-check the notification id.
+	caller     int
+	callerRead bool
+}
+
+// begin starts a notification from thread tid.
+func (w *liveWorld) begin(tid int) { w.caller, w.callerRead = tid, false }
+
+// touch records that the decision read something of thread tid.
+func (w *liveWorld) touch(tid int) {
+	if tid == w.caller {
+		w.callerRead = true
+	}
 }
 
 type pinned struct {
@@ -53,6 +69,7 @@ func (w *liveWorld) VRAM() *vram.Budget {
 // Files implements policy.World: paths resolve through /proc/TID/root and
 // /proc/TID/cwd, as the caller would resolve them.
 func (w *liveWorld) Files(tid int) vram.Files {
+	w.touch(tid)
 	resolve := func(p string) string {
 		base := w.fs.Root + "/" + strconv.Itoa(tid)
 		if strings.HasPrefix(p, "/") {
@@ -87,6 +104,7 @@ func (w *liveWorld) reset() {
 
 // Lookup implements policy.World.
 func (w *liveWorld) Lookup(pid int) (policy.Target, error) {
+	w.touch(pid)
 	for _, p := range w.looked {
 		if p.t.Pid == pid {
 			return p.t, nil
@@ -145,6 +163,8 @@ func (w *liveWorld) pidfd(pid int) int {
 
 // ThreadOf implements policy.World.
 func (w *liveWorld) ThreadOf(tid, pid int) bool {
+	w.touch(tid)
+	w.touch(pid)
 	if tid == pid {
 		return true
 	}
@@ -154,6 +174,7 @@ func (w *liveWorld) ThreadOf(tid, pid int) bool {
 
 // Tgid implements policy.World.
 func (w *liveWorld) Tgid(tid int) (int, error) {
+	w.touch(tid)
 	pid, err := w.fs.Tgid(tid)
 	if errors.Is(err, procfs.ErrNotFound) {
 		return 0, nil
@@ -179,12 +200,16 @@ func (w *liveWorld) Group(pgid int) ([]policy.Target, error) {
 }
 
 // FdPid implements policy.World.
-func (w *liveWorld) FdPid(tid, fd int) (int, error) { return w.fs.FdPid(tid, fd) }
+func (w *liveWorld) FdPid(tid, fd int) (int, error) {
+	w.touch(tid)
+	return w.fs.FdPid(tid, fd)
+}
 
 // TermPgrp implements policy.World: it takes a copy of the caller's
 // descriptor (pidfd_getfd) and asks the terminal for its foreground process
 // group, which for a pty master is its slave's.
 func (w *liveWorld) TermPgrp(tid, fd int) (int, error) {
+	w.touch(tid)
 	pid, err := w.fs.Tgid(tid)
 	if err != nil {
 		return 0, err

@@ -152,6 +152,12 @@ func readSmall(path string, buf []byte) (int, error) {
 			break
 		}
 		n += m
+		if n < len(buf) && buf[n-1] == '\n' {
+			// /proc's stat and status files come whole in one read
+			// when the buffer holds them (seq_file); skip the read
+			// that would only return EOF.
+			break
+		}
 	}
 	return n, nil
 }
