@@ -294,33 +294,18 @@ func readIA32(release string) ia32 {
 	var cfg config
 	var from string
 	var errs []string
-	if f, err := os.Open(configGzPath); err == nil {
-		zr, err := gzip.NewReader(f)
-		if err == nil {
-			cfg, err = parseConfig(zr)
-		}
-		f.Close()
-		if err == nil {
-			from = configGzPath
-		} else {
-			errs = append(errs, fmt.Sprintf("%s: %v", configGzPath, err))
-		}
-	} else {
-		errs = append(errs, err.Error())
+	paths := []string{configGzPath}
+	if release != "" {
+		paths = append(paths, "/boot/config-"+release)
 	}
-	if from == "" && release != "" {
-		p := "/boot/config-" + release
-		if f, err := os.Open(p); err == nil {
-			cfg, err = parseConfig(f)
-			f.Close()
-			if err == nil {
-				from = p
-			} else {
-				errs = append(errs, fmt.Sprintf("%s: %v", p, err))
-			}
-		} else {
+	for _, p := range paths {
+		c, err := readConfig(p)
+		if err != nil {
 			errs = append(errs, err.Error())
+			continue
 		}
+		cfg, from = c, p
+		break
 	}
 	if from == "" {
 		return ia32{from: strings.Join(errs, "; ")}
@@ -333,6 +318,28 @@ func readIA32(release string) ia32 {
 type config struct {
 	ia32            bool // CONFIG_IA32_EMULATION=y
 	defaultDisabled bool // CONFIG_IA32_EMULATION_DEFAULT_DISABLED=y
+}
+
+// readConfig reads a kernel config, gzip-compressed when path ends in .gz.
+func readConfig(path string) (config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return config{}, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return config{}, fmt.Errorf("%s: %w", path, err)
+		}
+		r = zr
+	}
+	cfg, err := parseConfig(r)
+	if err != nil {
+		return config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
 }
 
 // parseConfig reads the lines of a kernel .config that matter here.
