@@ -25,6 +25,7 @@ var scenarios = []struct {
 	{"RefusalStormIsSummarised", refusalStormIsSummarised},
 	{"ShadowListenerRefused", shadowListenerRefused},
 	{"SignalsThroughDescriptors", signalsThroughDescriptors},
+	{"ForkStormWhileSignalling", forkStormWhileSignalling},
 	// Exec guards.
 	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},
 	{"ProtectedServicesRefusedAtExec", protectedServicesRefusedAtExec},
