@@ -1,0 +1,167 @@
+package tracer
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+)
+
+// The kernel test: the test binary re-executes itself as a child (envChild)
+// that reports its locked thread's id, waits until the test has seized that
+// thread, installs paddock's filter with SECCOMP_RET_TRACE on it, and makes
+// signal syscalls at a `sleep` the test started. The test traces it with a
+// Tracer whose Decider refuses the sleep and allows the child itself.
+
+const (
+	envChild  = "PADDOCK_TRACER_TEST_CHILD"
+	envTarget = "PADDOCK_TRACER_TEST_TARGET"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) == "1" {
+		os.Exit(childMain())
+	}
+	os.Exit(m.Run())
+}
+
+// childMain runs in the traced child; it prints one line per probe.
+func childMain() int {
+	runtime.LockOSThread()
+	fmt.Printf("tid %d\n", unix.Gettid())
+	var b [1]byte
+	if _, err := os.Stdin.Read(b[:]); err != nil {
+		fmt.Printf("no go-ahead: %v\n", err)
+		return 1
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Printf("prctl: %v\n", err)
+		return 1
+	}
+	prog, err := filter.Build(filter.Options{Action: unix.SECCOMP_RET_TRACE})
+	if err == nil {
+		_, err = filter.Install(prog, 0)
+	}
+	if err != nil {
+		fmt.Printf("install: %v\n", err)
+		return 1
+	}
+	target, _ := strconv.Atoi(os.Getenv(envTarget))
+	show := func(name string, err error) {
+		var errno unix.Errno
+		switch {
+		case err == nil:
+			fmt.Printf("%s ok\n", name)
+		case errors.As(err, &errno):
+			fmt.Printf("%s %s\n", name, unix.ErrnoName(errno))
+		default:
+			fmt.Printf("%s %v\n", name, err)
+		}
+	}
+	show("kill-foreign", unix.Kill(target, unix.SIGTERM))
+	show("tgkill-foreign", unix.Tgkill(target, target, unix.SIGKILL))
+	show("kill-self", unix.Kill(os.Getpid(), unix.SIGCONT))
+	show("kill-foreign-probe", unix.Kill(target, 0))
+	return 0
+}
+
+func TestTraceDecidesTrappedSyscalls(t *testing.T) {
+	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err != nil || !strings.Contains(string(avail), "trace") {
+		t.Skipf("needs SECCOMP_RET_TRACE (actions_avail %q): %v", avail, err)
+	}
+	sleep := exec.Command("sleep", "300")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
+	target := sleep.Process.Pid
+
+	// All ptrace requests from this one thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := syscall.ForkExec(self, []string{self, "-test.run=^$"}, &syscall.ProcAttr{
+		Env:   append(os.Environ(), envChild+"=1", envTarget+"="+strconv.Itoa(target)),
+		Files: []uintptr{inR.Fd(), outW.Fd(), 2},
+	})
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(outR)
+	if !lines.Scan() {
+		t.Fatal("the child said nothing")
+	}
+	var tid int
+	if _, err := fmt.Sscanf(lines.Text(), "tid %d", &tid); err != nil {
+		t.Fatalf("child said %q", lines.Text())
+	}
+
+	var calls []string
+	tr := New(func(caller int, c Call) unix.Errno {
+		sc, abi, _ := filter.Lookup(c.Arch, c.Nr)
+		calls = append(calls, fmt.Sprintf("%s %s %d %d", abi.Name, sc, int32(c.Args[0]), caller))
+		if int(int32(c.Args[0])) == target {
+			return unix.EPERM
+		}
+		return 0
+	}, func(tid int, what string, err error) { t.Errorf("tracer: %d %s: %v", tid, what, err) })
+	if err := Seize(tid); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		t.Skipf("needs ptrace of a child: %v", err)
+	}
+	if _, err := inW.Write([]byte{'G'}); err != nil {
+		t.Fatal(err)
+	}
+	// Trace until the child has exited.
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("wait4: %v", err)
+		}
+		tr.Handle(got, ws)
+		if got == pid && (ws.Exited() || ws.Signaled()) {
+			if ws.ExitStatus() != 0 {
+				t.Errorf("child exited with %v", ws)
+			}
+			break
+		}
+	}
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+	}
+	want := []string{"kill-foreign EPERM", "tgkill-foreign EPERM", "kill-self ok", "kill-foreign-probe ok"}
+	if strings.Join(out, "\n") != strings.Join(want, "\n") {
+		t.Errorf("child said:\n%s\nwant:\n%s", strings.Join(out, "\n"), strings.Join(want, "\n"))
+	}
+	if err := sleep.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the foreign sleep is gone: %v", err)
+	}
+	// Three trapped calls reached the Decider (signal 0 stays in BPF), from
+	// the traced thread, through the native ABI.
+	if len(calls) != 3 || !strings.HasPrefix(calls[0], fmt.Sprintf("x86_64 kill %d %d", target, tid)) && runtime.GOARCH == "amd64" {
+		t.Errorf("decider saw %q", calls)
+	}
+}
