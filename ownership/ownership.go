@@ -259,6 +259,17 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 			// parent it is was started by the agent. This saves a stat read
 			// on the hottest path, a signal to the agent's own child.
 			return Owned, false, nil
+		case p == 0 && child.Pid != 1:
+			// The kernel shows parent 0 for a process it is releasing (its
+			// pid no longer alive) as well as for one whose parent lies
+			// outside this PID namespace (kthreadd, an nsenter'd process).
+			// Only the second is a fact about ownership: re-read, and walk
+			// again if the process changed or went.
+			c2, err := t.fs.Stat(child.Pid)
+			if err != nil || c2.StartTime != child.StartTime || c2.PPid != 0 {
+				return Foreign, true, nil
+			}
+			return Foreign, false, nil
 		case p <= 1:
 			return Foreign, false, nil
 		}

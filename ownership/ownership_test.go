@@ -721,6 +721,25 @@ func TestClassify(t *testing.T) {
 		// Races, live: the fake /proc changes while Classify walks (a FIFO
 		// stat file runs the change when the walk reads it).
 		{
+			// The kernel shows parent 0 for a process it is releasing.
+			name:  "target being reaped reads parent 0, then is gone",
+			extra: []proc{{pid: 760, ppid: pidChild, start: 760, comm: "true", filtered: true}},
+			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
+				return f.onFirstRead(760, statLine(proc{pid: 760, ppid: 0, start: 760, comm: "true"}), func() {})
+			},
+			pid: 760, want: ownership.Gone,
+		},
+		{
+			name:  "ancestor being reaped reads parent 0, child re-parented to the supervisor",
+			extra: []proc{{pid: 761, ppid: 762, start: 763, filtered: true}, {pid: 762, ppid: pidRoot, start: 762, filtered: true}},
+			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
+				return f.onFirstRead(762, statLine(proc{pid: 762, ppid: 0, start: 762}), func() {
+					f.put(proc{pid: 761, ppid: pidSupervisor, start: 763, filtered: true})
+				})
+			},
+			pid: 761, want: ownership.Owned,
+		},
+		{
 			name:  "parent exits mid-walk, child re-parented to the supervisor",
 			extra: []proc{{pid: 740, ppid: 741, start: 740}},
 			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {

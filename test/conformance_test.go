@@ -26,6 +26,8 @@ var scenarios = []struct {
 	{"ShadowListenerRefused", shadowListenerRefused},
 	{"SignalsThroughDescriptors", signalsThroughDescriptors},
 	{"ForkStormWhileSignalling", forkStormWhileSignalling},
+	{"TargetsExitingMidDecision", targetsExitingMidDecision},
+	{"JournalReadOnlyStopsBeforeStart", journalReadOnlyStopsBeforeStart},
 	// Exec guards.
 	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},
 	{"ProtectedServicesRefusedAtExec", protectedServicesRefusedAtExec},

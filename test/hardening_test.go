@@ -2,6 +2,8 @@ package test
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -83,5 +85,50 @@ echo "ok=$ok bad=$bad refused=$refused wrong=$wrong"`)
 	}
 	if !strings.Contains(r.stderr, `"message":"`+itoa(n)+` refusals (not_owned `+itoa(n)+`)`) && denied != n {
 		t.Errorf("want %d refusals counted (journal has %d)\n%s", n, denied, r.stderr)
+	}
+}
+
+// targetsExitingMidDecision: signals aimed at children that exit at once,
+// so that many targets are gone (or zombies) between the notification and
+// the decision, or between the decision and the kernel's delivery. Each
+// call must end as the kernel would end it (delivered, or ESRCH), never as
+// a refusal, and paddock must not stumble.
+func targetsExitingMidDecision(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `ok=0 gone=0 other=0
+for ((i = 0; i < 300; i++)); do
+	/bin/true &
+	err=$(kill -TERM $! 2>&1) && ok=$((ok+1)) || case $err in *"No such process"*) gone=$((gone+1));; *) other=$((other+1)); echo "$err";; esac
+done
+wait
+echo "total=$((ok+gone)) other=$other"`)
+	if r.code != 0 || !strings.Contains(r.stdout, "total=300 other=0") {
+		t.Fatalf("want every kill delivered or ESRCH\n%s", r)
+	}
+	if strings.Contains(r.stderr, "paddock refused") || strings.Contains(r.journal, "signal_denied") {
+		t.Fatalf("a vanishing owned target was reported as a refusal\n%s\njournal:\n%s", r, r.journal)
+	}
+}
+
+// journalReadOnlyStopsBeforeStart: a --journal on a read-only file system
+// stops paddock before the agent runs, naming the file and the reason.
+func journalReadOnlyStopsBeforeStart(t *testing.T, b backend) {
+	b.require(t)
+	requireUnsharePid(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a read-only bind mount")
+	}
+	dir, marker := t.TempDir(), filepath.Join(t.TempDir(), "ran")
+	journal := filepath.Join(dir, "j.jsonl")
+	out, err := exec.Command("unshare", "--mount", "sh", "-c", `mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" &&
+exec "$2" run --backend "$3" --journal "$4" -- touch "$5"`, "sh", dir, bins.paddock, string(b), journal, marker).CombinedOutput()
+	if exitCode(err) == 0 {
+		t.Fatalf("paddock started with a read-only journal:\n%s", out)
+	}
+	if !strings.Contains(string(out), journal) || !strings.Contains(string(out), "read-only file system") {
+		t.Errorf("want an error naming %s and the read-only file system:\n%s", journal, out)
+	}
+	if fileExists(marker) {
+		t.Error("the agent ran without its journal")
 	}
 }
