@@ -242,6 +242,9 @@ func (f *fakeProc) onFirstRead(pid int, served string, act func()) <-chan struct
 			if unix.Lstat(path, &now) == nil && now.Ino == fifo.Ino {
 				_ = os.Remove(path)
 			}
+			// Signal before the write: a reader that gets a whole line
+			// stops reading at once, without waiting for EOF.
+			close(fired)
 			for b := []byte(served); len(b) > 0; {
 				n, err := unix.Write(fd, b)
 				if err != nil {
@@ -250,9 +253,6 @@ func (f *fakeProc) onFirstRead(pid int, served string, act func()) <-chan struct
 				}
 				b = b[n:]
 			}
-			// Signal before the close: the reader cannot finish its read
-			// (it waits for EOF) until the write end is closed.
-			close(fired)
 			unix.Close(fd)
 			return
 		}
