@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -289,7 +290,9 @@ cat /proc/$$/environ > /dev/null && echo own=readable`
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "environ=closed") || !strings.Contains(string(out), "own=readable") {
+	// Whole lines: paddock's start log quotes the script, "environ=closed" included.
+	lines := strings.Split(string(out), "\n")
+	if !slices.Contains(lines, "environ=closed") || slices.Contains(lines, "environ=readable") || !slices.Contains(lines, "own=readable") {
 		t.Fatalf("the agent could read its supervisor's /proc files, or not even its own:\n%s", out)
 	}
 }
