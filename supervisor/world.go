@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -37,6 +38,12 @@ type liveWorld struct {
 	// only then must the notify backend re-check the notification id.
 	caller     int
 	callerRead bool
+	// owned caches the last listing of owned processes, for messages.
+	owned struct {
+		at   time.Time
+		max  int
+		list []policy.Target
+	}
 }
 
 // begin starts a notification from thread tid.
@@ -232,14 +239,27 @@ func (w *liveWorld) TermPgrp(tid, fd int) (int, error) {
 }
 
 // Owned implements policy.World.
+// It lists for messages only, and a listing scans all of /proc, so one
+// listing serves the refusals of ownedListTTL: a refusal storm does not
+// rescan /proc for every refusal (the list may then be that much stale).
 func (w *liveWorld) Owned(max int) []policy.Target {
-	ids, err := w.tree.Owned(max)
-	if err != nil {
-		return nil
+	now := time.Now()
+	if w.owned.at.IsZero() || now.Sub(w.owned.at) > ownedListTTL || w.owned.max < max {
+		ids, err := w.tree.Owned(max)
+		if err != nil {
+			return nil
+		}
+		out := make([]policy.Target, len(ids))
+		for i, id := range ids {
+			out[i] = policy.Target{Pid: id.Pid, Comm: id.Comm, StartTime: id.StartTime, Rel: ownership.Owned}
+		}
+		w.owned.at, w.owned.max, w.owned.list = now, max, out
 	}
-	out := make([]policy.Target, len(ids))
-	for i, id := range ids {
-		out[i] = policy.Target{Pid: id.Pid, Comm: id.Comm, StartTime: id.StartTime, Rel: ownership.Owned}
+	if len(w.owned.list) > max {
+		return w.owned.list[:max]
 	}
-	return out
+	return w.owned.list
 }
+
+// ownedListTTL is how long one listing of the owned processes serves messages.
+const ownedListTTL = 250 * time.Millisecond
