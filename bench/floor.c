@@ -1,3 +1,5 @@
+//go:build ignore
+
 // floor.c: the least a seccomp-notify supervisor can do, as the floor that
 // issue 8's hot-loop target is measured against. It runs CMD under a filter
 // that sends the same signal syscalls paddock traps to a listener (signal 0
