@@ -43,6 +43,10 @@ type reporter struct {
 	tells   chan tellJob
 	limitMu sync.Mutex
 	limits  map[int]*callerLimit
+	told    callerLimit // all callers together (under limitMu)
+
+	// logged rate-limits the per-refusal log lines (run goroutine only).
+	logged callerLimit
 
 	mu      sync.Mutex
 	summary Summary
@@ -130,6 +134,11 @@ const (
 	// the rest are summarised in the next message that goes out.
 	burstPerCaller = 5
 	window         = time.Second
+	// At most burstTotal messages per window go to callers' stderr in all
+	// (a storm from many threads of one process would otherwise get 5 per
+	// thread), and at most burstTotal refusals per window get a log line of
+	// their own; the journal has every refusal either way.
+	burstTotal = 20
 )
 
 func newReporter(log zerolog.Logger, j *journal.Journal, notifyStderr bool) *reporter {
@@ -229,6 +238,7 @@ func (r *reporter) flush() {
 func (r *reporter) run() {
 	for f := range r.queue {
 		if f.flushed != nil {
+			r.logSuppressed()
 			if n := r.dropped.Swap(0); n > 0 {
 				r.log.Error().Int64("dropped", n).Msg("refusals came faster than they could be reported; every one was refused, but these were not logged individually")
 			}
@@ -247,16 +257,41 @@ func (r *reporter) run() {
 			continue
 		}
 		r.record(f)
+		if f.when.Sub(r.logged.windowStart) >= window {
+			r.logSuppressed()
+			r.logged.windowStart, r.logged.sent = f.when, 0
+		}
+		if r.logged.sent >= burstTotal {
+			r.logged.suppressed++
+			r.journalRefusal(f)
+			continue
+		}
+		r.logged.sent++
 		ev := r.log.Warn().Str("syscall", d.Syscall).Int("caller", f.caller)
 		if d.Exec == nil && d.Syscall != "seccomp" {
 			ev = ev.Int("target", d.Target).Int("signal", d.Signal)
 		}
 		ev.Str("rule", string(d.Rule)).Str("abi", f.abi).Msg(d.Message)
-		if r.journal != nil {
-			if err := r.journal.Append(journalRecord(f)); err != nil {
-				r.log.Error().Err(err).Msg("paddock could not write the audit journal; the refusal itself stands")
-			}
-		}
+		r.journalRefusal(f)
+	}
+}
+
+// journalRefusal appends a refusal's record; a failure is said out loud.
+func (r *reporter) journalRefusal(f refusal) {
+	if r.journal == nil {
+		return
+	}
+	if err := r.journal.Append(journalRecord(f)); err != nil {
+		r.log.Error().Err(err).Msg("paddock could not write the audit journal; the refusal itself stands")
+	}
+}
+
+// logSuppressed says how many refusals of the last window got no log line.
+func (r *reporter) logSuppressed() {
+	if r.logged.suppressed > 0 {
+		r.log.Warn().Int("refusals", r.logged.suppressed).Msg("more refusals than paddock logs one by one (" +
+			strconv.Itoa(burstTotal) + " a second); each is in the audit journal (paddock journal)")
+		r.logged.suppressed = 0
 	}
 }
 
@@ -275,10 +310,14 @@ func (r *reporter) limit(f refusal) (string, bool) {
 	if f.when.Sub(lim.windowStart) >= window {
 		lim.windowStart, lim.sent = f.when, 0
 	}
-	if lim.sent >= burstPerCaller {
+	if f.when.Sub(r.told.windowStart) >= window {
+		r.told.windowStart, r.told.sent = f.when, 0
+	}
+	if lim.sent >= burstPerCaller || r.told.sent >= burstTotal {
 		lim.suppressed++
 		return "", false
 	}
+	r.told.sent++
 	lim.sent++
 	msg := f.d.Message + "\n"
 	if lim.suppressed > 0 {
