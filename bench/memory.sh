@@ -30,10 +30,8 @@ REFUSALS=${REFUSALS:-10000}
 SLEEP_S=${SLEEP_S:-600}
 TARGET_KB=$((25 * 1024))
 
-die() {
-	echo "bench/memory.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 
 command -v go >/dev/null || die "go not found"
 command -v gcc >/dev/null || die "gcc not found"
@@ -81,20 +79,7 @@ kill "${pids[@]}"
 wait
 '
 
-# starttime PID: field 22 of /proc/PID/stat (after the comm).
-starttime() {
-	local s
-	s=$(<"/proc/$1/stat") || return 1
-	s=${s##*) }
-	read -ra f <<<"$s"
-	echo "${f[19]}"
-}
 
-field() {
-	local name=$1 line=$2
-	[[ $line =~ (^|[[:space:]])$name=([^[:space:]]+) ]] || die "no $name in agent output: $line"
-	echo "${BASH_REMATCH[2]}"
-}
 
 foreign=
 cleanup() {

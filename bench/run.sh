@@ -29,10 +29,8 @@ FORKEXEC_N=${FORKEXEC_N:-1500}
 STARTUP_RUNS=${STARTUP_RUNS:-30}
 BACKEND=${BACKEND:-auto}
 
-die() {
-	echo "bench/run.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 
 command -v go >/dev/null || die "go not found"
 command -v gcc >/dev/null || die "gcc not found"
@@ -84,12 +82,6 @@ samples=$out/samples.tsv
 : >"$samples"
 rec() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$samples"; }
 
-# field NAME LINE: the value of NAME=... in killloop's output.
-field() {
-	local name=$1 line=$2
-	[[ $line =~ (^|[[:space:]])$name=([0-9.]+) ]] || die "no $name in killloop output: $line"
-	echo "${BASH_REMATCH[2]}"
-}
 
 # run_mode MODE CMD...: runs CMD bare, under paddock run, or under the
 # signals-only supervisor.

@@ -37,10 +37,8 @@ RUNS=${RUNS:-3}
 THREADS=${THREADS:-16}
 CALLS=${CALLS:-100000}
 
-die() {
-	echo "bench/storm.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 
 command -v go >/dev/null || die "go not found"
 command -v gcc >/dev/null || die "gcc not found"
@@ -52,21 +50,7 @@ echo "building paddock and storm ..." >&2
 CGO_ENABLED=0 go build -o "$out/paddock" ./cmd/paddock
 gcc -O2 -Wall -pthread -o "$out/storm" bench/storm.c
 
-# starttime PID: field 22 of /proc/PID/stat (after the comm).
-starttime() {
-	local s
-	s=$(<"/proc/$1/stat") || return 1
-	s=${s##*) }
-	read -ra f <<<"$s"
-	echo "${f[19]}"
-}
 
-# field NAME LINE: the value of NAME=... in storm's output.
-field() {
-	local name=$1 line=$2
-	[[ $line =~ (^|[[:space:]])$name=([^[:space:]]+) ]] || die "no $name in storm output: $line"
-	echo "${BASH_REMATCH[2]}"
-}
 
 # The foreign process: started here, outside paddock, killed at the end.
 foreign=
