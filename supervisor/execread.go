@@ -41,6 +41,8 @@ type memReader struct {
 	buf   []byte // cachePages pages
 	slots [cachePages]cachedPage
 	next  int // the slot the next miss replaces
+	// scratch is the page read into when there is no cache (buf too small).
+	scratch []byte
 }
 
 // cachedPage is one page of buf: its address and how many bytes are valid.
@@ -60,10 +62,32 @@ const (
 // needed; like memory.readAt it may return fewer bytes than asked (it never
 // crosses a page boundary).
 func (m *memReader) readAt(p []byte, addr uint64) (int, error) {
-	if len(m.buf) < execBufSize {
-		return m.mem.readAt(p, addr)
+	v, err := m.view(addr)
+	if len(v) == 0 {
+		return 0, err
 	}
+	return copy(p, v), nil
+}
+
+// view returns the readable bytes from addr to the end of its page, from
+// the page cache (or, without one, a scratch page), without copying them:
+// the slice is valid until the next read.
+func (m *memReader) view(addr uint64) ([]byte, error) {
 	page := addr &^ (pageSize - 1)
+	off := int(addr - page)
+	if len(m.buf) < execBufSize {
+		if m.scratch == nil {
+			m.scratch = make([]byte, pageSize)
+		}
+		n, err := m.mem.readAt(m.scratch[:pageSize-off], addr)
+		if n <= 0 {
+			if err == nil {
+				err = unix.EFAULT
+			}
+			return nil, err
+		}
+		return m.scratch[:n], nil
+	}
 	slot := -1
 	for i, c := range m.slots {
 		if c.n > 0 && c.page == page {
@@ -81,16 +105,15 @@ func (m *memReader) readAt(p []byte, addr uint64) (int, error) {
 			if err == nil {
 				err = unix.EFAULT
 			}
-			return 0, err
+			return nil, err
 		}
 		m.slots[slot] = cachedPage{page: page, n: n}
 	}
 	c := m.slots[slot]
-	off := int(addr - page)
 	if off >= c.n {
-		return 0, unix.EFAULT
+		return nil, unix.EFAULT
 	}
-	return copy(p, m.buf[slot*pageSize+off:slot*pageSize+c.n]), nil
+	return m.buf[slot*pageSize+off : slot*pageSize+c.n], nil
 }
 
 // procMem reads a live process's memory, with process_vm_readv and, where
@@ -133,25 +156,25 @@ func (m *procMem) readAt(p []byte, addr uint64) (int, error) {
 // cstring reads a NUL-terminated string of at most max bytes at addr.
 func (m *memReader) cstring(addr uint64, max int) (string, bool, error) {
 	var out []byte
-	var chunk [pageSize]byte
 	for len(out) < max {
-		want := pageSize - int(addr%pageSize)
-		if want > max-len(out) {
-			want = max - len(out)
-		}
-		n, err := m.readAt(chunk[:want], addr)
-		if n == 0 {
+		v, err := m.view(addr)
+		if len(v) == 0 {
 			if err == nil {
 				err = unix.EFAULT
 			}
 			return "", false, err
 		}
-		if i := bytes.IndexByte(chunk[:n], 0); i >= 0 {
-			out = append(out, chunk[:i]...)
-			return string(out), false, nil
+		if len(v) > max-len(out) {
+			v = v[:max-len(out)]
 		}
-		out = append(out, chunk[:n]...)
-		addr += uint64(n)
+		if i := bytes.IndexByte(v, 0); i >= 0 {
+			if out == nil {
+				return string(v[:i]), false, nil // the common case: one page, one copy
+			}
+			return string(append(out, v[:i]...)), false, nil
+		}
+		out = append(out, v...)
+		addr += uint64(len(v))
 	}
 	return string(out), true, nil
 }
