@@ -263,9 +263,6 @@ func readExec(tid int, sc filter.Syscall, abi filter.ABI, args [6]uint64, buf []
 			e.Path = target
 		}
 	}
-	if sc == filter.Execve && e.Path != "" {
-		e.Missing = missingFor(tid, e.Path)
-	}
 	return e
 }
 

@@ -32,6 +32,7 @@ var scenarios = []struct {
 	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},
 	{"ProtectedServicesRefusedAtExec", protectedServicesRefusedAtExec},
 	{"RebootSyscallRefused", rebootSyscallRefused},
+	{"MissingPowerCommandIsENOENT", missingPowerCommandIsENOENT},
 	{"VRAMPreflightAtExec", vramPreflightAtExec},
 	// Adoption and the control socket.
 	{"AdoptThenSignal", adoptThenSignal},

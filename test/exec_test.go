@@ -201,3 +201,18 @@ func TestBrokenProfileStopsBeforeStart(t *testing.T) {
 		t.Fatal("the agent ran despite the broken profile")
 	}
 }
+
+// missingPowerCommandIsENOENT: an exec of a path that does not exist fails
+// with ENOENT, as without paddock, even when the guard would refuse what it
+// names: shells and execvp try every PATH entry, and each miss is not a
+// refusal (no message, no journal record).
+func missingPowerCommandIsENOENT(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `/nonexistent/reboot; echo rc=$?`)
+	if !strings.Contains(r.stdout, "rc=127") || !strings.Contains(r.stderr, "No such file or directory") {
+		t.Errorf("want ENOENT (exit 127) for a missing path\n%s", r)
+	}
+	if strings.Contains(r.journal, "exec_denied") || strings.Contains(r.stderr, "paddock refused exec") {
+		t.Errorf("a missing path was reported as a refusal\n%s\njournal:\n%s", r, r.journal)
+	}
+}
