@@ -69,6 +69,10 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 	return cmd
 }
 
+// vramPrefetchDelay is how long after the start GPU detection begins in the
+// background (a GPU workload's exec that comes sooner runs it itself).
+const vramPrefetchDelay = 100 * time.Millisecond
+
 // newLogger builds the supervisor's logger from the flags, rejecting values
 // it does not know.
 func newLogger(format, level string) (zerolog.Logger, error) {
@@ -117,7 +121,8 @@ func runRun(f runFlags, args []string) error {
 		return err
 	}
 	// GPU detection (nvidia-smi, sysfs, a scan for display servers) runs
-	// in the background; only a GPU workload's exec waits for it.
+	// in the background from vramPrefetchDelay after the start; only a GPU
+	// workload's exec waits for it.
 	budget := sync.OnceValue(func() *vram.Budget {
 		b, err := hostBudget(vram.LiveSources(), vramSettings(prof))
 		if err != nil {
@@ -126,7 +131,10 @@ func runRun(f runFlags, args []string) error {
 		log.Debug().Str("vram", b.Describe()).Msg("VRAM budget")
 		return &b
 	})
-	go budget()
+	// Prefetched a little after the start, so that a short command never
+	// shares the CPU with the scan for display servers.
+	prefetch := time.AfterFunc(vramPrefetchDelay, func() { budget() })
+	defer prefetch.Stop()
 	gp := prof.GuardPolicy()
 	gp.Supervised = true
 	path, err := exec.LookPath(args[0])
