@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"errors"
+	"os"
 	"syscall"
 	"time"
 
@@ -26,6 +27,12 @@ type leftover struct {
 // leftovers lists the processes of the agent's tree still running (adopted
 // processes are not the agent's to clean up, and neither are their children).
 func (s *Session) leftovers() []leftover {
+	if noChildren() {
+		// Once the agent root is gone, everything of its tree is a
+		// descendant of this child subreaper: no child, no leftover, and
+		// no scan of every process on the machine.
+		return nil
+	}
 	var out []leftover
 	_ = s.tree.ScanOwned(func(rel ownership.Relation, st procfs.Stat) bool {
 		if rel != ownership.Owned || st.State == 'Z' {
@@ -48,6 +55,29 @@ func (s *Session) leftovers() []leftover {
 		return true
 	})
 	return out
+}
+
+// noChildren reports whether this process has no child at all, from
+// /proc/self/task/*/children (CONFIG_PROC_CHILDREN); false when that cannot
+// be read, so that the caller scans instead.
+func noChildren() bool {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return false
+	}
+	var buf [64]byte
+	for _, t := range tasks {
+		fd, err := unix.Open("/proc/self/task/"+t.Name()+"/children", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		n, err := unix.Read(fd, buf[:])
+		unix.Close(fd)
+		if err != nil || n > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // alive reports whether a pinned process has not exited (a zombie has).
