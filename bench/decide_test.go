@@ -61,6 +61,8 @@ func (w *fakeWorld) Group(pgid int) ([]policy.Target, error) {
 
 func (w *fakeWorld) FdPid(tid, fd int) (int, error) { return 0, syscall.EBADF }
 
+func (w *fakeWorld) Missing(int, string) bool { return false }
+
 func (w *fakeWorld) TermPgrp(tid, fd int) (int, error) { return 0, syscall.ENOTTY }
 
 func (w *fakeWorld) Guard() guard.Policy { return guard.Policy{Supervised: true} }

@@ -58,10 +58,6 @@ type Exec struct {
 	Env       []string
 	Truncated bool  // the read stopped at a bound; what was read is decided on
 	Err       error // the strings could not be read: the exec is refused
-	// Missing: the path does not exist for the caller, so the kernel would
-	// fail the exec with ENOENT; paddock answers that itself (shells try
-	// every PATH entry, and each miss is not a refusal).
-	Missing bool
 }
 
 // Target is what the world knows about one process.
@@ -101,6 +97,10 @@ type World interface {
 	// Files reads files as thread tid sees them (its root and working
 	// directory), for estimators that look at model files.
 	Files(tid int) vram.Files
+	// Missing reports whether path does not exist for thread tid (resolved
+	// from its root and working directory), so that execve would fail with
+	// ENOENT.
+	Missing(tid int, path string) bool
 	// TermPgrp returns the foreground process group of the terminal behind
 	// descriptor fd of thread tid (a pty master), for TIOCSIG.
 	TermPgrp(tid, fd int) (int, error)
@@ -376,13 +376,30 @@ func decideExec(r Request, w World, d Decision) Decision {
 			d.Syscall, r.Tid, commOf(w, r.Tid), err)
 		return d
 	}
-	if r.Exec.Missing {
+	c := guard.Command{Path: r.Exec.Path, Argv: r.Exec.Argv, Env: r.Exec.Env}
+	// An execve of a path that does not exist fails with ENOENT whatever
+	// it names (shells and execvp try every PATH entry): no refusal, no
+	// opt-in record. The path is looked up only when that would change the
+	// answer, once, and before the VRAM preflight's work.
+	looked, missing := false, false
+	enoent := func(v guard.Verdict) bool {
+		if (v.Allow && v.OptIn == "") || r.Syscall != filter.Execve || c.Path == "" {
+			return false
+		}
+		if !looked {
+			looked, missing = true, w.Missing(r.Tid, c.Path)
+		}
+		return missing
+	}
+	gp := w.Guard()
+	v := guard.CheckCommand(c, gp)
+	if !enoent(v) {
+		v = WithVRAM(v, c.Argv, c.Env, w.VRAM, w.Files(r.Tid), gp.AllowOptIn)
+	}
+	if enoent(v) {
 		d.Errno, d.Rule = syscall.ENOENT, RuleNoSuchTarget
 		return d
 	}
-	c := guard.Command{Path: r.Exec.Path, Argv: r.Exec.Argv, Env: r.Exec.Env}
-	gp := w.Guard()
-	v := WithVRAM(guard.CheckCommand(c, gp), c.Argv, c.Env, w.VRAM, w.Files(r.Tid), gp.AllowOptIn)
 	return fromVerdict(r, d, v)
 }
 

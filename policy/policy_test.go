@@ -17,8 +17,9 @@ type fakeWorld struct {
 	procs   map[int]Target
 	threads map[int]int // tid -> pid (non-leader threads only)
 	fds     map[[2]int]int
-	ttys    map[[2]int]int // (tid, fd) -> foreground process group of the pty
-	broken  map[int]bool   // Lookup fails for these pids
+	ttys    map[[2]int]int  // (tid, fd) -> foreground process group of the pty
+	absent  map[string]bool // paths that do not exist
+	broken  map[int]bool    // Lookup fails for these pids
 	vram    *vram.Budget
 }
 
@@ -62,6 +63,8 @@ func (w fakeWorld) FdPid(tid, fd int) (int, error) {
 	}
 	return 0, errors.New("not a pidfd")
 }
+
+func (w fakeWorld) Missing(tid int, path string) bool { return w.absent[path] }
 
 func (w fakeWorld) TermPgrp(tid, fd int) (int, error) {
 	if pgrp, ok := w.ttys[[2]int{tid, fd}]; ok {
@@ -260,6 +263,7 @@ func TestDecideExec(t *testing.T) {
 	b := vram.NewBudget(vram.Host{Headless: true}, vram.Settings{TotalGB: &total, HeadroomGB: &headroom, AllowOptIn: true})
 	w := world()
 	w.vram = &b
+	w.absent = map[string]bool{"/usr/bin/nonexistent-reboot": true}
 	exec := func(env []string, argv ...string) Request {
 		r := req(101, filter.Execve)
 		r.Exec = &Exec{Path: "/usr/bin/" + argv[0], Argv: argv, Env: env}
@@ -279,7 +283,7 @@ func TestDecideExec(t *testing.T) {
 		{"guard allows, VRAM refuses", exec(nil, "vllm", "serve", "meta-llama/Llama-3-70B"), false, syscall.EPERM, "vram_over_budget", ""},
 		{"VRAM within budget", exec(nil, "vllm", "serve", "meta-llama/Llama-3-8B", "--gpu-memory-utilization", "0.7"), true, 0, RuleAllowedExec, ""},
 		{"VRAM opt-in", exec([]string{"PADDOCK_ALLOW_OVERBUDGET_VRAM=1"}, "vllm", "serve", "meta-llama/Llama-3-70B"), true, 0, "vram_opt_in", "PADDOCK_ALLOW_OVERBUDGET_VRAM"},
-		{"missing path is ENOENT, not a refusal", func() Request { r := exec(nil, "reboot"); r.Exec.Missing = true; return r }(), false, syscall.ENOENT, RuleNoSuchTarget, ""},
+		{"missing path is ENOENT, not a refusal", func() Request { r := exec(nil, "reboot"); r.Exec.Path = "/usr/bin/nonexistent-reboot"; return r }(), false, syscall.ENOENT, RuleNoSuchTarget, ""},
 		{"unreadable exec fails closed", func() Request { r := req(101, filter.Execve); r.Exec = &Exec{Err: errors.New("EFAULT")}; return r }(), false, syscall.EPERM, RuleUndecidable, ""},
 		{"no exec info fails closed", req(101, filter.Execve), false, syscall.EPERM, RuleUndecidable, ""},
 		{"reboot syscall refused", req(101, filter.Reboot), false, syscall.EPERM, "power_control", ""},

@@ -352,16 +352,3 @@ func readEnviron(tid int) []string {
 	return env
 }
 
-// missingFor reports whether path does not exist as the caller sees it
-// (through its root and working directory).
-func missingFor(tid int, path string) bool {
-	base := "/proc/" + strconv.Itoa(tid)
-	if path[0] == '/' {
-		base += "/root"
-	} else {
-		base += "/cwd/"
-	}
-	var st unix.Stat_t
-	err := unix.Stat(base+path, &st)
-	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
-}

@@ -441,30 +441,24 @@ func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]u
 		req.Syscall = filter.Unknown
 		req.ABI = fmt.Sprintf("arch %#x nr %d", arch, nr)
 	}
+	// What the decision needs from the caller's memory.
 	switch sc {
 	case filter.Execve, filter.Execveat:
-		w.touch(tid)
 		req.Exec = readExec(req.Tid, sc, abi, req.Args, w.buf[:])
 	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
-		w.touch(tid)
 		req.Exec = &policy.Exec{Env: readEnviron(req.Tid)}
 	}
-	if addr, size := policy.PtrArg(sc, args); size > 0 {
-		w.touch(tid)
+	addr, size := policy.PtrArg(sc, args)
+	if size > 0 {
 		if abi.PointerSize() == 4 {
 			addr &= 0xffffffff
 		}
 		req.Mem, req.MemErr = readMem(tid, addr, w.buf[:size])
 	}
-	d := policy.Decide(req, w)
-	if (d.Refusal || d.OptIn != "") && sc == filter.Execve && req.Exec != nil && req.Exec.Err == nil &&
-		req.Exec.Path != "" && missingFor(tid, req.Exec.Path) {
-		// A path that does not exist fails with ENOENT whatever it names
-		// (shells try every PATH entry): no refusal, no opt-in record. Only
-		// looked up when it would matter, not on every exec.
-		req.Exec.Missing = true
-		d = policy.Decide(req, w)
+	if req.Exec != nil || size > 0 {
+		w.touch(tid)
 	}
+	d := policy.Decide(req, w)
 	// Whatever the decision read of the caller by its pid named the caller
 	// only if the caller is still waiting. A decision that read nothing of
 	// it (a signal to an owned process) needs no such check: every trapped

@@ -73,27 +73,37 @@ func (w *liveWorld) VRAM() *vram.Budget {
 	return w.vram()
 }
 
-// Files implements policy.World: paths resolve through /proc/TID/root and
-// /proc/TID/cwd, as the caller would resolve them.
+// resolve turns a path as thread tid would resolve it (from its root, or
+// its working directory when relative) into one paddock can open.
+func (w *liveWorld) resolve(tid int, p string) string {
+	base := w.fs.Root + "/" + strconv.Itoa(tid)
+	if strings.HasPrefix(p, "/") {
+		return base + "/root" + p
+	}
+	return base + "/cwd/" + p
+}
+
+// Files implements policy.World: paths resolve as the caller would resolve them.
 func (w *liveWorld) Files(tid int) vram.Files {
 	w.touch(tid)
-	resolve := func(p string) string {
-		base := w.fs.Root + "/" + strconv.Itoa(tid)
-		if strings.HasPrefix(p, "/") {
-			return base + "/root" + p
-		}
-		return base + "/cwd/" + p
-	}
 	return vram.Files{
 		Size: func(p string) (int64, error) {
-			st, err := os.Stat(resolve(p))
+			st, err := os.Stat(w.resolve(tid, p))
 			if err != nil {
 				return 0, err
 			}
 			return st.Size(), nil
 		},
-		Open: func(p string) (io.ReadCloser, error) { return os.Open(resolve(p)) },
+		Open: func(p string) (io.ReadCloser, error) { return os.Open(w.resolve(tid, p)) },
 	}
+}
+
+// Missing implements policy.World.
+func (w *liveWorld) Missing(tid int, path string) bool {
+	w.touch(tid)
+	var st unix.Stat_t
+	err := unix.Stat(w.resolve(tid, path), &st)
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
 }
 
 // Guard implements policy.World.
