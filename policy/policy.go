@@ -7,6 +7,7 @@
 package policy
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -311,9 +312,8 @@ func decideOwner(r Request, w World, d Decision) Decision {
 		if r.MemErr != nil || len(r.Mem) < size {
 			return undecidable(r, w, d, fmt.Errorf("the owner at %#x was not read: %v", addr, r.MemErr))
 		}
-		le := func(b []byte) int {
-			return int(int32(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24))
-		}
+		// Every architecture paddock supports is little-endian (see filter).
+		le := func(b []byte) int { return int(int32(binary.LittleEndian.Uint32(b))) }
 		if size == 8 {
 			kind, owner = le(r.Mem[0:4]), le(r.Mem[4:8])
 		} else if owner = le(r.Mem); owner < 0 {

@@ -662,26 +662,22 @@ func build(f facts) Report {
 		}
 		return "not tried", "no listener could be installed, so " + what + " was not tried"
 	}
-	switch {
-	case p.WaitKillableRecv == nil:
-		v, n := notTried("the flag")
-		add(IDWaitKillableRecv, "WAIT_KILLABLE_RECV", Unknown, v, n)
-	case *p.WaitKillableRecv:
-		add(IDWaitKillableRecv, "WAIT_KILLABLE_RECV", OK, "yes", "")
-	default:
-		add(IDWaitKillableRecv, "WAIT_KILLABLE_RECV", Missing, orNo(p.WaitKillableRecvErrno),
-			"no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV ("+killableLinux+"): a signal to a process waiting for a decision (a Go agent's runtime preempts itself with SIGURG every few ms) interrupts and restarts the trapped syscall, and each restart is one more decision")
+	// flagItem is one listener flag the probe child tried (nil: not tried).
+	flagItem := func(id, name string, ok *bool, errno, cost string) {
+		switch {
+		case ok == nil:
+			v, n := notTried("the flag")
+			add(id, name, Unknown, v, n)
+		case *ok:
+			add(id, name, OK, "yes", "")
+		default:
+			add(id, name, Missing, orNo(errno), cost)
+		}
 	}
-	switch {
-	case p.SyncWakeUp == nil:
-		v, n := notTried("the flag")
-		add(IDSyncWakeUp, "SYNC_WAKE_UP", Unknown, v, n)
-	case *p.SyncWakeUp:
-		add(IDSyncWakeUp, "SYNC_WAKE_UP", OK, "yes", "")
-	default:
-		add(IDSyncWakeUp, "SYNC_WAKE_UP", Missing, orNo(p.SyncWakeUpErrno),
-			"no SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP ("+syncWakeLinux+"): each decision costs an extra scheduler wake-up, ~30 us (a hot kill: 39.6 us instead of 5.4 us)")
-	}
+	flagItem(IDWaitKillableRecv, "WAIT_KILLABLE_RECV", p.WaitKillableRecv, p.WaitKillableRecvErrno,
+		"no SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV ("+killableLinux+"): a signal to a process waiting for a decision (a Go agent's runtime preempts itself with SIGURG every few ms) interrupts and restarts the trapped syscall, and each restart is one more decision")
+	flagItem(IDSyncWakeUp, "SYNC_WAKE_UP", p.SyncWakeUp, p.SyncWakeUpErrno,
+		"no SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP ("+syncWakeLinux+"): each decision costs an extra scheduler wake-up, ~30 us (a hot kill: 39.6 us instead of 5.4 us)")
 
 	callItem := func(id string, err error, linux, cost string) {
 		switch {
