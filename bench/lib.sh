@@ -22,3 +22,17 @@ starttime() {
 	read -ra f <<<"$s"
 	echo "${f[19]}"
 }
+
+# reap PID [SIGNAL]: stop a process this script started and collect it;
+# nothing for an empty PID.
+reap() {
+	[[ -n ${1:-} ]] || return 0
+	kill -"${2:-TERM}" "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# survived PID START: whether PID still runs with start time START (the
+# same process, not a reused pid).
+survived() {
+	kill -0 "$1" 2>/dev/null && [[ $(starttime "$1") == "$2" ]]
+}

@@ -84,10 +84,7 @@ wait
 foreign=
 cleanup() {
 	local rc=$?
-	if [[ -n $foreign ]]; then
-		kill "$foreign" 2>/dev/null || true
-		wait "$foreign" 2>/dev/null || true
-	fi
+	reap "$foreign"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -120,7 +117,7 @@ for ((r = 1; r <= RUNS; r++)); do
 		tail -5 "$plog" >&2
 		fail=1
 	}
-	if ! kill -0 "$foreign" 2>/dev/null || [[ $(starttime "$foreign") != "$fstart" ]]; then
+	if ! survived "$foreign" "$fstart"; then
 		echo "bench/memory.sh: the foreign sleep $foreign did not survive round $r" >&2
 		fail=1
 	fi
@@ -139,8 +136,7 @@ for ((r = 1; r <= RUNS; r++)); do
 		"$(field hwm_start_kb "$line")" "$(field hwm_tree_kb "$line")" "$hwm" \
 		"$(field rss_end_kb "$line")" "$(field paddock_threads "$line")" \
 		"$jrec" "$jbytes" "$dropped" "$run_s" >>"$rows"
-	kill "$foreign"
-	wait "$foreign" 2>/dev/null || true
+	reap "$foreign"
 	foreign=
 done
 

@@ -57,14 +57,8 @@ foreign=
 ignorer=
 cleanup() {
 	local rc=$?
-	if [[ -n $foreign ]]; then
-		kill "$foreign" 2>/dev/null || true
-		wait "$foreign" 2>/dev/null || true
-	fi
-	if [[ -n $ignorer ]]; then
-		kill -KILL "$ignorer" 2>/dev/null || true
-		wait "$ignorer" 2>/dev/null || true
-	fi
+	reap "$foreign"
+	reap "$ignorer" KILL
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -114,7 +108,7 @@ for ((r = 1; r <= RUNS; r++)); do
 		fi
 
 		# The foreign sleep must have survived every mode.
-		if ! kill -0 "$foreign" 2>/dev/null || [[ $(starttime "$foreign") != "$fstart" ]]; then
+		if ! survived "$foreign" "$fstart"; then
 			echo "bench/storm.sh: the foreign sleep $foreign did not survive $mode round $r" >&2
 			fail=1
 		fi
@@ -152,11 +146,9 @@ for ((r = 1; r <= RUNS; r++)); do
 		fi
 	done
 
-	kill "$foreign"
-	wait "$foreign" 2>/dev/null || true
+	reap "$foreign"
 	foreign=
-	kill -KILL "$ignorer"
-	wait "$ignorer" 2>/dev/null || true
+	reap "$ignorer" KILL
 	ignorer=
 done
 
