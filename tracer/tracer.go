@@ -118,9 +118,13 @@ func (t *Tracer) resume(tid int, ws unix.WaitStatus, detach bool) {
 			delete(t.tracees, int(former))
 		}
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
-		// The child is traced already and reports its own first stop.
-		if child, err := unix.PtraceGetEventMsg(tid); err == nil && detach {
-			t.tracees[int(child)] = struct{}{}
+		// The child is traced already and reports its own first stop (which
+		// adds it); only while letting go must it be known now, to be
+		// waited for.
+		if detach {
+			if child, err := unix.PtraceGetEventMsg(tid); err == nil {
+				t.tracees[int(child)] = struct{}{}
+			}
 		}
 	}
 	if detach {
