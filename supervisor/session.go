@@ -334,7 +334,7 @@ func (s *Session) reap(root int) {
 			return
 		}
 		next := siginfoPid(&info)
-		if code := siginfoCode(&info); code == cldTrapped || code == cldStopped {
+		if info.Code == cldTrapped || info.Code == cldStopped {
 			var ws unix.WaitStatus
 			if _, err := unix.Wait4(next, &ws, unix.WALL|unix.WUNTRACED, nil); err == nil && s.tracer != nil {
 				s.tracer.Handle(next, ws)
@@ -389,9 +389,6 @@ const (
 	cldTrapped = 4
 	cldStopped = 5
 )
-
-// siginfoCode is si_code of a waitid result.
-func siginfoCode(info *unix.Siginfo) int32 { return info.Code }
 
 // serve is the notify loop: receive, decide, answer, and hand refusals to the
 // reporter. It never exits on ENOENT or EINTR (DESIGN.md pitfall 3).
