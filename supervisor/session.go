@@ -364,9 +364,12 @@ func (s *Session) reap(root int) {
 		}
 		if s.cfg.KeepOrphans {
 			// Let go of what the agent left running before paddock exits
-			// (a dying tracer's tracees are killed: PTRACE_O_EXITKILL).
-			s.tracer.Detach(func(int, unix.WaitStatus) {})
-			flags &^= unix.WSTOPPED
+			// (a dying tracer's tracees are killed: PTRACE_O_EXITKILL);
+			// then only orphans are left to collect.
+			s.tracer.Detach()
+			close(s.done)
+			s.reapOrphans()
+			return
 		}
 		close(s.done)
 	}

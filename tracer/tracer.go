@@ -192,8 +192,8 @@ func (t *Tracer) refuseOrKill(tid int, arch uint32, errno unix.Errno) {
 // pending trapped syscall is still decided. Afterwards their trapped
 // syscalls fail with ENOSYS (no tracer), as the notify backend's do once its
 // listener closes. It waits for each tracee, so it must run on the
-// reaping thread; exits it collects are passed to exited.
-func (t *Tracer) Detach(exited func(pid int, ws unix.WaitStatus)) {
+// reaping thread; the exits it collects are reaped.
+func (t *Tracer) Detach() {
 	for tid := range t.tracees {
 		t.check(tid, "PTRACE_INTERRUPT", unix.PtraceInterrupt(tid))
 	}
@@ -208,7 +208,6 @@ func (t *Tracer) Detach(exited func(pid int, ws unix.WaitStatus)) {
 		}
 		if !ws.Stopped() {
 			delete(t.tracees, tid)
-			exited(tid, ws)
 			continue
 		}
 		t.resume(tid, ws, true)
