@@ -351,4 +351,3 @@ func readEnviron(tid int) []string {
 	}
 	return env
 }
-
