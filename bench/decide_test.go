@@ -19,16 +19,17 @@ import (
 // fakeWorld is a small in-memory policy.World: an agent root, one owned
 // child of it and one foreign process, as a supervisor would see them.
 type fakeWorld struct {
-	procs map[int]policy.Target
-	owned []policy.Target
+	procs  map[int]policy.Target
+	groups map[int]int // pid -> process group
+	owned  []policy.Target
 }
 
 func newFakeWorld() *fakeWorld {
 	w := &fakeWorld{procs: map[int]policy.Target{
-		1000: {Pid: 1000, Comm: "agent", StartTime: 5000, PPid: 999, Pgrp: 1000, Rel: ownership.AgentRoot},
-		1001: {Pid: 1001, Comm: "worker", StartTime: 5001, PPid: 1000, Pgrp: 1000, Rel: ownership.Owned},
-		4242: {Pid: 4242, Comm: "postgres", StartTime: 10, PPid: 1, Pgrp: 4242, Rel: ownership.Foreign},
-	}}
+		1000: {Pid: 1000, Comm: "agent", StartTime: 5000, Rel: ownership.AgentRoot},
+		1001: {Pid: 1001, Comm: "worker", StartTime: 5001, Rel: ownership.Owned},
+		4242: {Pid: 4242, Comm: "postgres", StartTime: 10, Rel: ownership.Foreign},
+	}, groups: map[int]int{1000: 1000, 1001: 1000, 4242: 4242}}
 	w.owned = []policy.Target{w.procs[1000], w.procs[1001]}
 	return w
 }
@@ -39,6 +40,8 @@ func (w *fakeWorld) Lookup(pid int) (policy.Target, error) {
 	}
 	return policy.Target{Pid: pid, Rel: ownership.Gone}, nil
 }
+
+func (w *fakeWorld) Pgrp(pid int) (int, error) { return w.groups[pid], nil }
 
 func (w *fakeWorld) ThreadOf(tid, pid int) bool { return tid == pid }
 
@@ -51,8 +54,8 @@ func (w *fakeWorld) Tgid(tid int) (int, error) {
 
 func (w *fakeWorld) Group(pgid int) ([]policy.Target, error) {
 	var out []policy.Target
-	for _, t := range w.procs {
-		if t.Pgrp == pgid {
+	for pid, t := range w.procs {
+		if w.groups[pid] == pgid {
 			out = append(out, t)
 		}
 	}

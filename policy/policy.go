@@ -61,13 +61,14 @@ type Exec struct {
 	Err       error // the strings could not be read: the exec is refused
 }
 
-// Target is what the world knows about one process.
+// Target is who one process is: the facts that stay true for its whole
+// life (its name as first seen aside), so that a world may answer Lookup
+// from a pin it holds. What can change (the process group) is asked for
+// separately, through World.Pgrp.
 type Target struct {
 	Pid       int
 	Comm      string
 	StartTime uint64
-	PPid      int
-	Pgrp      int
 	Rel       ownership.Relation
 }
 
@@ -78,6 +79,9 @@ type World interface {
 	// Lookup describes pid; a process that does not exist has Rel Gone and
 	// a nil error. An error means the facts could not be read.
 	Lookup(pid int) (Target, error)
+	// Pgrp returns the process group pid is in now (0 with a nil error when
+	// there is no such process). An error means it could not be read.
+	Pgrp(pid int) (int, error)
 	// ThreadOf reports whether thread tid belongs to process pid.
 	ThreadOf(tid, pid int) bool
 	// Tgid returns the process that thread tid belongs to (ErrNotFound-style
@@ -217,15 +221,15 @@ func Decide(r Request, w World) Decision {
 			return d
 		}
 		if flags&pidfdSignalProcessGroup != 0 {
-			t, err := w.Lookup(pid)
+			pgrp, err := w.Pgrp(pid)
 			if err != nil {
 				return undecidable(r, w, d, err)
 			}
-			if t.Rel == ownership.Gone {
+			if pgrp == 0 {
 				d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, pid
 				return d
 			}
-			return decideGroup(r, w, d, t.Pgrp)
+			return decideGroup(r, w, d, pgrp)
 		}
 		return decideThread(r, w, d, pid)
 	case filter.Ptrace:
@@ -584,14 +588,14 @@ func undecidable(r Request, w World, d Decision, err error) Decision {
 }
 
 func callerGroup(r Request, w World) (int, error) {
-	t, err := w.Lookup(r.Tid)
+	pgrp, err := w.Pgrp(r.Tid)
 	if err != nil {
 		return 0, err
 	}
-	if t.Rel == ownership.Gone {
+	if pgrp == 0 {
 		return 0, fmt.Errorf("caller thread %d vanished", r.Tid)
 	}
-	return t.Pgrp, nil
+	return pgrp, nil
 }
 
 // describe renders the call: "kill(SIGTERM)", "ptrace", "pidfd_send_signal(SIGKILL)",

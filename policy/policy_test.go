@@ -15,6 +15,7 @@ import (
 // fakeWorld is a table-driven world: processes by pid, threads by tid.
 type fakeWorld struct {
 	procs   map[int]Target
+	groups  map[int]int // pid -> process group
 	threads map[int]int // tid -> pid (non-leader threads only)
 	fds     map[[2]int]int
 	ttys    map[[2]int]int  // (tid, fd) -> foreground process group of the pty
@@ -38,6 +39,16 @@ func (w fakeWorld) Lookup(pid int) (Target, error) {
 	return Target{Pid: pid, Rel: ownership.Gone}, nil
 }
 
+func (w fakeWorld) Pgrp(pid int) (int, error) {
+	if w.broken[pid] {
+		return 0, errors.New("read /proc/x/stat: input/output error")
+	}
+	if tg, ok := w.threads[pid]; ok {
+		pid = tg
+	}
+	return w.groups[pid], nil
+}
+
 func (w fakeWorld) ThreadOf(tid, pid int) bool { return tid == pid || w.threads[tid] == pid }
 
 func (w fakeWorld) Tgid(tid int) (int, error) {
@@ -50,7 +61,7 @@ func (w fakeWorld) Tgid(tid int) (int, error) {
 func (w fakeWorld) Group(pgid int) ([]Target, error) {
 	var out []Target
 	for pid := 1; pid < 1000; pid++ {
-		if t, ok := w.procs[pid]; ok && t.Pgrp == pgid {
+		if t, ok := w.procs[pid]; ok && w.groups[pid] == pgid {
 			out = append(out, t)
 		}
 	}
@@ -98,16 +109,17 @@ func (w fakeWorld) Owned(max int) []Target {
 func world() fakeWorld {
 	return fakeWorld{
 		procs: map[int]Target{
-			1:   {Pid: 1, Comm: "systemd", Pgrp: 1, Rel: ownership.Init},
-			50:  {Pid: 50, Comm: "bash", Pgrp: 50, Rel: ownership.SupervisorAncestor},
-			60:  {Pid: 60, Comm: "paddock", Pgrp: 50, Rel: ownership.Supervisor},
-			100: {Pid: 100, Comm: "agent", PPid: 60, Pgrp: 100, Rel: ownership.AgentRoot},
-			101: {Pid: 101, Comm: "worker", PPid: 100, Pgrp: 100, Rel: ownership.Owned},
-			102: {Pid: 102, Comm: "sleep", PPid: 100, Pgrp: 102, Rel: ownership.Owned},
-			103: {Pid: 103, Comm: "server", PPid: 100, Pgrp: 300, Rel: ownership.Owned},
-			200: {Pid: 200, Comm: "code", PPid: 1, Pgrp: 200, Rel: ownership.Foreign},
-			301: {Pid: 301, Comm: "editor", PPid: 1, Pgrp: 300, Rel: ownership.Foreign},
+			1:   {Pid: 1, Comm: "systemd", Rel: ownership.Init},
+			50:  {Pid: 50, Comm: "bash", Rel: ownership.SupervisorAncestor},
+			60:  {Pid: 60, Comm: "paddock", Rel: ownership.Supervisor},
+			100: {Pid: 100, Comm: "agent", Rel: ownership.AgentRoot},
+			101: {Pid: 101, Comm: "worker", Rel: ownership.Owned},
+			102: {Pid: 102, Comm: "sleep", Rel: ownership.Owned},
+			103: {Pid: 103, Comm: "server", Rel: ownership.Owned},
+			200: {Pid: 200, Comm: "code", Rel: ownership.Foreign},
+			301: {Pid: 301, Comm: "editor", Rel: ownership.Foreign},
 		},
+		groups:  map[int]int{1: 1, 50: 50, 60: 50, 100: 100, 101: 100, 102: 102, 103: 300, 200: 200, 301: 300},
 		threads: map[int]int{111: 101},
 		fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103},
 		ttys:    map[[2]int]int{{101, 20}: 102, {101, 21}: 300, {101, 22}: 0},

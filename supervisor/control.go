@@ -479,7 +479,7 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 		return nil, err
 	}
 	out := &Signalled{Pid: pid, Signal: sig, Comm: t.Comm}
-	if t.Pgrp == pid {
+	if pgrp, err := w.Pgrp(pid); err == nil && pgrp == pid {
 		greq := req
 		greq.Args[0] = uint64(-int64(pid))
 		if gd := policy.Decide(greq, w); gd.Allow {
