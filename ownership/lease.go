@@ -92,6 +92,7 @@ func (t *Tree) Adopt(r AdoptRequest) (Lease, error) {
 		unix.Close(old.pidfd)
 	}
 	t.leases[l.Pid] = l
+	t.epoch++
 	t.mu.Unlock()
 	keep = true
 	return l, nil
@@ -105,6 +106,7 @@ func (t *Tree) Release(pid int) (Lease, bool) {
 	if ok {
 		unix.Close(l.pidfd)
 		delete(t.leases, pid)
+		t.epoch++
 	}
 	return l, ok
 }
@@ -125,6 +127,7 @@ func (t *Tree) Sweep() []Expired {
 		if why := t.leaseDead(l); why != "" {
 			unix.Close(l.pidfd)
 			delete(t.leases, pid)
+			t.epoch++
 			out = append(out, Expired{Lease: l, Why: why})
 		}
 	}

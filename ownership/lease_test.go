@@ -190,3 +190,49 @@ func TestAdoptRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Stable: answers may be reused only while no lease is held, and every
+// change to the root, its exit or the leases starts a new epoch.
+func TestStableEpochs(t *testing.T) {
+	tr := foreignTree(t)
+	a, b := startSleep(t), startSleep(t)
+	steps := []struct {
+		name   string
+		do     func()
+		stable bool
+		moved  bool
+	}{
+		{"nothing changed", func() {}, true, false},
+		{"root set", func() { tr.SetRoot(Identity{Pid: a.Process.Pid}) }, true, true},
+		{"adopted", func() {
+			if _, err := tr.Adopt(AdoptRequest{Pid: b.Process.Pid, Reason: "test", By: "test", Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, true},
+		{"release of a pid with no lease", func() { tr.Release(a.Process.Pid) }, false, false},
+		{"released", func() { tr.Release(b.Process.Pid) }, true, true},
+		{"adopted again", func() {
+			if _, err := tr.Adopt(AdoptRequest{Pid: b.Process.Pid, Reason: "test", By: "test", Now: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}, false, true},
+		{"sweep with the process alive", func() { tr.Sweep() }, false, false},
+		{"swept after it died", func() {
+			_ = b.Process.Kill()
+			_ = b.Wait()
+			if n := len(tr.Sweep()); n != 1 {
+				t.Fatalf("swept %d leases, want 1", n)
+			}
+		}, true, true},
+		{"root exited", tr.RootExited, true, true},
+	}
+	epoch, _ := tr.Stable()
+	for _, s := range steps {
+		s.do()
+		e, ok := tr.Stable()
+		if ok != s.stable || (e != epoch) != s.moved {
+			t.Errorf("%s: Stable() = %d, %v; want stable %v, epoch moved %v (was %d)", s.name, e, ok, s.stable, s.moved, epoch)
+		}
+		epoch = e
+	}
+}

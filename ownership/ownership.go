@@ -104,6 +104,9 @@ type Tree struct {
 	mu     sync.RWMutex
 	root   Identity
 	leases map[int]Lease // by pid; see lease.go
+	// epoch counts changes to what classification depends on besides the
+	// live process tree: the root, its exit, the leases. See Stable.
+	epoch uint64
 }
 
 // NewTree records the supervisor (normally os.Getpid()) and its ancestors.
@@ -145,6 +148,7 @@ func (t *Tree) Supervisor() Identity { return t.supervisor }
 func (t *Tree) SetRoot(id Identity) {
 	t.mu.Lock()
 	t.root = id
+	t.epoch++
 	t.mu.Unlock()
 }
 
@@ -152,7 +156,29 @@ func (t *Tree) SetRoot(id Identity) {
 // be reaped. The supervisor, the root's parent and reaper, must call it
 // before reaping, so that the tree never trusts the root's pid alone once
 // that pid may be reused.
-func (t *Tree) RootExited() { t.rootExited.Store(true) }
+func (t *Tree) RootExited() {
+	t.mu.Lock()
+	t.rootExited.Store(true)
+	t.epoch++
+	t.mu.Unlock()
+}
+
+// Stable says whether the relations Classify gives now hold for the rest of
+// each classified process's life, so that a caller holding a pin on the
+// process (a pidfd) may reuse its answer until the pin reports the process
+// reaped. That holds while the session has no leases: an owned process
+// descends from the agent root, a process never gains an ancestor, and
+// orphans of the agent's tree are re-parented to the supervisor, which is
+// a child subreaper; a process outside the tree never moves into it.
+// Leases break this (an adopted process's descendants stop being owned
+// once it dies), so ok is false while any lease is held. epoch changes
+// whenever the root, its exit or the leases change: answers given under
+// another epoch must not be reused.
+func (t *Tree) Stable() (epoch uint64, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.epoch, len(t.leases) == 0
+}
 
 // Root returns the agent root's identity (zero before SetRoot).
 func (t *Tree) Root() Identity {

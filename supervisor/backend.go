@@ -43,7 +43,8 @@ func (s *Session) startTracing(tid int) error {
 	if err := tracer.Seize(tid); err != nil {
 		return err
 	}
-	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM)
+	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).keepPins()
+	s.traced = w
 	s.tracer = tracer.New(func(tid int, c tracer.Call) unix.Errno {
 		errno, _ := s.decide(w, tid, c.Arch, c.Nr, c.Args, 0, false)
 		return errno

@@ -105,10 +105,12 @@ type Session struct {
 	reporter *reporter
 
 	// backend is the one in use, backendWhy why it was chosen; tracer is
-	// set for the ptrace backend.
+	// set for the ptrace backend, with traced, the world its decisions use
+	// (on the reaping thread only).
 	backend    Backend
 	backendWhy string
 	tracer     *tracer.Tracer
+	traced     *liveWorld
 
 	done   chan struct{}
 	status unix.WaitStatus
@@ -153,7 +155,7 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	if s.listener >= 0 {
-		go s.serve(newLiveWorld(tree, fs, cfg.Guard, cfg.VRAM))
+		go s.serve(newLiveWorld(tree, fs, cfg.Guard, cfg.VRAM).keepPins())
 	}
 	go s.sweepLeases(time.Second)
 
@@ -314,6 +316,9 @@ func (s *Session) reap(root int) {
 	if s.tracer != nil {
 		flags |= unix.WSTOPPED
 	}
+	if s.traced != nil {
+		defer s.traced.close()
+	}
 	rootDone := false
 	for {
 		// Peek at the next child to collect, then reap exactly that one:
@@ -397,6 +402,7 @@ const (
 // reporter. It never exits on ENOENT or EINTR (DESIGN.md pitfall 3).
 func (s *Session) serve(w *liveWorld) {
 	runtime.LockOSThread()
+	defer w.close()
 	var n seccomp.Notif
 	for {
 		n = seccomp.Notif{}
@@ -459,6 +465,14 @@ func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]u
 		w.touch(tid)
 	}
 	d := policy.Decide(req, w)
+	if !w.hitsHold() {
+		// A process the decision knew from the pin cache was reaped since:
+		// its pid may name another process now. Decide again from /proc.
+		w.reset()
+		w.fresh = true
+		d = policy.Decide(req, w)
+		w.fresh = false
+	}
 	// Whatever the decision read of the caller by its pid named the caller
 	// only if the caller is still waiting. A decision that read nothing of
 	// it (a signal to an owned process) needs no such check: every trapped

@@ -32,6 +32,11 @@ type liveWorld struct {
 	buf [execBufSize]byte
 	// looked holds this notification's lookups, with their pidfds (-1: none).
 	looked []pinned
+	// pins, when set, keeps pins across notifications (a loop's world);
+	// keep says whether this notification may add to it, fresh makes
+	// lookups bypass it (a decision taken again, see hitsHold).
+	pins        *pinCache
+	keep, fresh bool
 	// caller is the notification's thread; callerRead records that the
 	// decision consulted something of it (its /proc entries, memory,
 	// descriptors), which named the caller only if it is still waiting:
@@ -46,8 +51,14 @@ type liveWorld struct {
 	}
 }
 
-// begin starts a notification from thread tid.
-func (w *liveWorld) begin(tid int) { w.caller, w.callerRead = tid, false }
+// begin starts a notification from thread tid. The pin cache changes here
+// only (never while a decision holds its pins).
+func (w *liveWorld) begin(tid int) {
+	w.caller, w.callerRead = tid, false
+	if w.pins != nil {
+		w.keep = w.pins.sync(w.tree.Stable())
+	}
+}
 
 // touch records that the decision read something of thread tid.
 func (w *liveWorld) touch(tid int) {
@@ -59,10 +70,30 @@ func (w *liveWorld) touch(tid int) {
 type pinned struct {
 	t     policy.Target
 	pidfd int
+	// cached: the pidfd belongs to the pin cache, not to this notification.
+	cached bool
+	// hit: the facts came from the pin cache, unchecked; checked: the pin
+	// was found alive after the decision (see hitsHold).
+	hit, checked bool
 }
 
 func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b func() *vram.Budget) *liveWorld {
 	return &liveWorld{tree: tree, fs: fs, guard: g, vram: b, looked: make([]pinned, 0, 4)}
+}
+
+// keepPins makes w keep its pins across notifications (see pinCache); the
+// loop that owns w calls close when it ends.
+func (w *liveWorld) keepPins() *liveWorld {
+	w.pins = newPinCache()
+	return w
+}
+
+// close releases what w holds between notifications.
+func (w *liveWorld) close() {
+	w.reset()
+	if w.pins != nil {
+		w.pins.flush()
+	}
 }
 
 // VRAM implements policy.World.
@@ -112,7 +143,7 @@ func (w *liveWorld) Guard() guard.Policy { return w.guard }
 // reset closes the pidfds of the previous notification.
 func (w *liveWorld) reset() {
 	for _, p := range w.looked {
-		if p.pidfd >= 0 {
+		if p.pidfd >= 0 && !p.cached {
 			unix.Close(p.pidfd)
 		}
 	}
@@ -124,6 +155,15 @@ func (w *liveWorld) Lookup(pid int) (policy.Target, error) {
 	w.touch(pid)
 	for _, p := range w.looked {
 		if p.t.Pid == pid {
+			return p.t, nil
+		}
+	}
+	if w.pins != nil && !w.fresh {
+		if p, ok := w.pins.byPid[pid]; ok {
+			// Unchecked here: hitsHold checks it once the decision is made,
+			// which costs one syscall where checking now would cost two.
+			p.hit = true
+			w.looked = append(w.looked, p)
 			return p.t, nil
 		}
 	}
@@ -145,9 +185,48 @@ func (w *liveWorld) Lookup(pid int) (policy.Target, error) {
 		}
 		return policy.Target{Pid: pid}, err
 	}
-	t := policy.Target{Pid: pid, Comm: st.Comm, StartTime: st.StartTime, PPid: st.PPid, Pgrp: st.Pgrp, Rel: rel}
-	w.looked = append(w.looked, pinned{t: t, pidfd: fd})
+	t := policy.Target{Pid: pid, Comm: st.Comm, StartTime: st.StartTime, Rel: rel}
+	p := pinned{t: t, pidfd: fd}
+	if w.keep && rel != ownership.Gone {
+		p.cached = w.pins.put(t, fd)
+	}
+	w.looked = append(w.looked, p)
 	return t, nil
+}
+
+// Pgrp implements policy.World: always read now, since a process may
+// change its group at any time.
+func (w *liveWorld) Pgrp(pid int) (int, error) {
+	w.touch(pid)
+	st, err := w.fs.Stat(pid)
+	if errors.Is(err, procfs.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Pgrp, nil
+}
+
+// hitsHold checks the pins this decision took from the pin cache: true when
+// each process is still there, so the facts it was decided on were true
+// throughout. A reaped one is dropped from the cache, and the caller must
+// decide again with fresh lookups (its pid may name another process now).
+func (w *liveWorld) hitsHold() bool {
+	ok := true
+	for i := range w.looked {
+		p := &w.looked[i]
+		if !p.hit {
+			continue
+		}
+		if w.pins.alive(p.t.Pid) {
+			p.checked = true
+			continue
+		}
+		p.pidfd = -1 // closed by the cache
+		ok = false
+	}
+	return ok
 }
 
 // stillThere re-validates a pinned target: true while the process the pidfd
@@ -156,6 +235,10 @@ func (w *liveWorld) stillThere(pid int) bool {
 	for _, p := range w.looked {
 		if p.t.Pid != pid {
 			continue
+		}
+		if p.checked {
+			// hitsHold has just found it alive.
+			return true
 		}
 		if p.pidfd < 0 {
 			// No pin was possible: compare the start time again instead.
@@ -211,7 +294,7 @@ func (w *liveWorld) Group(pgid int) ([]policy.Target, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, policy.Target{Pid: st.Pid, Comm: st.Comm, StartTime: st.StartTime, PPid: st.PPid, Pgrp: st.Pgrp, Rel: rel})
+		out = append(out, policy.Target{Pid: st.Pid, Comm: st.Comm, StartTime: st.StartTime, Rel: rel})
 	}
 	return out, nil
 }

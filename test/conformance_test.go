@@ -27,6 +27,7 @@ var scenarios = []struct {
 	{"SignalsThroughDescriptors", signalsThroughDescriptors},
 	{"ForkStormWhileSignalling", forkStormWhileSignalling},
 	{"TargetsExitingMidDecision", targetsExitingMidDecision},
+	{"PidReusedAfterCachedDecision", pidReusedAfterCachedDecision},
 	{"JournalReadOnlyStopsBeforeStart", journalReadOnlyStopsBeforeStart},
 	// Exec guards.
 	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},

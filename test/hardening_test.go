@@ -1,11 +1,15 @@
 package test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // signalsThroughDescriptors: the signal paths that go through a file
@@ -130,5 +134,76 @@ exec "$2" run --backend "$3" --journal "$4" -- touch "$5"`, "sh", dir, bins.padd
 	}
 	if fileExists(marker) {
 		t.Error("the agent ran without its journal")
+	}
+}
+
+// pidReusedAfterCachedDecision: the supervisor keeps a pin (a pidfd) on a
+// process it has decided about, to decide the next signal to it without
+// reading /proc again. Here the agent signals its own child (owned, pinned),
+// kills and reaps it, and the test then has a foreign process take the same
+// pid (through ns_last_pid); the agent's next signal to that pid must be
+// refused: the pin says its process is gone, and the pid is decided afresh.
+func pidReusedAfterCachedDecision(t *testing.T, b backend) {
+	b.require(t)
+	const lastPid = "/proc/sys/kernel/ns_last_pid"
+	if err := unix.Access(lastPid, unix.W_OK); err != nil {
+		t.Skipf("needs a writable %s (root in the PID namespace's owner) to reuse a pid on purpose: %v", lastPid, err)
+	}
+	dir := t.TempDir()
+	fifo, pidFile := filepath.Join(dir, "go"), filepath.Join(dir, "pid")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// No command in the agent forks between the reap and the last kill, so
+	// that nothing of the agent's takes the pid first.
+	cmd, journal := b.paddockCmd(t, "--", "bash", "-c", `sleep 1000 & c=$!
+kill -CONT $c || exit 10
+kill -KILL $c; wait $c
+echo $c > `+pidFile+`.new && mv `+pidFile+`.new `+pidFile+`
+read -r _ < `+fifo+`
+kill -TERM $c; echo "rc=$?"`)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			_ = os.WriteFile(fifo, []byte("go\n"), 0)
+		}
+	}
+	defer func() { release(); _ = cmd.Wait() }()
+	waitFor(t, "the agent's reaped child pid", func() bool { return fileExists(pidFile) })
+	pid, err := strconv.Atoi(strings.TrimSpace(readFile(pidFile)))
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	var f *proc
+	for try := 0; try < 50 && f == nil; try++ {
+		if err := os.WriteFile(lastPid, []byte(itoa(pid-1)), 0); err != nil {
+			t.Skipf("needs to write %s to reuse a pid on purpose: %v", lastPid, err)
+		}
+		p := startForeign(t, "sleep", "300")
+		if p.pid() == pid {
+			f = p
+		}
+	}
+	if f == nil {
+		t.Skipf("needs pid %d reused by a foreign process; other processes took it in 50 tries", pid)
+	}
+	release()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("paddock: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	if !f.alive() {
+		t.Fatalf("foreign process %d, which reused the pid of the agent's reaped child, was killed\nstdout:\n%s\nstderr:\n%s", pid, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "rc=1") || !strings.Contains(errb.String(), "paddock refused kill(SIGTERM) of pid "+itoa(pid)) {
+		t.Errorf("want the kill refused (rc=1) with a message\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	}
+	if !strings.Contains(readFile(journal), `"target":`+itoa(pid)) {
+		t.Errorf("journal has no refusal aimed at %d:\n%s", pid, readFile(journal))
 	}
 }
