@@ -413,7 +413,7 @@ func decideExec(r Request, w World, d Decision) Decision {
 // when the command is a GPU workload (detection may be slow); nil means no
 // preflight. paddock run (at exec) and paddock check both decide through it.
 func WithVRAM(v guard.Verdict, argv, env []string, budget func() *vram.Budget, f vram.Files, allowOptIn bool) guard.Verdict {
-	if !v.Allow || !vram.IsGPUWorkload(argv, env) {
+	if !v.Allow || !vram.IsGPUWorkload(argv) {
 		return v
 	}
 	b := budget()

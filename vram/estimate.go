@@ -86,8 +86,8 @@ func EstimateCommand(argv []string, env []string, b Budget, fileSize func(string
 // (vLLM, SGLang, TGI, llama.cpp, ollama), without estimating anything: the
 // exec path asks it first, so that ordinary commands never wait for GPU
 // detection.
-func IsGPUWorkload(argv []string, env []string) bool {
-	args, module, _ := unwrap(argv, envMap(env))
+func IsGPUWorkload(argv []string) bool {
+	args, module, _ := unwrap(argv, nil)
 	if module != "" {
 		return module == "vllm" || strings.HasPrefix(module, "vllm.") || strings.HasPrefix(module, "sglang.")
 	}
@@ -183,7 +183,7 @@ var assignRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 var pythonRe = regexp.MustCompile(`^python(\d(\.\d+)?)?$`)
 
 // unwrap strips what runs a command without changing it: leading VAR=value
-// words (added to env), env, nohup, nice, timeout, setsid, stdbuf, sudo,
+// words (added to env unless it is nil), env, nohup, nice, timeout, setsid, stdbuf, sudo,
 // uv run / uvx / pipx run / poetry run / conda run, and a Python
 // interpreter's options up to -m MODULE (returned as module).
 func unwrap(argv []string, env map[string]string) ([]string, string, map[string]string) {
@@ -211,8 +211,10 @@ func unwrap(argv []string, env map[string]string) ([]string, string, map[string]
 	}
 	for guard := 0; len(args) > 0 && guard < 16; guard++ {
 		for len(args) > 0 && assignRe.MatchString(args[0]) {
-			k, v, _ := strings.Cut(args[0], "=")
-			env[k] = v
+			if env != nil {
+				k, v, _ := strings.Cut(args[0], "=")
+				env[k] = v
+			}
 			args = args[1:]
 		}
 		if len(args) == 0 {

@@ -349,11 +349,11 @@ func TestIsGPUWorkload(t *testing.T) {
 		{[]string{"python3", "train.py"}, false},
 		{[]string{}, false},
 	} {
-		if got := IsGPUWorkload(tc.argv, nil); got != tc.want {
+		if got := IsGPUWorkload(tc.argv); got != tc.want {
 			t.Errorf("IsGPUWorkload(%q) = %v, want %v", tc.argv, got, tc.want)
 		}
 		// Every command the estimator handles must be recognised here too.
-		if _, ok := EstimateCommand(tc.argv, nil, Budget{TotalGB: 24, AvailableGB: 20}, func(string) (int64, error) { return 1 << 30, nil }); ok && !IsGPUWorkload(tc.argv, nil) {
+		if _, ok := EstimateCommand(tc.argv, nil, Budget{TotalGB: 24, AvailableGB: 20}, func(string) (int64, error) { return 1 << 30, nil }); ok && !IsGPUWorkload(tc.argv) {
 			t.Errorf("EstimateCommand handles %q but IsGPUWorkload says no", tc.argv)
 		}
 	}
