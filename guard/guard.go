@@ -117,7 +117,7 @@ var ErrUnparsable = errors.New("cannot parse shell string")
 // executable's path count: a busybox or systemctl symlink named reboot is
 // reboot.
 func CheckCommand(c Command, p Policy) Verdict {
-	if !interesting(c.Path) && (len(c.Argv) == 0 || !interesting(c.Argv[0])) {
+	if !Watches(c.Path, c.Argv) {
 		return Verdict{Allow: true} // the common case: nothing the guard knows
 	}
 	r := newReader(false)
@@ -132,6 +132,15 @@ func CheckCommand(c Command, p Policy) Verdict {
 		r.unwrap(literalCmd(alt, env))
 	}
 	return combine(r.decideAll(&p)).Verdict
+}
+
+// Watches reports whether CheckCommand has anything to say about an exec
+// of path with argv: a program it knows by name (power control, service
+// managers, wrappers, shells, loaders) as the path or as argv[0]. Any other
+// exec is allowed without a look at its environment, so a backend may skip
+// reading it.
+func Watches(path string, argv []string) bool {
+	return interesting(path) || (len(argv) > 0 && interesting(argv[0]))
 }
 
 // CheckArgv decides an argv the way `paddock check -- CMD ARG...` does:

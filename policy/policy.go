@@ -367,6 +367,14 @@ func decideIoctl(r Request, w World, d Decision) Decision {
 	return decideOwner(r, w, d) // FIOSETOWN, SIOCSPGRP
 }
 
+// ExecNeedsEnv reports whether deciding an exec of path with argv looks at
+// its environment (for an opt-in, or for the VRAM estimate's variables). A
+// backend may leave Exec.Env unread when it does not: the decision is the
+// same either way.
+func ExecNeedsEnv(path string, argv []string) bool {
+	return guard.Watches(path, argv) || vram.IsGPUWorkload(argv)
+}
+
 // decideExec asks the guard about an exec whose strings the backend read.
 func decideExec(r Request, w World, d Decision) Decision {
 	d.Exec = r.Exec

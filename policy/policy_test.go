@@ -323,3 +323,48 @@ func TestDecideExec(t *testing.T) {
 		})
 	}
 }
+
+// TestExecNeedsEnv: a backend may skip reading an exec's environment when
+// ExecNeedsEnv says no, so the decision must then be the same with every
+// opt-in variable set as with none; and the commands whose decision does
+// read the environment must say yes.
+func TestExecNeedsEnv(t *testing.T) {
+	total, headroom := 24.0, 4.0
+	b := vram.NewBudget(vram.Host{Headless: true}, vram.Settings{TotalGB: &total, HeadroomGB: &headroom, AllowOptIn: true})
+	w := world()
+	w.vram = &b
+	optIns := []string{"PADDOCK_ALLOW_POWER_CONTROL=1", "PADDOCK_ALLOW_OVERBUDGET_VRAM=1", "PADDOCK_INTENT=reboot", "VLLM_GPU_MEMORY_UTILIZATION=0.1"}
+	for _, tc := range []struct {
+		path string
+		argv []string
+		need bool
+	}{
+		{"/bin/true", []string{"true"}, false},
+		{"/usr/bin/ls", []string{"ls", "-l", "/"}, false},
+		{"/usr/bin/git", []string{"git", "commit", "-m", "reboot the server"}, false},
+		{"/usr/bin/make", []string{"make", "reboot"}, false},
+		{"/usr/sbin/reboot", []string{"reboot"}, true},
+		{"/usr/bin/systemctl", []string{"systemctl", "poweroff"}, true},
+		{"/usr/bin/env", []string{"env", "reboot"}, true},
+		{"/bin/sh", []string{"sh", "-c", "reboot"}, true},
+		{"/usr/local/bin/power-off", []string{"reboot"}, true},
+		{"/usr/bin/vllm", []string{"vllm", "serve", "meta-llama/Llama-3-70B"}, true},
+		{"/usr/bin/python3", []string{"python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3-70B"}, true},
+	} {
+		if got := ExecNeedsEnv(tc.path, tc.argv); got != tc.need {
+			t.Errorf("ExecNeedsEnv(%s, %q) = %v, want %v", tc.path, tc.argv, got, tc.need)
+		}
+		if tc.need {
+			continue
+		}
+		decide := func(env []string) Decision {
+			r := req(101, filter.Execve)
+			r.Exec = &Exec{Path: tc.path, Argv: tc.argv, Env: env}
+			return Decide(r, w)
+		}
+		without, with := decide(nil), decide(optIns)
+		if without.Allow != with.Allow || without.Rule != with.Rule || without.OptIn != with.OptIn || without.Errno != with.Errno {
+			t.Errorf("%q: decided %v/%s without an environment, %v/%s with opt-ins, though ExecNeedsEnv says it is not read", tc.argv, without.Allow, without.Rule, with.Allow, with.Rule)
+		}
+	}
+}

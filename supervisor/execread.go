@@ -252,7 +252,12 @@ func (m *memReader) vector(addr uint64, ps int, budget *int, count *int) ([]stri
 func readExec(tid int, sc filter.Syscall, abi filter.ABI, args [6]uint64, buf []byte) *policy.Exec {
 	pm := &procMem{tid: tid, memFd: -1}
 	defer pm.close()
-	e := decodeExec(pm, sc, abi.PointerSize(), args, buf)
+	// execveat(fd, "", ...) names its program only once fdlink is read:
+	// read the environment then, whatever it runs.
+	needEnv := func(path string, argv []string) bool {
+		return path == "" || policy.ExecNeedsEnv(path, argv)
+	}
+	e := decodeExec(pm, sc, abi.PointerSize(), args, buf, needEnv)
 	if e.Err != nil {
 		e.Err = fmt.Errorf("pid %d: %w", tid, e.Err)
 		return e
@@ -283,7 +288,9 @@ func readMem(tid int, addr uint64, buf []byte) ([]byte, error) {
 // decodeExec decodes the path, argv and envp of an execve or execveat from
 // mem: the caller's memory, which it must not trust (any pointer, any bytes,
 // any length; reads stop at the bounds above). ps is the ABI's pointer size.
-func decodeExec(mem memory, sc filter.Syscall, ps int, args [6]uint64, buf []byte) *policy.Exec {
+// envp is read only when needEnv (nil: always) says the decision will look
+// at it; Exec.Env is nil otherwise.
+func decodeExec(mem memory, sc filter.Syscall, ps int, args [6]uint64, buf []byte, needEnv func(path string, argv []string) bool) *policy.Exec {
 	m := &memReader{mem: mem, buf: buf}
 	pathArg, argvArg, envArg := args[0], args[1], args[2]
 	if sc == filter.Execveat {
@@ -306,6 +313,10 @@ func decodeExec(mem memory, sc filter.Syscall, ps int, args [6]uint64, buf []byt
 	var t1, t2 bool
 	if e.Argv, t1, err = m.vector(argvArg, ps, &budget, &count); err != nil {
 		e.Err = fmt.Errorf("read argv: %w", err)
+		return e
+	}
+	if needEnv != nil && !needEnv(e.Path, e.Argv) {
+		e.Truncated = e.Truncated || t1
 		return e
 	}
 	if e.Env, t2, err = m.vector(envArg, ps, &budget, &count); err != nil {

@@ -58,22 +58,28 @@ func TestDecodeExec(t *testing.T) {
 		argv := l.vec(a0, a1, a2)
 		envp := l.vec(e0)
 		mem := fakeMem{base: l.base, data: l.buf}
-		e := decodeExec(mem, filter.Execve, ps, [6]uint64{path, argv, envp}, make([]byte, execBufSize))
+		e := decodeExec(mem, filter.Execve, ps, [6]uint64{path, argv, envp}, make([]byte, execBufSize), nil)
 		if e.Err != nil || e.Path != "/usr/bin/vllm" || len(e.Argv) != 3 || e.Argv[2] != "caf\xe9 \xff not utf-8" || len(e.Env) != 1 || e.Truncated {
 			t.Fatalf("ps %d: decoded %+v", ps, e)
 		}
 		// execveat takes its path, argv and envp one argument later.
-		e = decodeExec(mem, filter.Execveat, ps, [6]uint64{uint64(0xffffff9c), path, argv, envp}, make([]byte, execBufSize))
+		e = decodeExec(mem, filter.Execveat, ps, [6]uint64{uint64(0xffffff9c), path, argv, envp}, make([]byte, execBufSize), nil)
 		if e.Err != nil || e.Path != "/usr/bin/vllm" || len(e.Argv) != 3 {
 			t.Fatalf("ps %d: execveat decoded %+v", ps, e)
 		}
+		// The environment is left unread when the decision will not look at it.
+		skip := func(string, []string) bool { return false }
+		e = decodeExec(mem, filter.Execve, ps, [6]uint64{path, argv, envp}, make([]byte, execBufSize), skip)
+		if e.Err != nil || len(e.Argv) != 3 || e.Env != nil {
+			t.Fatalf("ps %d: decoded %+v with the environment skipped", ps, e)
+		}
 		// A NULL argv and envp are empty (Linux accepts them).
-		e = decodeExec(mem, filter.Execve, ps, [6]uint64{path, 0, 0}, make([]byte, execBufSize))
+		e = decodeExec(mem, filter.Execve, ps, [6]uint64{path, 0, 0}, make([]byte, execBufSize), nil)
 		if e.Err != nil || len(e.Argv) != 0 || len(e.Env) != 0 {
 			t.Fatalf("ps %d: NULL vectors decoded %+v", ps, e)
 		}
 		// A pointer into unmapped memory is an error: the exec is refused.
-		e = decodeExec(mem, filter.Execve, ps, [6]uint64{0xdead0000, argv, envp}, make([]byte, execBufSize))
+		e = decodeExec(mem, filter.Execve, ps, [6]uint64{0xdead0000, argv, envp}, make([]byte, execBufSize), nil)
 		if e.Err == nil {
 			t.Fatalf("ps %d: a bad path pointer decoded without error: %+v", ps, e)
 		}
@@ -82,7 +88,7 @@ func TestDecodeExec(t *testing.T) {
 	l := &layout{ps: 4, base: 0x10000}
 	path := l.str("/bin/true")
 	mem := fakeMem{base: l.base, data: l.buf}
-	if e := decodeExec(mem, filter.Execve, 4, [6]uint64{0xffffffff00000000 | path}, make([]byte, execBufSize)); e.Err != nil || e.Path != "/bin/true" {
+	if e := decodeExec(mem, filter.Execve, 4, [6]uint64{0xffffffff00000000 | path}, make([]byte, execBufSize), nil); e.Err != nil || e.Path != "/bin/true" {
 		t.Fatalf("compat path with junk upper bits: %+v", e)
 	}
 }
@@ -99,7 +105,7 @@ func TestDecodeExecBounds(t *testing.T) {
 	}
 	argv := l.vec(ptrs...)
 	mem := fakeMem{base: l.base, data: l.buf}
-	e := decodeExec(mem, filter.Execve, 8, [6]uint64{path, argv, 0}, make([]byte, execBufSize))
+	e := decodeExec(mem, filter.Execve, 8, [6]uint64{path, argv, 0}, make([]byte, execBufSize), nil)
 	if e.Err != nil || !e.Truncated || e.Argv[0] != "echo" {
 		t.Fatalf("decoded %v, truncated %v, %d args", e.Err, e.Truncated, len(e.Argv))
 	}
@@ -126,7 +132,7 @@ func FuzzDecodeExec(f *testing.F) {
 		if compat {
 			ps = 4
 		}
-		e := decodeExec(fakeMem{base: 0x10000, data: data}, filter.Execve, ps, [6]uint64{path, argv, envp}, make([]byte, execBufSize))
+		e := decodeExec(fakeMem{base: 0x10000, data: data}, filter.Execve, ps, [6]uint64{path, argv, envp}, make([]byte, execBufSize), nil)
 		if e == nil {
 			t.Fatal("nil result")
 		}

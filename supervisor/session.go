@@ -498,10 +498,14 @@ func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]u
 		w.fresh = false
 	}
 	// Whatever the decision read of the caller by its pid named the caller
-	// only if the caller is still waiting. A decision that read nothing of
-	// it (a signal to an owned process) needs no such check: every trapped
-	// caller is the agent's, and a caller gone since gets no answer anyway.
-	if notify && w.callerRead && !seccomp.IDValid(s.listener, id) {
+	// only if the caller is still waiting. That matters only for what the
+	// decision will report (a journal record, a message on the caller's
+	// stderr): an answer to a caller gone since is dropped by the kernel
+	// (the notification id names that call alone), whatever it says. So a
+	// decision that reports nothing, or that read nothing of the caller,
+	// needs no NOTIF_ID_VALID.
+	reports := d.Refusal || d.OptIn != ""
+	if notify && w.callerRead && reports && !seccomp.IDValid(s.listener, id) {
 		w.reset()
 		return 0, false
 	}
@@ -517,7 +521,7 @@ func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]u
 	}
 	// Queued before the answer, so that a caller that exits right after its
 	// refusal cannot outrun the report (Wait flushes the queue).
-	if d.Refusal || d.OptIn != "" {
+	if reports {
 		f := refusal{when: time.Now(), caller: req.Tid, abi: req.ABI, d: d}
 		s.reporter.report(f)
 		s.reporter.tell(f)
