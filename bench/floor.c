@@ -5,7 +5,8 @@
 // that sends the same signal syscalls paddock traps to a listener (signal 0
 // excepted, as in paddock's BPF), turns on SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
 // and answers every notification CONTINUE without looking at it: no /proc
-// read, no pidfd, no decision, no NOTIF_ID_VALID.
+// read, no pidfd, no decision, no NOTIF_ID_VALID. With FLOOR_EXEC=1 in its
+// environment it traps execve and execveat too (the floor of workload c').
 //
 // Usage: floor CMD [ARG...]   (x86_64 native ABI only; exits with CMD's status)
 // Build: gcc -O2 -Wall -o bench/out/floor bench/floor.c
@@ -40,7 +41,7 @@
 	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), \
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF)
 
-static int install(void) {
+static int install(int trap_exec) {
 	struct sock_filter prog[] = {
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
@@ -51,8 +52,15 @@ static int install(void) {
 	    TRAP_SIG(SYS_tgkill, 2, 0),
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 	    TRAP_SIG(SYS_tkill, 1, 0),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 2, 0),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execveat, 1, 0),
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
 	};
+	int n = sizeof(prog) / sizeof(prog[0]);
+	if (!trap_exec)
+		prog[n - 5] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	struct sock_fprog fprog = {.len = sizeof(prog) / sizeof(prog[0]), .filter = prog};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
@@ -71,7 +79,8 @@ int main(int argc, char **argv) {
 	}
 	pid_t child = fork();
 	if (child == 0) {
-		int fd = install();
+		const char *e = getenv("FLOOR_EXEC");
+		int fd = install(e != NULL && strcmp(e, "1") == 0);
 		if (fd < 0) {
 			perror("floor: seccomp");
 			_exit(126);
