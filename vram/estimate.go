@@ -178,9 +178,49 @@ func envMap(env []string) map[string]string {
 	return m
 }
 
-var assignRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+// isAssign reports whether word is a shell assignment (NAME=value).
+func isAssign(word string) bool {
+	for i := 0; i < len(word); i++ {
+		c := word[i]
+		switch {
+		case c == '=':
+			return i > 0
+		case c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return false
+}
 
-var pythonRe = regexp.MustCompile(`^python(\d(\.\d+)?)?$`)
+// isPython reports whether base names a Python interpreter: python,
+// python3, python3.12.
+func isPython(base string) bool {
+	v, ok := strings.CutPrefix(base, "python")
+	if !ok {
+		return false
+	}
+	if v == "" {
+		return true
+	}
+	major, minor, dotted := strings.Cut(v, ".")
+	if len(major) != 1 || major[0] < '0' || major[0] > '9' {
+		return false
+	}
+	if !dotted {
+		return true
+	}
+	if minor == "" {
+		return false
+	}
+	for i := 0; i < len(minor); i++ {
+		if minor[i] < '0' || minor[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // unwrap strips what runs a command without changing it: leading VAR=value
 // words (added to env unless it is nil), env, nohup, nice, timeout, setsid, stdbuf, sudo,
@@ -210,7 +250,7 @@ func unwrap(argv []string, env map[string]string) ([]string, string, map[string]
 		return a
 	}
 	for guard := 0; len(args) > 0 && guard < 16; guard++ {
-		for len(args) > 0 && assignRe.MatchString(args[0]) {
+		for len(args) > 0 && isAssign(args[0]) {
 			if env != nil {
 				k, v, _ := strings.Cut(args[0], "=")
 				env[k] = v
@@ -251,7 +291,7 @@ func unwrap(argv []string, env map[string]string) ([]string, string, map[string]
 			args = skipOpts(rest[1:], "-e", "--environment")
 		case (base == "conda" || base == "mamba" || base == "micromamba") && len(rest) > 0 && rest[0] == "run":
 			args = skipOpts(rest[1:], "-n", "--name", "-p", "--prefix", "--cwd")
-		case pythonRe.MatchString(base):
+		case isPython(base):
 			a := rest
 			for len(a) > 0 && strings.HasPrefix(a[0], "-") {
 				switch {
