@@ -131,6 +131,9 @@ func runtimeDir() string {
 	return os.TempDir()
 }
 
+// maxSocketPath is the size of sockaddr_un's sun_path, terminating NUL included.
+const maxSocketPath = 108
+
 // startControl creates a fresh 0700 directory with the socket in it.
 func startControl(s *Session) (*control, error) {
 	dir, err := os.MkdirTemp(runtimeDir(), "paddock-")
@@ -142,6 +145,10 @@ func startControl(s *Session) (*control, error) {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	path := filepath.Join(dir, "control.sock")
+	if len(path) >= maxSocketPath {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("control socket: %s is %d bytes long, and a unix socket's path must be shorter than %d; set XDG_RUNTIME_DIR or TMPDIR to a shorter directory (now %s)", path, len(path), maxSocketPath, runtimeDir())
+	}
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		os.RemoveAll(dir)

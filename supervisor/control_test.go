@@ -482,3 +482,27 @@ func TestControlSocketBusyLeavesNotifyLoopAlone(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the handler frees its slot just after its answer
 	}
 }
+
+// A temp directory too deep for a unix socket's path stops the start with
+// an error that says so and what to do, and leaves no directory behind.
+func TestControlSocketPathTooLong(t *testing.T) {
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	if err := os.Mkdir(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", long)
+	c, err := startControl(&Session{})
+	if err == nil {
+		c.close()
+		t.Fatalf("startControl under a %d-byte TMPDIR succeeded", len(long))
+	}
+	for _, want := range []string{long, "shorter than 108", "TMPDIR"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if left, _ := os.ReadDir(long); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

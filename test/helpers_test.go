@@ -114,7 +114,15 @@ func (b backend) paddockCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
 	journal := filepath.Join(t.TempDir(), "journal.jsonl")
 	full := append([]string{"run", "--backend", string(b), "--journal", journal, "--log-format", "json"}, args...)
 	cmd := exec.Command(bins.paddock, full...)
-	cmd.Env = append(os.Environ(), "AGENTHELPER="+bins.helper, "PADDOCK="+bins.paddock)
+	// TMPDIR holds the control socket's directory, which a paddock killed
+	// with SIGKILL leaves behind. Not t.TempDir(): a test's name makes that
+	// too long a path for a unix socket.
+	tmp, err := os.MkdirTemp("", "pd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	cmd.Env = append(os.Environ(), "AGENTHELPER="+bins.helper, "PADDOCK="+bins.paddock, "TMPDIR="+tmp)
 	// Something the agent left running may hold the output pipes open.
 	cmd.WaitDelay = 2 * time.Second
 	return cmd, journal
