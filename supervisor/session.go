@@ -431,12 +431,16 @@ func (s *Session) serve(w *liveWorld) {
 // yieldEvery is how often a loop that answers the agent (the notify loop,
 // the ptrace reaper) passes through Go's scheduler. A goroutine that never
 // does is seen by the runtime's monitor (sysmon) as running one time slice
-// for over 10 ms; from then on sysmon takes its P away during every
-// blocking receive, goes to sleep with every P idle, and must be woken on
-// the way out of the next receive: one more thread run before the caller is
-// answered. Measured on the spaced kill loop (docs/perf.md): p50 about
-// 50 us without the yield, 33-36 with it.
-const yieldEvery = 4 * time.Millisecond
+// for over 10 ms (forcePreemptNS); from then on sysmon takes its P away
+// during every blocking receive, goes to sleep with every P idle, and must
+// be woken on the way out of the next receive: one more thread run before
+// the caller is answered. Measured on the spaced kill loop (docs/perf.md):
+// p50 about 50 us without the yield, 33-36 with it. A yield is not free
+// either (with a P idle, Go wakes another thread, which takes the
+// goroutine over: two futex calls and a migration, about 80 us of CPU on
+// this VM), so it comes as seldom as stays under 10 ms: the time slice
+// then never looks older than yieldEvery plus one notification's wait.
+const yieldEvery = 7 * time.Millisecond
 
 // yielder passes through the scheduler every yieldEvery.
 type yielder struct{ last time.Time }

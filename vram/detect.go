@@ -27,7 +27,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -335,7 +334,7 @@ func parseMiB(s string) (int64, error) {
 	return strconv.ParseInt(s, 10, 64)
 }
 
-var cardRe = regexp.MustCompile(`^card(\d+)$`)
+var cardRe = lazyRegexp(`^card(\d+)$`)
 
 // detectAMD reads amdgpu's VRAM counters: /sys/class/drm/cardN/device/mem_info_vram_{total,used} (bytes).
 func detectAMD(s Sources) ([]GPU, error) {
@@ -351,7 +350,7 @@ func detectAMD(s Sources) ([]GPU, error) {
 	var bad []string
 	for _, p := range paths {
 		card := filepath.Base(filepath.Dir(filepath.Dir(p)))
-		m := cardRe.FindStringSubmatch(card)
+		m := cardRe().FindStringSubmatch(card)
 		if m == nil {
 			continue
 		}
@@ -450,7 +449,7 @@ var displayServers = map[string]bool{
 // virtualXServers draw into memory, not on a GPU (CI's xvfb-run, VNC).
 var virtualXServers = map[string]bool{"Xvfb": true, "Xvnc": true, "Xtigervnc": true, "Xdummy": true}
 
-var localDisplayRe = regexp.MustCompile(`^(unix)?:\d+(\.\d+)?$`)
+var localDisplayRe = lazyRegexp(`^(unix)?:\d+(\.\d+)?$`)
 
 // decideHeadless weighs the evidence in order: the profile, a display on a
 // GPU (nvidia-smi display_active, DRM connectors), a running display server
@@ -484,7 +483,7 @@ func decideHeadless(s Sources, gpus []GPU, connected []string, profile *bool) (b
 		switch {
 		case virtual != "" && perr == nil:
 			// xvfb-run in CI: an X server without a GPU behind it.
-		case localDisplayRe.MatchString(d) || strings.HasPrefix(d, "/"):
+		case localDisplayRe().MatchString(d) || strings.HasPrefix(d, "/"):
 			return false, "env: DISPLAY=" + d
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -937,7 +936,7 @@ func llamaLayersGuess(paramsB float64) int {
 	return 126
 }
 
-var splitGGUFRe = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
+var splitGGUFRe = lazyRegexp(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
 
 // fallbackKVBytesPerToken is Llama-3-8B's f16 KV cache per token
 // (32 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes = 128 KiB), used
@@ -1117,7 +1116,7 @@ func (c *cmdline) llamaCpp(args []string) bool {
 
 // ggufSize is the model's size on disk, all parts of a split GGUF included.
 func (c *cmdline) ggufSize(path string) (int64, int, error) {
-	m := splitGGUFRe.FindStringSubmatch(path)
+	m := splitGGUFRe().FindStringSubmatch(path)
 	if m == nil {
 		n, err := c.files.Size(path)
 		return n, 1, err

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ModelInfo is what a model's name says about its size.
@@ -28,7 +29,7 @@ type ModelInfo struct {
 // optional "NxM" expert count, and a B (billions) or M (millions) suffix,
 // not glued to a letter or digit on either side (so "A3B" in "30B-A3B",
 // the active parameters, and "E4B" do not count).
-var sizeRe = regexp.MustCompile(`(?i)(?:^|[^a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)([bm])(?:[^a-z0-9]|$)`)
+var sizeRe = lazyRegexp(`(?i)(?:^|[^a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)([bm])(?:[^a-z0-9]|$)`)
 
 // ParseModel reads a model's parameter count and precision hints from its
 // name: a Hugging Face id (meta-llama/Llama-3-70B), an ollama tag
@@ -39,11 +40,11 @@ func ParseModel(name string) ModelInfo {
 	if i := strings.LastIndex(base, "/"); i >= 0 && i < len(base)-1 {
 		// Directories (~/models/7B/...) say less than the last element; fall
 		// back to the whole path when the last element has no size.
-		if m := sizeRe.FindStringSubmatch(base[i+1:]); m != nil {
+		if m := sizeRe().FindStringSubmatch(base[i+1:]); m != nil {
 			base = base[i+1:]
 		}
 	}
-	if m := sizeRe.FindStringSubmatch(base); m != nil {
+	if m := sizeRe().FindStringSubmatch(base); m != nil {
 		v, _ := strconv.ParseFloat(m[2], 64)
 		if strings.EqualFold(m[3], "m") {
 			v /= 1000
@@ -61,10 +62,10 @@ func ParseModel(name string) ModelInfo {
 }
 
 var (
-	tokenSplitRe = regexp.MustCompile(`[^a-z0-9]+`)
-	qTokenRe     = regexp.MustCompile(`^i?q([1-8])`)
-	wTokenRe     = regexp.MustCompile(`^w([48])a(8|16)$`)
-	hintRe       = regexp.MustCompile(`(?i)(i?q[1-8](_[a-z0-9]+)*|[a-z0-9]+)`)
+	tokenSplitRe = lazyRegexp(`[^a-z0-9]+`)
+	qTokenRe     = lazyRegexp(`^i?q([1-8])`)
+	wTokenRe     = lazyRegexp(`^w([48])a(8|16)$`)
+	hintRe       = lazyRegexp(`(?i)(i?q[1-8](_[a-z0-9]+)*|[a-z0-9]+)`)
 )
 
 // explicitPrecision maps name tokens that state a bit width to bytes per
@@ -91,23 +92,23 @@ func precisionHint(name string) (float64, string) {
 			best, hint = v, h
 		}
 	}
-	for _, tok := range tokenSplitRe.Split(lower, -1) {
+	for _, tok := range tokenSplitRe().Split(lower, -1) {
 		if v, ok := explicitPrecision[tok]; ok {
 			consider(v, tok)
 			continue
 		}
-		if m := qTokenRe.FindStringSubmatch(tok); m != nil {
+		if m := qTokenRe().FindStringSubmatch(tok); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			consider(float64(n)/8, tok)
 			continue
 		}
-		if m := wTokenRe.FindStringSubmatch(tok); m != nil {
+		if m := wTokenRe().FindStringSubmatch(tok); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			consider(float64(n)/8, tok)
 		}
 	}
 	if best == 0 {
-		for _, tok := range tokenSplitRe.Split(lower, -1) {
+		for _, tok := range tokenSplitRe().Split(lower, -1) {
 			if v, ok := methodPrecision[tok]; ok {
 				consider(v, tok)
 			}
@@ -115,7 +116,7 @@ func precisionHint(name string) (float64, string) {
 	}
 	if hint != "" {
 		// Report the hint as spelled in the name (Q4_K_M, AWQ).
-		for _, m := range hintRe.FindAllString(name, -1) {
+		for _, m := range hintRe().FindAllString(name, -1) {
 			if strings.HasPrefix(strings.ToLower(m), hint) {
 				hint = m
 				break
@@ -154,4 +155,11 @@ func fmtBytes(b float64) string {
 		return fmt.Sprintf("%.0f", b)
 	}
 	return strconv.FormatFloat(b, 'f', -1, 64)
+}
+
+// lazyRegexp compiles expr on first use: the vram package is linked into
+// every paddock process, including the re-executed init, and compiling its
+// expressions at start cost each of them about 0.2 ms.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
