@@ -33,6 +33,7 @@ var scenarios = []struct {
 	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},
 	{"ProtectedServicesRefusedAtExec", protectedServicesRefusedAtExec},
 	{"RebootSyscallRefused", rebootSyscallRefused},
+	{"AgentCommandRefusedAtExec", agentCommandRefusedAtExec},
 	{"MissingPowerCommandIsENOENT", missingPowerCommandIsENOENT},
 	{"VRAMPreflightAtExec", vramPreflightAtExec},
 	// Adoption and the control socket.

@@ -216,3 +216,32 @@ func missingPowerCommandIsENOENT(t *testing.T, b backend) {
 		t.Errorf("a missing path was reported as a refusal\n%s\njournal:\n%s", r, r.journal)
 	}
 }
+
+// agentCommandRefusedAtExec: the agent command itself is an exec paddock
+// decides. A power command given straight to paddock run is refused like
+// one the agent runs: exit 126 (a command that cannot be executed), the
+// message on stderr, the journal record, and the stand-in never runs.
+func agentCommandRefusedAtExec(t *testing.T, b backend) {
+	b.require(t)
+	dir, marker := standins(t, "reboot")
+	t.Setenv("PATH", dir)
+	r := b.runPaddock(t, "--", "reboot")
+	if m := markerLines(marker); m != "" {
+		t.Fatalf("the stand-in ran: %q\n%s", m, r)
+	}
+	if r.code != 126 {
+		t.Errorf("exit %d, want 126\n%s", r.code, r)
+	}
+	for _, want := range []string{"power-control commands", "PADDOCK_ALLOW_POWER_CONTROL=1", "operation not permitted"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q\n%s", want, r)
+		}
+	}
+	if !strings.Contains(r.journal, `"action":"exec_denied"`) || !strings.Contains(r.journal, `"rule":"power_control"`) {
+		t.Errorf("journal lacks exec_denied/power_control:\n%s", r.journal)
+	}
+	t.Setenv("PADDOCK_ALLOW_POWER_CONTROL", "1")
+	if r := b.runPaddock(t, "--", "reboot", "now"); r.code != 0 || markerLines(marker) != "reboot now\n" {
+		t.Errorf("with the opt-in: exit %d, stand-in said %q\n%s", r.code, markerLines(marker), r)
+	}
+}
