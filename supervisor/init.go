@@ -101,7 +101,7 @@ func runInit(args []string) (int, error) {
 				return 126, err
 			}
 		default:
-			return 126, fmt.Errorf("init: install seccomp filter with a listener: %w", err)
+			return 126, err
 		}
 	} else if err := sendTraceRequest("--backend ptrace"); err != nil {
 		return 126, err
@@ -134,16 +134,11 @@ func notifyFilter(opts filter.Options) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("init: build filter: %w", err)
 	}
-	// WAIT_KILLABLE_RECV (Linux 5.19+): once the supervisor has received a
-	// notification, the caller waits for the answer ignoring non-fatal
-	// signals. Without it every signal (the Go runtime's SIGURG preemption
-	// of this very init, or of any Go agent) interrupts and restarts the
-	// trapped syscall, and each restart is a new notification to decide.
-	listener, err := installListener(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
-	if errors.Is(err, unix.EINVAL) {
-		listener, err = installListener(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	fd, err := listen(prog)
+	if err != nil {
+		return -1, fmt.Errorf("init: %w", err)
 	}
-	return listener, err
+	return fd, nil
 }
 
 // sendTraceRequest asks the supervisor to trace this thread.

@@ -112,6 +112,12 @@ type Session struct {
 	tracer     *tracer.Tracer
 	traced     *liveWorld
 
+	// rootSet, for a direct launch that traps exec, carries the result of
+	// pinning the agent root, which the notify loop does at the root's own
+	// execve, before the agent runs (see launchDirect).
+	rootSet  chan error
+	rootOnce sync.Once
+
 	done   chan struct{}
 	status unix.WaitStatus
 
@@ -154,9 +160,6 @@ func Start(cfg Config) (*Session, error) {
 		s.control.close()
 		return nil, err
 	}
-	if s.listener >= 0 {
-		go s.serve(newLiveWorld(tree, fs, cfg.Guard, cfg.VRAM).keepPins())
-	}
 	go s.sweepLeases(time.Second)
 
 	s.sigs = make(chan os.Signal, 16)
@@ -174,6 +177,21 @@ func (s *Session) launchAndReap(started chan<- error) {
 	runtime.LockOSThread()
 	// Never unlocked: the thread exits with the goroutine only at process end.
 	pid, err := s.launch()
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		// The agent command could not be executed: the session ends at
+		// once with a shell's status for it, as if the agent had run.
+		stderr := s.cfg.Stderr
+		if stderr == nil {
+			stderr = os.Stderr
+		}
+		fmt.Fprintf(stderr, "paddock: %v\n", ee)
+		s.status = unix.WaitStatus(ee.Code() << 8)
+		s.tree.RootExited()
+		close(s.done)
+		started <- nil
+		return
+	}
 	if err != nil {
 		started <- err
 		return
@@ -182,8 +200,48 @@ func (s *Session) launchAndReap(started chan<- error) {
 	s.reap(pid)
 }
 
-// launch forks the init, receives the listener and lets the init exec.
+// launch starts the agent. The seccomp backend forks it straight from a
+// thread of this process (launchDirect); the ptrace backend, and auto where
+// no listener can be had, re-execute this binary as the agent's init, which
+// the supervisor seizes (launchInit).
 func (s *Session) launch() (int, error) {
+	backend := s.cfg.Backend
+	if backend == "" {
+		backend = BackendAuto
+	}
+	if backend != BackendPtrace {
+		pid, err := s.launchDirect(backend)
+		if err == nil || !errors.Is(err, errNoListener) {
+			return pid, err
+		}
+	}
+	return s.launchInit(backend)
+}
+
+// setRoot pins the agent root and tells the ownership tree.
+func (s *Session) setRoot(pid int) error {
+	rootFd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("supervisor: pidfd_open(%d): %w", pid, err)
+	}
+	s.rootFd = rootFd
+	st, err := procfs.Default().Stat(pid)
+	if err != nil {
+		return fmt.Errorf("supervisor: agent root: %w", err)
+	}
+	s.tree.SetRoot(ownership.IdentityOf(st))
+	s.rootPid = pid
+	return nil
+}
+
+// startServing starts the notify loop on the listener.
+func (s *Session) startServing() {
+	go s.serve(newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).keepPins())
+}
+
+// launchInit forks the init, receives the listener (or the thread to
+// trace) and lets the init exec.
+func (s *Session) launchInit(backend Backend) (int, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return 0, fmt.Errorf("supervisor: socketpair: %w", err)
@@ -192,10 +250,6 @@ func (s *Session) launch() (int, error) {
 	self := s.cfg.Self
 	if self == "" {
 		self = "/proc/self/exe"
-	}
-	backend := s.cfg.Backend
-	if backend == "" {
-		backend = BackendAuto
 	}
 	argv := []string{"paddock", InitArg, "--backend", string(backend)}
 	if s.cfg.TrapExec {
@@ -207,15 +261,9 @@ func (s *Session) launch() (int, error) {
 	argv = append(argv, "--", s.cfg.Path)
 	argv = append(argv, s.cfg.Args...)
 	env := agentEnv(s.cfg.Env, s.control.path)
-	fd := func(f *os.File, def uintptr) uintptr {
-		if f == nil {
-			return def
-		}
-		return f.Fd()
-	}
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,
-		Files: []uintptr{fd(s.cfg.Stdin, 0), fd(s.cfg.Stdout, 1), fd(s.cfg.Stderr, 2), uintptr(pair[1])},
+		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2), uintptr(pair[1])},
 		Sys:   s.sysProcAttr(),
 	})
 	unix.Close(pair[1])
@@ -228,17 +276,9 @@ func (s *Session) launch() (int, error) {
 		_, _ = unix.Wait4(pid, &ws, 0, nil)
 		return 0, err
 	}
-	rootFd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return fail(fmt.Errorf("supervisor: pidfd_open(%d): %w", pid, err))
+	if err := s.setRoot(pid); err != nil {
+		return fail(err)
 	}
-	s.rootFd = rootFd
-	st, err := procfs.Default().Stat(pid)
-	if err != nil {
-		return fail(fmt.Errorf("supervisor: agent root: %w", err))
-	}
-	s.tree.SetRoot(ownership.IdentityOf(st))
-	s.rootPid = pid
 
 	buf := make([]byte, 512)
 	oob := make([]byte, unix.CmsgSpace(4))
@@ -273,6 +313,7 @@ func (s *Session) launch() (int, error) {
 		if err := seccomp.SetSyncWakeUp(s.listener); err != nil {
 			s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
 		}
+		s.startServing()
 	default:
 		return fail(fmt.Errorf("supervisor: unexpected handoff message %q from the init", buf[:n]))
 	}
@@ -471,6 +512,9 @@ func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
 // waiting. The errno is 0 to let the call run.
 func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]uint64, id uint64, notify bool) (errno unix.Errno, waiting bool) {
 	sc, abi, known := filter.Lookup(arch, nr)
+	if s.rootSet != nil && (sc == filter.Execve || sc == filter.Execveat) {
+		s.rootOnce.Do(func() { s.rootSet <- s.setRoot(tid) })
+	}
 	req := policy.Request{Tid: tid, Syscall: sc, ABI: abi.Name, Args: args}
 	w.begin(tid)
 	if !known {

@@ -1,0 +1,180 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/seccomp"
+)
+
+// errNoListener: no seccomp listener can be had here (an outer one already
+// supervises this process, or the kernel lacks user notification), and the
+// backend is auto: the init path then falls back to ptrace and says why.
+var errNoListener = errors.New("no seccomp listener")
+
+// ExecError is an agent command that was started but could not be executed
+// (refused by paddock's exec guard, not executable, not found): the session
+// then ends at once with Code, as a shell would (126, or 127 for a missing
+// file), and the refusal, if it was one, is journaled like any other.
+type ExecError struct {
+	Path string
+	Err  error
+}
+
+func (e *ExecError) Error() string { return fmt.Sprintf("exec %s: %v", strconv.Quote(e.Path), e.Err) }
+
+func (e *ExecError) Unwrap() error { return e.Err }
+
+// Code is the exit status a shell gives a command it could not execute.
+func (e *ExecError) Code() int {
+	if errors.Is(e.Err, syscall.ENOENT) {
+		return 127
+	}
+	return 126
+}
+
+// gcOff serializes the stretches during which a launch turns garbage
+// collection off (launchDirect). It is package state because the setting
+// it guards belongs to the whole process.
+var gcOff sync.Mutex
+
+type listenerResult struct {
+	fd  int
+	err error
+}
+
+type forkResult struct {
+	pid int
+	err error
+}
+
+// launchDirect starts the agent for the seccomp backend without a second
+// process start: a thread of this process takes the agent's hardening and
+// the filter (both belong to a thread, not to the process), forks the agent
+// from there, and keeps the listener. The agent's own execve is the first
+// call the notify loop decides; with exec trapped, the loop pins the agent
+// root right then, so that the root is known before anything of the
+// agent's runs. Measured: about 5 ms less than re-executing
+// paddock as an init (docs/perf.md, startup).
+//
+// While the launching thread carries the filter, no garbage collection may
+// start: a collection stops the world by signalling every running thread
+// with tgkill, and tgkill from the filtered thread would wait for the
+// notify loop, which waits for the world to restart. So collection is off
+// from before the filter goes on until the fork has returned, and the
+// thread does nothing afterwards but wait for the agent root to be reaped
+// (its parent-death signal, SIGKILL, comes from this thread's exit).
+func (s *Session) launchDirect(backend Backend) (int, error) {
+	opts := filter.Options{Exec: s.cfg.TrapExec, Power: s.cfg.TrapExec, Action: unix.SECCOMP_RET_USER_NOTIF}
+	prog, err := filter.Build(opts)
+	if err != nil {
+		return 0, fmt.Errorf("supervisor: build filter: %w", err)
+	}
+	env := agentEnv(s.cfg.Env, s.control.path)
+	attr := &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2)},
+		Sys:   s.sysProcAttr(),
+	}
+	// The collector's setting is the process's: launches in one process
+	// (library hosts, tests) take turns, so that each restores what it found.
+	gcOff.Lock()
+	defer gcOff.Unlock()
+	gcPercent := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gcPercent)
+
+	listenerc := make(chan listenerResult, 1)
+	proceed := make(chan struct{})
+	forked := make(chan forkResult, 1)
+	go func() {
+		// Never unlocked: whatever this thread took on ends with it.
+		runtime.LockOSThread()
+		if !s.cfg.KeepCaps {
+			if err := hardenRoot(); err != nil {
+				listenerc <- listenerResult{err: fmt.Errorf("%w (paddock run --keep-caps starts the agent without this hardening)", err)}
+				return
+			}
+		}
+		fd, err := listen(prog)
+		if err != nil {
+			if backend == BackendAuto && (errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EINVAL)) {
+				err = fmt.Errorf("%w: %w", errNoListener, err)
+			}
+			listenerc <- listenerResult{err: err}
+			return
+		}
+		listenerc <- listenerResult{fd: fd}
+		<-proceed
+		pid, err := syscall.ForkExec(s.cfg.Path, s.cfg.Args, attr)
+		forked <- forkResult{pid, err}
+		if err == nil {
+			<-s.done
+		}
+	}()
+	lr := <-listenerc
+	if lr.err != nil {
+		return 0, lr.err
+	}
+	s.listener = lr.fd
+	s.backend, s.backendWhy = BackendSeccomp, "seccomp listener installed"
+	if backend == BackendSeccomp {
+		s.backendWhy = "--backend seccomp"
+	}
+	if err := seccomp.SetSyncWakeUp(s.listener); err != nil {
+		s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
+	}
+	if s.cfg.TrapExec {
+		s.rootSet = make(chan error, 1)
+	}
+	s.startServing()
+	close(proceed)
+	fr := <-forked
+	if fr.err != nil {
+		return 0, &ExecError{Path: s.cfg.Path, Err: fr.err}
+	}
+	if s.rootSet == nil {
+		// Nothing of the agent's is decided before it runs: pin it now.
+		return fr.pid, s.setRoot(fr.pid)
+	}
+	if err := <-s.rootSet; err != nil {
+		return 0, err
+	}
+	if s.rootPid != fr.pid {
+		return 0, fmt.Errorf("supervisor: the first exec came from pid %d, not from the agent root %d", s.rootPid, fr.pid)
+	}
+	return fr.pid, nil
+}
+
+// listen installs the user-notification filter prog on this thread and
+// returns its listener. WAIT_KILLABLE_RECV (Linux 5.19+): once the
+// supervisor has received a notification, the caller waits for the answer
+// ignoring non-fatal signals. Without it every signal (a Go agent's own
+// SIGURG preemption, for one) interrupts and restarts the trapped syscall,
+// and each restart is a new notification to decide.
+func listen(prog []unix.SockFilter) (int, error) {
+	fd, err := installListener(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	if errors.Is(err, unix.EINVAL) {
+		fd, err = installListener(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("install seccomp filter with a listener: %w", err)
+	}
+	return fd, nil
+}
+
+// fdOr is f's descriptor, or def when f is nil.
+func fdOr(f *os.File, def uintptr) uintptr {
+	if f == nil {
+		return def
+	}
+	return f.Fd()
+}
