@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"errors"
-	"os"
 	"syscall"
 	"time"
 
@@ -57,27 +56,14 @@ func (s *Session) leftovers() []leftover {
 	return out
 }
 
-// noChildren reports whether this process has no child at all, from
-// /proc/self/task/*/children (CONFIG_PROC_CHILDREN); false when that cannot
-// be read, so that the caller scans instead.
+// noChildren reports whether this process has no child at all, in any
+// state: waitid without waiting answers ECHILD then (children of every
+// thread count, ptrace tracees included); anything else, a zombie not yet
+// collected included, makes the caller scan.
 func noChildren() bool {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return false
-	}
-	var buf [64]byte
-	for _, t := range tasks {
-		fd, err := unix.Open("/proc/self/task/"+t.Name()+"/children", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return false
-		}
-		n, err := unix.Read(fd, buf[:])
-		unix.Close(fd)
-		if err != nil || n > 0 {
-			return false
-		}
-	}
-	return true
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+	return errors.Is(err, unix.ECHILD)
 }
 
 // alive reports whether a pinned process has not exited (a zombie has).
