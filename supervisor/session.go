@@ -54,8 +54,9 @@ type Config struct {
 	// func or nil budget: none). It is called once, on the first GPU
 	// workload, so GPU detection never delays the agent's start.
 	VRAM func() *vram.Budget
-	// Self is the binary re-executed as init ("" means /proc/self/exe); it
-	// must call MaybeRunInit first thing.
+	// Self is the binary re-executed as the agent's init for the ptrace
+	// backend ("" means /proc/self/exe); it must call MaybeRunInit first
+	// thing.
 	Self string
 	// Stdin, Stdout, Stderr of the agent (nil: this process's).
 	Stdin, Stdout, Stderr *os.File
@@ -73,8 +74,8 @@ type Config struct {
 	KeepOrphans bool
 	// Backend chooses how trapped syscalls reach the supervisor ("": auto).
 	Backend Backend
-	// KeepCaps leaves a root agent as it is. By default the agent's init
-	// drops CAP_SYS_PTRACE from its capability bounding set and, with
+	// KeepCaps leaves a root agent as it is. By default paddock drops
+	// CAP_SYS_PTRACE from the agent's capability bounding set and, with
 	// CAP_SYS_ADMIN, gives it a mount namespace of its own in which
 	// /proc/sysrq-trigger is read-only (docs/threat-model.md).
 	KeepCaps bool
