@@ -66,8 +66,9 @@ type forkResult struct {
 // agent's runs. Measured: about 5 ms less than re-executing
 // paddock as an init (docs/perf.md, startup).
 //
-// While the launching thread carries the filter, no garbage collection may
-// start: a collection stops the world by signalling every running thread
+// The vfork holds the launching thread's P until the agent's execve is
+// answered, so the launch runs with at least two Ps. While the launching
+// thread carries the filter, no garbage collection may start: a collection stops the world by signalling every running thread
 // with tgkill, and tgkill from the filtered thread would wait for the
 // notify loop, which waits for the world to restart. So collection is off
 // from before the filter goes on until the fork has returned, and the
@@ -91,6 +92,14 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	defer gcOff.Unlock()
 	gcPercent := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(gcPercent)
+	// The fork is a vfork, which keeps the launching thread's P until the
+	// agent's execve has been answered, and the notify loop needs a P of
+	// its own to answer it: with one P (GOMAXPROCS=1, a one-CPU container
+	// or affinity mask) that would wait forever. The launch gets two.
+	if procs := runtime.GOMAXPROCS(0); procs < 2 {
+		runtime.GOMAXPROCS(2)
+		defer runtime.GOMAXPROCS(procs)
+	}
 
 	listenerc := make(chan listenerResult, 1)
 	proceed := make(chan struct{})

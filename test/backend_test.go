@@ -1,10 +1,13 @@
 package test
 
 import (
+	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAutoFallsBackToPtraceUnderListener forces the EBUSY case: paddock
@@ -66,4 +69,37 @@ func TestPaddockUnderPaddock(t *testing.T) {
 		t.Errorf("want the inner paddock on ptrace and the kill refused\n%s", r)
 	}
 	r.denial(t, f.pid())
+}
+
+// oneCPU: paddock with a single P (GOMAXPROCS=1, as in a one-CPU container)
+// and pinned to one CPU (taskset) still starts the agent and decides its
+// calls. The seccomp backend forks the agent with a vfork that holds the
+// launching thread's P until the agent's execve is answered by the notify
+// loop; with one P that used to wait forever.
+func oneCPU(t *testing.T, b backend) {
+	b.require(t)
+	f := startForeign(t, "sleep", "300")
+	script := "sleep 30 & kill $!; echo owned=$?; kill " + itoa(f.pid()) + " 2>/dev/null; echo foreign=$?"
+	runs := map[string][]string{"GOMAXPROCS=1": {"env", "GOMAXPROCS=1"}}
+	if taskset, err := exec.LookPath("taskset"); err == nil {
+		runs["taskset -c 0"] = []string{taskset, "-c", "0"}
+	}
+	for name, pre := range runs {
+		args := append(pre, bins.paddock, "run", "--backend", string(b), "--log-level", "error", "--", "bash", "-c", script)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.WaitDelay = time.Second
+		out, err := cmd.CombinedOutput()
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if timedOut {
+			t.Fatalf("%s: paddock did not finish in 20 s\n%s", name, out)
+		}
+		if err != nil || !strings.Contains(string(out), "owned=0") || !strings.Contains(string(out), "foreign=1") {
+			t.Errorf("%s: %v\n%s", name, err, out)
+		}
+	}
+	if !f.alive() {
+		t.Fatal("foreign process died")
+	}
 }

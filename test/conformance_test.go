@@ -52,6 +52,7 @@ var scenarios = []struct {
 	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
 	{"ForwardToGroup", forwardToGroup},
 	{"JobControl", jobControl},
+	{"OneCPU", oneCPU},
 	// Root agent hardening.
 	{"RootAgentLosesPtraceCapability", rootAgentLosesPtraceCapability},
 	{"RootAgentKeepCaps", rootAgentKeepCaps},
