@@ -142,23 +142,37 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 		s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
 	}
 	if s.cfg.TrapExec {
-		s.rootSet = make(chan error, 1)
+		s.rootSet = make(chan rootPin, 1)
 	}
 	s.startServing()
 	close(proceed)
 	fr := <-forked
 	if fr.err != nil {
+		// The child is gone (the fork collected it); so is a pin on it.
+		select {
+		case p := <-s.rootSet:
+			if p.err == nil {
+				unix.Close(p.fd)
+			}
+		default:
+		}
 		return 0, &ExecError{Path: s.cfg.Path, Err: fr.err}
 	}
 	if s.rootSet == nil {
 		// Nothing of the agent's is decided before it runs: pin it now.
 		return fr.pid, s.setRoot(fr.pid)
 	}
-	if err := <-s.rootSet; err != nil {
-		return 0, err
+	p := <-s.rootSet
+	if p.err == nil && p.pid != fr.pid {
+		unix.Close(p.fd)
+		p.err = fmt.Errorf("supervisor: the first exec came from pid %d, not from the agent root %d", p.pid, fr.pid)
 	}
-	if s.rootPid != fr.pid {
-		return 0, fmt.Errorf("supervisor: the first exec came from pid %d, not from the agent root %d", s.rootPid, fr.pid)
+	if err := s.recordRoot(p); err != nil {
+		// No agent runs unsupervised by a pinned root.
+		_ = unix.Kill(fr.pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(fr.pid, &ws, 0, nil)
+		return 0, err
 	}
 	return fr.pid, nil
 }

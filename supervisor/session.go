@@ -113,10 +113,10 @@ type Session struct {
 	tracer     *tracer.Tracer
 	traced     *liveWorld
 
-	// rootSet, for a direct launch that traps exec, carries the result of
-	// pinning the agent root, which the notify loop does at the root's own
-	// execve, before the agent runs (see launchDirect).
-	rootSet  chan error
+	// rootSet, for a direct launch that traps exec, carries the agent root
+	// pinned by the notify loop at the root's own execve, before the agent
+	// runs (see launchDirect).
+	rootSet  chan rootPin
 	rootOnce sync.Once
 
 	done   chan struct{}
@@ -194,6 +194,7 @@ func (s *Session) launchAndReap(started chan<- error) {
 		return
 	}
 	if err != nil {
+		close(s.done) // lets a launching thread go
 		started <- err
 		return
 	}
@@ -219,19 +220,39 @@ func (s *Session) launch() (int, error) {
 	return s.launchInit(backend)
 }
 
-// setRoot pins the agent root and tells the ownership tree.
-func (s *Session) setRoot(pid int) error {
-	rootFd, err := unix.PidfdOpen(pid, 0)
+// rootPin is the agent root pinned: its pid and a pidfd on it.
+type rootPin struct {
+	pid, fd int
+	err     error
+}
+
+// pinRoot pins pid as the agent root and tells the ownership tree; the
+// session records the pin (setRoot) on the launching goroutine.
+func (s *Session) pinRoot(pid int) rootPin {
+	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return fmt.Errorf("supervisor: pidfd_open(%d): %w", pid, err)
+		return rootPin{fd: -1, err: fmt.Errorf("supervisor: pidfd_open(%d): %w", pid, err)}
 	}
-	s.rootFd = rootFd
 	st, err := procfs.Default().Stat(pid)
 	if err != nil {
-		return fmt.Errorf("supervisor: agent root: %w", err)
+		unix.Close(fd)
+		return rootPin{fd: -1, err: fmt.Errorf("supervisor: agent root: %w", err)}
 	}
 	s.tree.SetRoot(ownership.IdentityOf(st))
-	s.rootPid = pid
+	return rootPin{pid: pid, fd: fd}
+}
+
+// setRoot pins pid as the agent root and records it.
+func (s *Session) setRoot(pid int) error {
+	return s.recordRoot(s.pinRoot(pid))
+}
+
+// recordRoot records a pin taken by pinRoot.
+func (s *Session) recordRoot(p rootPin) error {
+	if p.err != nil {
+		return p.err
+	}
+	s.rootPid, s.rootFd = p.pid, p.fd
 	return nil
 }
 
@@ -514,7 +535,7 @@ func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
 func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]uint64, id uint64, notify bool) (errno unix.Errno, waiting bool) {
 	sc, abi, known := filter.Lookup(arch, nr)
 	if s.rootSet != nil && (sc == filter.Execve || sc == filter.Execveat) {
-		s.rootOnce.Do(func() { s.rootSet <- s.setRoot(tid) })
+		s.rootOnce.Do(func() { s.rootSet <- s.pinRoot(tid) })
 	}
 	req := policy.Request{Tid: tid, Syscall: sc, ABI: abi.Name, Args: args}
 	w.begin(tid)

@@ -184,9 +184,14 @@ func runRun(f runFlags, args []string) error {
 		profName = "defaults"
 	}
 	used, why := s.Backend()
+	msg := "agent started"
+	if s.Pid() == 0 {
+		// Its exec failed (the error is on stderr); the status says how.
+		msg = "agent command could not be executed"
+	}
 	log.Info().Int("pid", s.Pid()).Str("backend", string(used)).Str("backend_reason", why).Str("profile", profName).
 		Str("socket", s.SocketPath()).Str("journal", journalPath).
-		Str("command", strings.Join(args, " ")).Msg("agent started")
+		Str("command", strings.Join(args, " ")).Msg(msg)
 	started := time.Now()
 	status := s.Wait()
 	sum := s.Summary()
