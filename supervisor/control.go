@@ -232,7 +232,7 @@ func (c *control) handleConn(conn *net.UnixConn) {
 // reply writes resp, within the timeout, and closes conn.
 func (c *control) reply(conn *net.UnixConn, resp Response) {
 	defer conn.Close()
-	resp.Session = SessionInfo{Supervisor: os.Getpid(), Agent: c.s.rootPid}
+	resp.Session = SessionInfo{Supervisor: os.Getpid(), Agent: c.s.tree.Root().Pid}
 	b, err := json.Marshal(resp)
 	if err != nil {
 		b, _ = json.Marshal(Response{Error: fmt.Sprintf("paddock could not encode its answer: %v", err), Session: resp.Session})

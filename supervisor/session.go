@@ -153,22 +153,26 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 
-	started := make(chan error, 1)
-	// The launching thread must outlive the agent: Pdeathsig fires when the
-	// thread that forked it exits (golang/go#27505). It then becomes the reaper.
-	go s.launchAndReap(started)
-	if err := <-started; err != nil {
-		s.control.close()
-		return nil, err
-	}
-	go s.sweepLeases(time.Second)
-
+	// Signals are caught from before the agent exists: one that arrives
+	// while it starts (a ^C, a container's SIGTERM) waits for it and is
+	// forwarded, instead of killing paddock by default under a running agent.
 	s.sigs = make(chan os.Signal, 16)
 	if cfg.Init || os.Getpid() == 1 {
 		signal.Notify(s.sigs, initSignals...)
 	} else {
 		signal.Notify(s.sigs, interactiveSignals...)
 	}
+
+	started := make(chan error, 1)
+	// The launching thread must outlive the agent: Pdeathsig fires when the
+	// thread that forked it exits (golang/go#27505). It then becomes the reaper.
+	go s.launchAndReap(started)
+	if err := <-started; err != nil {
+		signal.Stop(s.sigs)
+		s.control.close()
+		return nil, err
+	}
+	go s.sweepLeases(time.Second)
 	go s.forward()
 	return s, nil
 }
