@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# bench/all.sh: every benchmark of docs/perf.md in one go, one after the
+# other (about 5 minutes on the project's 2-core machine): the kill loops,
+# fork+exec and startup (run.sh), the git and go-build workloads (real.sh),
+# the refusal storm (storm.sh), the supervisor's memory (memory.sh) and the
+# startup phases (startup.sh). Each script's own knobs pass through the
+# environment (PAIRS, BACKEND, OUT, RUNS, ...); run it as root, on a machine
+# doing nothing else.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for script in run.sh real.sh storm.sh memory.sh startup.sh; do
+	echo "=== bench/$script ($(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg))"
+	"bench/$script"
+done
