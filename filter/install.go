@@ -53,3 +53,20 @@ func installHint(errno unix.Errno, flags uint) string {
 	}
 	return ""
 }
+
+// InstallListener installs prog with a notification listener through
+// install (Install, or a caller's wrapper of it), with
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV where the kernel has it (Linux
+// 5.19+): once the supervisor has received a notification, the caller waits
+// for the answer ignoring non-fatal signals, instead of restarting the call
+// (a new notification) at every one. When the kernel rejects that flag
+// (EINVAL), the listener is installed without it and unkillable is that
+// first error; it is nil when the flag took.
+func InstallListener(prog []unix.SockFilter, install func([]unix.SockFilter, uint) (int, error)) (fd int, unkillable, err error) {
+	fd, err = install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	if errors.Is(err, unix.EINVAL) {
+		unkillable = err
+		fd, err = install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	}
+	return fd, unkillable, err
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -79,10 +78,8 @@ func runInit(args []string) (int, error) {
 		return 126, errors.New("init: usage: " + InitArg + " [options] -- PATH ARGV0 [ARG...]")
 	}
 	path, argv := args[1], args[2:]
-	if !keepCaps {
-		if err := hardenRoot(); err != nil {
-			return 126, fmt.Errorf("%w (paddock run --keep-caps starts the agent without this hardening)", err)
-		}
+	if err := hardenAgent(keepCaps); err != nil {
+		return 126, err
 	}
 	traced := backend == BackendPtrace
 	if !traced {
@@ -95,7 +92,7 @@ func runInit(args []string) (int, error) {
 			// The agent must never hold its own listener: if the supervisor
 			// dies, the listener must close so that trapped syscalls fail (ENOSYS).
 			unix.Close(listener)
-		case backend == BackendAuto && (errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EINVAL)):
+		case backend == BackendAuto && noListener(err):
 			traced = true
 			if err := sendTraceRequest("seccomp listener unavailable: " + err.Error()); err != nil {
 				return 126, err
@@ -119,12 +116,8 @@ func runInit(args []string) (int, error) {
 			return 126, fmt.Errorf("init: install seccomp filter for the ptrace backend: %w", err)
 		}
 	}
-	err := syscall.Exec(path, argv, os.Environ())
-	code := 126
-	if errors.Is(err, syscall.ENOENT) {
-		code = 127
-	}
-	return code, fmt.Errorf("exec %s: %w", strconv.Quote(path), err)
+	e := &ExecError{Path: path, Err: syscall.Exec(path, argv, os.Environ())}
+	return e.Code(), e
 }
 
 // notifyFilter installs the user-notification filter and returns its listener.

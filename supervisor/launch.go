@@ -107,15 +107,13 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	go func() {
 		// Never unlocked: whatever this thread took on ends with it.
 		runtime.LockOSThread()
-		if !s.cfg.KeepCaps {
-			if err := hardenRoot(); err != nil {
-				listenerc <- listenerResult{err: fmt.Errorf("%w (paddock run --keep-caps starts the agent without this hardening)", err)}
-				return
-			}
+		if err := hardenAgent(s.cfg.KeepCaps); err != nil {
+			listenerc <- listenerResult{err: err}
+			return
 		}
 		fd, err := listen(prog)
 		if err != nil {
-			if backend == BackendAuto && (errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EINVAL)) {
+			if backend == BackendAuto && noListener(err) {
 				err = fmt.Errorf("%w: %w", errNoListener, err)
 			}
 			listenerc <- listenerResult{err: err}
@@ -133,14 +131,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	if lr.err != nil {
 		return 0, lr.err
 	}
-	s.listener = lr.fd
-	s.backend, s.backendWhy = BackendSeccomp, "seccomp listener installed"
-	if backend == BackendSeccomp {
-		s.backendWhy = "--backend seccomp"
-	}
-	if err := seccomp.SetSyncWakeUp(s.listener); err != nil {
-		s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
-	}
+	s.useListener(lr.fd, backend)
 	if s.cfg.TrapExec {
 		s.rootSet = make(chan rootPin, 1)
 	}
@@ -178,20 +169,47 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 }
 
 // listen installs the user-notification filter prog on this thread and
-// returns its listener. WAIT_KILLABLE_RECV (Linux 5.19+): once the
-// supervisor has received a notification, the caller waits for the answer
-// ignoring non-fatal signals. Without it every signal (a Go agent's own
-// SIGURG preemption, for one) interrupts and restarts the trapped syscall,
-// and each restart is a new notification to decide.
+// returns its listener (filter.InstallListener: killable waits where the
+// kernel has them, since every signal, a Go agent's own SIGURG preemption
+// for one, would otherwise restart the trapped call as a new notification).
 func listen(prog []unix.SockFilter) (int, error) {
-	fd, err := installListener(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
-	if errors.Is(err, unix.EINVAL) {
-		fd, err = installListener(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
-	}
+	fd, _, err := filter.InstallListener(prog, installListener)
 	if err != nil {
 		return -1, fmt.Errorf("install seccomp filter with a listener: %w", err)
 	}
 	return fd, nil
+}
+
+// noListener reports whether a listener install failed because none can be
+// had here (EBUSY: another listener supervises this process; EINVAL: no
+// user notification), which --backend auto answers with ptrace.
+func noListener(err error) bool {
+	return errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EINVAL)
+}
+
+// hardenAgent hardens the calling thread for a root agent unless keepCaps
+// (see hardenRoot), naming the way out on failure.
+func hardenAgent(keepCaps bool) error {
+	if keepCaps {
+		return nil
+	}
+	if err := hardenRoot(); err != nil {
+		return fmt.Errorf("%w (paddock run --keep-caps starts the agent without this hardening)", err)
+	}
+	return nil
+}
+
+// useListener makes fd the session's listener: the seccomp backend,
+// with sync wake-up where the kernel has it.
+func (s *Session) useListener(fd int, asked Backend) {
+	s.listener = fd
+	s.backend, s.backendWhy = BackendSeccomp, "seccomp listener installed"
+	if asked == BackendSeccomp {
+		s.backendWhy = "--backend seccomp"
+	}
+	if err := seccomp.SetSyncWakeUp(fd); err != nil {
+		s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
+	}
 }
 
 // fdOr is f's descriptor, or def when f is nil.

@@ -128,6 +128,16 @@ type callerLimit struct {
 	suppressed  int
 }
 
+// roll starts a new window at now when the current one is over, and
+// reports whether it did.
+func (l *callerLimit) roll(now time.Time) bool {
+	if now.Sub(l.windowStart) < window {
+		return false
+	}
+	l.windowStart, l.sent = now, 0
+	return true
+}
+
 const (
 	queueLen = 1024
 	// At most burstPerCaller messages per window reach one caller's stderr;
@@ -257,9 +267,8 @@ func (r *reporter) run() {
 			continue
 		}
 		r.record(f)
-		if f.when.Sub(r.logged.windowStart) >= window {
+		if r.logged.roll(f.when) {
 			r.logSuppressed()
-			r.logged.windowStart, r.logged.sent = f.when, 0
 		}
 		if r.logged.sent >= burstTotal {
 			r.logged.suppressed++
@@ -307,12 +316,8 @@ func (r *reporter) limit(f refusal) (string, bool) {
 		lim = &callerLimit{}
 		r.limits[f.caller] = lim
 	}
-	if f.when.Sub(lim.windowStart) >= window {
-		lim.windowStart, lim.sent = f.when, 0
-	}
-	if f.when.Sub(r.told.windowStart) >= window {
-		r.told.windowStart, r.told.sent = f.when, 0
-	}
+	lim.roll(f.when)
+	r.told.roll(f.when)
 	if lim.sent >= burstPerCaller || r.told.sent >= burstTotal {
 		lim.suppressed++
 		return "", false

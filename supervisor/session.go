@@ -237,7 +237,7 @@ func (s *Session) pinRoot(pid int) rootPin {
 	if err != nil {
 		return rootPin{fd: -1, err: fmt.Errorf("supervisor: pidfd_open(%d): %w", pid, err)}
 	}
-	st, err := procfs.Default().Stat(pid)
+	st, err := s.fs.Stat(pid)
 	if err != nil {
 		unix.Close(fd)
 		return rootPin{fd: -1, err: fmt.Errorf("supervisor: agent root: %w", err)}
@@ -331,14 +331,7 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 		if err != nil || len(fds) != 1 {
 			return fail(fmt.Errorf("supervisor: no listener in the init's message: %v", err))
 		}
-		s.listener = fds[0]
-		s.backend, s.backendWhy = BackendSeccomp, "seccomp listener installed"
-		if backend == BackendSeccomp {
-			s.backendWhy = "--backend seccomp"
-		}
-		if err := seccomp.SetSyncWakeUp(s.listener); err != nil {
-			s.cfg.Log.Debug().Err(err).Msg("sync wake-up unavailable; decisions will be slower")
-		}
+		s.useListener(fds[0], backend)
 		s.startServing()
 	default:
 		return fail(fmt.Errorf("supervisor: unexpected handoff message %q from the init", buf[:n]))
@@ -521,6 +514,13 @@ func (y *yielder) maybe() {
 
 // handle decides and answers one notification.
 func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
+	if s.rootSet != nil {
+		// A direct launch: the first notification comes from the root (the
+		// launching thread, the only other holder of the filter, makes no
+		// trapped call), normally its own execve; it is pinned before the
+		// answer lets the agent run.
+		s.rootOnce.Do(func() { s.rootSet <- s.pinRoot(int(n.Pid)) })
+	}
 	errno, waiting := s.decide(w, int(n.Pid), n.Data.Arch, n.Data.Nr, n.Data.Args, n.ID, true)
 	if !waiting {
 		return
@@ -538,9 +538,6 @@ func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
 // waiting. The errno is 0 to let the call run.
 func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]uint64, id uint64, notify bool) (errno unix.Errno, waiting bool) {
 	sc, abi, known := filter.Lookup(arch, nr)
-	if s.rootSet != nil && (sc == filter.Execve || sc == filter.Execveat) {
-		s.rootOnce.Do(func() { s.rootSet <- s.pinRoot(tid) })
-	}
 	req := policy.Request{Tid: tid, Syscall: sc, ABI: abi.Name, Args: args}
 	w.begin(tid)
 	if !known {

@@ -477,13 +477,12 @@ func probeListener() ListenerProbe {
 		return p
 	}
 	prog := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
-	fd, err := filter.Install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
-	killable, killableErrno := err == nil, ""
-	if errors.Is(err, unix.EINVAL) {
-		// Before 5.19 the flag is unknown; without it the kernel may
-		// still take the listener (or reject it too: no user notification).
-		killableErrno = errnoName(err)
-		fd, err = filter.Install(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	// Before 5.19 WAIT_KILLABLE_RECV is unknown; without it the kernel may
+	// still take the listener (or reject it too: no user notification).
+	fd, unkillable, err := filter.InstallListener(prog, filter.Install)
+	killable, killableErrno := unkillable == nil, ""
+	if unkillable != nil {
+		killableErrno = errnoName(unkillable)
 	}
 	if err != nil {
 		p.ListenerErrno, p.ListenerError = errnoName(err), err.Error()
