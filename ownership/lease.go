@@ -75,7 +75,7 @@ func (t *Tree) Adopt(r AdoptRequest) (Lease, error) {
 	}
 	// The stat line read after the pidfd was opened describes the pinned
 	// process only if that process is still alive now.
-	if err := unix.PidfdSendSignal(fd, 0, nil, 0); errors.Is(err, unix.ESRCH) {
+	if Reaped(fd) {
 		return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID, and process %d has exited", r.Pid, r.Pid)}
 	}
 	rel, err := t.classifyTree(st)
@@ -137,7 +137,7 @@ func (t *Tree) Sweep() []Expired {
 
 // leaseDead says why a lease no longer holds ("" while it does).
 func (t *Tree) leaseDead(l Lease) string {
-	if err := unix.PidfdSendSignal(l.pidfd, 0, nil, 0); errors.Is(err, unix.ESRCH) {
+	if Reaped(l.pidfd) {
 		return "exited"
 	}
 	st, err := t.fs.Stat(l.Pid)

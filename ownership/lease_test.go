@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
@@ -234,5 +236,33 @@ func TestStableEpochs(t *testing.T) {
 			t.Errorf("%s: Stable() = %d, %v; want stable %v, epoch moved %v (was %d)", s.name, e, ok, s.stable, s.moved, epoch)
 		}
 		epoch = e
+	}
+}
+
+// Reaped: false while the process runs and while it is a zombie (its pid
+// is still its own), true once it has been collected.
+func TestReaped(t *testing.T) {
+	c := startSleep(t)
+	fd, err := unix.PidfdOpen(c.Process.Pid, 0)
+	if err != nil {
+		t.Skipf("needs pidfd_open: %v", err)
+	}
+	defer unix.Close(fd)
+	if Reaped(fd) {
+		t.Fatal("Reaped: true for a running process")
+	}
+	_ = c.Process.Kill()
+	for i := 0; i < 200; i++ {
+		if st, err := procfs.Default().Stat(c.Process.Pid); err == nil && st.State == 'Z' {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if Reaped(fd) {
+		t.Error("Reaped: true for a zombie")
+	}
+	_ = c.Wait()
+	if !Reaped(fd) {
+		t.Error("Reaped: false once the process was collected")
 	}
 }

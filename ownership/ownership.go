@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
@@ -70,6 +72,14 @@ type Identity struct {
 	Pid       int
 	StartTime uint64
 	Comm      string
+}
+
+// Reaped reports whether the process a pidfd was opened on has been reaped
+// (the kernel answers ESRCH to signal 0 then; a zombie still holds its pid):
+// only then may its pid name another process. A pin held on a process is
+// proof of its identity until Reaped says otherwise.
+func Reaped(pidfd int) bool {
+	return errors.Is(unix.PidfdSendSignal(pidfd, 0, nil, 0), unix.ESRCH)
 }
 
 // IdentityOf returns the identity recorded in a stat line.

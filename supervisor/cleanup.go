@@ -68,7 +68,7 @@ func noChildren() bool {
 
 // alive reports whether a pinned process has not exited (a zombie has).
 func (s *Session) alive(l leftover) bool {
-	if err := unix.PidfdSendSignal(l.pidfd, 0, nil, 0); errors.Is(err, unix.ESRCH) {
+	if ownership.Reaped(l.pidfd) {
 		return false
 	}
 	st, err := s.fs.Stat(l.pid)

@@ -1,10 +1,9 @@
 package supervisor
 
 import (
-	"errors"
-
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
 )
 
@@ -33,7 +32,7 @@ func (c *pinCache) alive(pid int) bool {
 	if !ok {
 		return false
 	}
-	if errors.Is(unix.PidfdSendSignal(p.pidfd, 0, nil, 0), unix.ESRCH) {
+	if ownership.Reaped(p.pidfd) {
 		unix.Close(p.pidfd)
 		delete(c.byPid, pid)
 		return false
@@ -74,7 +73,7 @@ func (c *pinCache) sync(epoch uint64, stable bool) bool {
 // than choosing).
 func (c *pinCache) prune() {
 	for pid, p := range c.byPid {
-		if errors.Is(unix.PidfdSendSignal(p.pidfd, 0, nil, 0), unix.ESRCH) {
+		if ownership.Reaped(p.pidfd) {
 			unix.Close(p.pidfd)
 			delete(c.byPid, pid)
 		}

@@ -245,8 +245,7 @@ func (w *liveWorld) stillThere(pid int) bool {
 			st, err := w.fs.Stat(pid)
 			return err == nil && st.StartTime == p.t.StartTime
 		}
-		err := unix.PidfdSendSignal(p.pidfd, 0, nil, 0)
-		return !errors.Is(err, unix.ESRCH)
+		return !ownership.Reaped(p.pidfd)
 	}
 	return false
 }
