@@ -8,7 +8,10 @@
 # doing nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 for script in run.sh real.sh storm.sh memory.sh startup.sh; do
-	echo "=== bench/$script ($(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg))"
+	echo "=== bench/$script ($(date +%T), load $(loadavg))"
 	"bench/$script"
 done

@@ -36,3 +36,9 @@ reap() {
 survived() {
 	kill -0 "$1" 2>/dev/null && [[ $(starttime "$1") == "$2" ]]
 }
+
+# loadavg: the 1, 5 and 15 minute load averages, for the reports' headers.
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# cpu_model: the CPU's model name, for the reports' headers.
+cpu_model() { awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo; }

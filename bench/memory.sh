@@ -101,7 +101,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	plog=$out/memory-paddock.log
 	err=$out/memory-agent.err
 	rm -f "$j" "$j".[0-9]* "$plog" "$err"
-	load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+	load_start=$(loadavg)
 	t0=$EPOCHREALTIME
 	set +e
 	line=$("$out/paddock" run --journal "$j" --log-format json -- bash -c "$agent" agent \
@@ -109,7 +109,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	rc=$?
 	set -e
 	t1=$EPOCHREALTIME
-	load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+	load_end=$(loadavg)
 	run_s=$(python3 -c "print('%.1f' % ($t1 - $t0))")
 	echo "round $r (rc $rc, ${run_s}s): $line" >&2
 	[[ $rc == 0 ]] || {
@@ -140,7 +140,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	foreign=
 done
 
-cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+cpu=$(cpu_model)
 python3 - "$rows" "$out/memory.md" "$cpu" "$(uname -r)" "$(nproc)" "$PROCS" "$REFUSALS" <<'PY'
 import sys
 

@@ -71,7 +71,7 @@ else
 	now() { now=$(date +%s%N); }
 fi
 
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+load_start=$(loadavg)
 read -r load1 _ </proc/loadavg
 if python3 -c "import sys; sys.exit(0 if float('$load1') > 1.0 else 1)"; then
 	echo "bench/run.sh: warning: load average $load1 on $(nproc) CPUs; other work will skew the numbers" >&2
@@ -170,10 +170,10 @@ for ((i = 0; i < STARTUP_RUNS; i++)); do
 	done
 done
 
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+load_end=$(loadavg)
 
 # Machine facts for the report header.
-cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+cpu=$(cpu_model)
 kernel=$(uname -r)
 ncpu=$(nproc)
 

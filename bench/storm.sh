@@ -76,7 +76,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	fstart=$(starttime "$foreign") || die "foreign sleep $foreign did not start"
 
 	for mode in paddock bare-eperm bare-ignored; do
-		load=$(cut -d' ' -f1-3 /proc/loadavg)
+		load=$(loadavg)
 		j=$out/storm-j.jsonl
 		agent_err=$out/storm-agent-$mode.err
 		plog=$out/storm-paddock-$mode.log
@@ -152,7 +152,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	ignorer=
 done
 
-cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+cpu=$(cpu_model)
 python3 - "$rows" "$out/storm.md" "$cpu" "$(uname -r)" "$(nproc)" "$THREADS" "$CALLS" <<'PY'
 import sys
 
