@@ -164,3 +164,18 @@ func BenchmarkClassifyLive(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecideExec is the exec path's decision once the caller's memory
+// is read: the agent runs a plain command, which the guards let through.
+func BenchmarkDecideExec(b *testing.B) {
+	w := newFakeWorld()
+	req := policy.Request{Tid: 1000, Syscall: filter.Execve, ABI: "x86_64",
+		Exec: &policy.Exec{Path: "/usr/bin/true", Argv: []string{"true", "--version"}}}
+	if d := policy.Decide(req, w); !d.Allow {
+		b.Fatalf("Decide(execve true) refused: %s", d.Message)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		sink = policy.Decide(req, w)
+	}
+}

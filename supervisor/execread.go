@@ -25,27 +25,34 @@ const (
 	maxString  = 1 << 17 // one string (the kernel's MAX_ARG_STRLEN)
 )
 
-// memory is another process's address space: readAt fills p from address
-// addr and returns how many bytes it could read (a short read stops at an
-// unmapped page).
+// memory is another process's address space. readPages fills dst[i] (a
+// page each) from the page at the page-aligned address pages[i], in order,
+// in as few system calls as it can, and returns how many bytes it read in
+// all: it stops at the first page it cannot read whole, so a count short of
+// len(pages) pages ends inside (or at the start of) the page that stopped
+// it, and err then says why.
 type memory interface {
-	readAt(p []byte, addr uint64) (int, error)
+	readPages(pages []uint64, dst [][]byte) (int, error)
 }
 
 // memReader decodes strings and pointers from a memory, bounded. It reads
 // whole pages and keeps the last few (buf holds them): argv and envp pointers
 // and strings sit on a handful of pages, so an exec costs a read per page
-// touched, not one per pointer and string.
+// touched, not one per pointer and string, and prefetch reads all the pages
+// it is about to touch in one call.
 type memReader struct {
 	mem   memory
 	buf   []byte // cachePages pages
 	slots [cachePages]cachedPage
 	next  int // the slot the next miss replaces
-	// scratch is the page read into when there is no cache (buf too small).
-	scratch []byte
+	// Scratch for fetch, kept to spare an allocation per read.
+	pages [cachePages]uint64
+	dst   [cachePages][]byte
+	idx   [cachePages]int
 }
 
-// cachedPage is one page of buf: its address and how many bytes are valid.
+// cachedPage is one page of buf: its address and how many bytes are valid
+// (0: the slot is empty).
 type cachedPage struct {
 	page uint64
 	n    int
@@ -54,13 +61,13 @@ type cachedPage struct {
 const (
 	pageSize   = 4096
 	cachePages = 8
-	// ExecBufSize is the scratch space decodeExec needs.
+	// execBufSize is the scratch space decodeExec needs: the page cache.
 	execBufSize = pageSize * cachePages
 )
 
 // readAt serves p from the page cache, fetching the page holding addr when
-// needed; like memory.readAt it may return fewer bytes than asked (it never
-// crosses a page boundary).
+// needed; it may return fewer bytes than asked (it never crosses a page
+// boundary).
 func (m *memReader) readAt(p []byte, addr uint64) (int, error) {
 	v, err := m.view(addr)
 	if len(v) == 0 {
@@ -69,47 +76,84 @@ func (m *memReader) readAt(p []byte, addr uint64) (int, error) {
 	return copy(p, v), nil
 }
 
-// view returns the readable bytes from addr to the end of its page, from
-// the page cache (or, without one, a scratch page), without copying them:
-// the slice is valid until the next read.
-func (m *memReader) view(addr uint64) ([]byte, error) {
-	page := addr &^ (pageSize - 1)
-	off := int(addr - page)
-	if len(m.buf) < execBufSize {
-		if m.scratch == nil {
-			m.scratch = make([]byte, pageSize)
-		}
-		n, err := m.mem.readAt(m.scratch[:pageSize-off], addr)
-		if n <= 0 {
-			if err == nil {
-				err = unix.EFAULT
-			}
-			return nil, err
-		}
-		return m.scratch[:n], nil
-	}
-	slot := -1
+// cached returns the slot holding page, or -1.
+func (m *memReader) cached(page uint64) int {
 	for i, c := range m.slots {
 		if c.n > 0 && c.page == page {
-			slot = i
+			return i
+		}
+	}
+	return -1
+}
+
+// prefetch reads, in one call, the pages holding addrs that are not cached
+// yet (at most a cache's worth; NULL addresses are skipped). A page that
+// cannot be read is simply left out: view reads it again on its own and
+// reports why.
+func (m *memReader) prefetch(addrs ...uint64) {
+	k := 0
+	for _, a := range addrs {
+		if k == cachePages {
 			break
 		}
+		page := a &^ (pageSize - 1)
+		if a == 0 || m.cached(page) >= 0 || containsPage(m.pages[:k], page) {
+			continue
+		}
+		m.pages[k] = page
+		k++
 	}
-	if slot < 0 {
-		slot = m.next
+	if k > 1 {
+		m.fetch(k)
+	}
+}
+
+func containsPage(pages []uint64, page uint64) bool {
+	for _, p := range pages {
+		if p == page {
+			return true
+		}
+	}
+	return false
+}
+
+// fetch reads m.pages[:k] into the next k slots and returns the first
+// page's slot; the error is why the first page could not be read whole.
+func (m *memReader) fetch(k int) (int, error) {
+	for i := 0; i < k; i++ {
+		slot := m.next
 		m.next = (m.next + 1) % cachePages
-		data := m.buf[slot*pageSize : (slot+1)*pageSize]
-		n, err := m.mem.readAt(data, page)
-		if n <= 0 {
-			m.slots[slot].n = 0
-			if err == nil {
-				err = unix.EFAULT
-			}
+		m.slots[slot].n = 0
+		m.idx[i] = slot
+		m.dst[i] = m.buf[slot*pageSize : (slot+1)*pageSize]
+	}
+	n, err := m.mem.readPages(m.pages[:k], m.dst[:k])
+	for i := 0; i < k && n > 0; i++ {
+		got := min(n, pageSize)
+		m.slots[m.idx[i]] = cachedPage{page: m.pages[i], n: got}
+		n -= got
+	}
+	if m.slots[m.idx[0]].n == 0 && err == nil {
+		err = unix.EFAULT
+	}
+	return m.idx[0], err
+}
+
+// view returns the readable bytes from addr to the end of its page, from
+// the page cache, without copying them: the slice is valid until the next
+// read.
+func (m *memReader) view(addr uint64) ([]byte, error) {
+	page := addr &^ (pageSize - 1)
+	slot := m.cached(page)
+	if slot < 0 {
+		m.pages[0] = page
+		var err error
+		if slot, err = m.fetch(1); m.slots[slot].n == 0 {
 			return nil, err
 		}
-		m.slots[slot] = cachedPage{page: page, n: n}
 	}
 	c := m.slots[slot]
+	off := int(addr - page)
 	if off >= c.n {
 		return nil, unix.EFAULT
 	}
@@ -121,6 +165,9 @@ func (m *memReader) view(addr uint64) ([]byte, error) {
 type procMem struct {
 	tid   int
 	memFd int // /proc/TID/mem, opened on first need (-1: not yet)
+	// Scratch for readPages's iovecs.
+	local  [cachePages]unix.Iovec
+	remote [cachePages]unix.RemoteIovec
 }
 
 func (m *procMem) close() {
@@ -129,6 +176,41 @@ func (m *procMem) close() {
 	}
 }
 
+// readPages reads whole pages, in one process_vm_readv.
+func (m *procMem) readPages(pages []uint64, dst [][]byte) (int, error) {
+	if len(pages) > cachePages {
+		pages, dst = pages[:cachePages], dst[:cachePages]
+	}
+	for i, p := range pages {
+		if p == 0 {
+			// The NULL page: nothing past it is read either.
+			pages, dst = pages[:i], dst[:i]
+			break
+		}
+		m.local[i] = unix.Iovec{Base: &dst[i][0]}
+		m.local[i].SetLen(len(dst[i]))
+		m.remote[i] = unix.RemoteIovec{Base: uintptr(p), Len: len(dst[i])}
+	}
+	if len(pages) == 0 {
+		return 0, unix.EFAULT
+	}
+	n, err := unix.ProcessVMReadv(m.tid, m.local[:len(pages)], m.remote[:len(pages)], 0)
+	if err == nil || (!errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOSYS)) {
+		return n, err
+	}
+	total := 0
+	for i, p := range pages {
+		got, rerr := m.procRead(dst[i], p, err)
+		total += got
+		if rerr != nil || got < len(dst[i]) {
+			return total, rerr
+		}
+	}
+	return total, nil
+}
+
+// readAt reads up to len(p) bytes at addr (any address, any length): what
+// a pointer argument of a signal call names.
 func (m *procMem) readAt(p []byte, addr uint64) (int, error) {
 	if addr == 0 {
 		return 0, unix.EFAULT
@@ -143,10 +225,16 @@ func (m *procMem) readAt(p []byte, addr uint64) (int, error) {
 	if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ENOSYS) {
 		return 0, err
 	}
+	return m.procRead(p, addr, err)
+}
+
+// procRead reads through /proc/TID/mem, the fallback when process_vm_readv
+// failed with vmErr.
+func (m *procMem) procRead(p []byte, addr uint64, vmErr error) (int, error) {
 	if m.memFd < 0 {
 		fd, oerr := unix.Open("/proc/"+strconv.Itoa(m.tid)+"/mem", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if oerr != nil {
-			return 0, fmt.Errorf("process_vm_readv: %v; open /proc/%d/mem: %w", err, m.tid, oerr)
+			return 0, fmt.Errorf("process_vm_readv: %v; open /proc/%d/mem: %w", vmErr, m.tid, oerr)
 		}
 		m.memFd = fd
 	}
@@ -225,6 +313,9 @@ func (m *memReader) vector(addr uint64, ps int, budget *int, count *int) ([]stri
 		ptrs = append(ptrs, p)
 		addr += uint64(ps)
 	}
+	// The strings' pages, in one read (often they share the array's page,
+	// or the path's, and this reads nothing).
+	m.prefetch(ptrs...)
 	out := make([]string, 0, len(ptrs))
 	for _, p := range ptrs {
 		if *budget <= 0 {
@@ -291,6 +382,9 @@ func readMem(tid int, addr uint64, buf []byte) ([]byte, error) {
 // envp is read only when needEnv (nil: always) says the decision will look
 // at it; Exec.Env is nil otherwise.
 func decodeExec(mem memory, sc filter.Syscall, ps int, args [6]uint64, buf []byte, needEnv func(path string, argv []string) bool) *policy.Exec {
+	if len(buf) < execBufSize {
+		buf = make([]byte, execBufSize)
+	}
 	m := &memReader{mem: mem, buf: buf}
 	pathArg, argvArg, envArg := args[0], args[1], args[2]
 	if sc == filter.Execveat {
@@ -303,6 +397,8 @@ func decodeExec(mem memory, sc filter.Syscall, ps int, args [6]uint64, buf []byt
 		pathArg, argvArg, envArg = uint64(uint32(pathArg)), uint64(uint32(argvArg)), uint64(uint32(envArg))
 	}
 	e := &policy.Exec{}
+	// The path's page and the argv array's, in one read.
+	m.prefetch(pathArg, argvArg)
 	path, trunc, err := m.cstring(pathArg, maxPath)
 	if err != nil {
 		e.Err = fmt.Errorf("read exec path: %w", err)

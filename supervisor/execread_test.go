@@ -16,11 +16,19 @@ type fakeMem struct {
 	data []byte
 }
 
-func (f fakeMem) readAt(p []byte, addr uint64) (int, error) {
-	if addr < f.base || addr >= f.base+uint64(len(f.data)) {
-		return 0, unix.EFAULT
+func (f fakeMem) readPages(pages []uint64, dst [][]byte) (int, error) {
+	total := 0
+	for i, addr := range pages {
+		if addr < f.base || addr >= f.base+uint64(len(f.data)) {
+			return total, unix.EFAULT
+		}
+		n := copy(dst[i], f.data[addr-f.base:])
+		total += n
+		if n < len(dst[i]) {
+			return total, nil
+		}
 	}
-	return copy(p, f.data[addr-f.base:]), nil
+	return total, nil
 }
 
 // layout builds a process image: strings, then the argv and envp arrays.
@@ -90,6 +98,52 @@ func TestDecodeExec(t *testing.T) {
 	mem := fakeMem{base: l.base, data: l.buf}
 	if e := decodeExec(mem, filter.Execve, 4, [6]uint64{0xffffffff00000000 | path}, make([]byte, execBufSize), nil); e.Err != nil || e.Path != "/bin/true" {
 		t.Fatalf("compat path with junk upper bits: %+v", e)
+	}
+}
+
+// countingMem counts the reads a decode makes.
+type countingMem struct {
+	fakeMem
+	calls int
+}
+
+func (c *countingMem) readPages(pages []uint64, dst [][]byte) (int, error) {
+	c.calls++
+	return c.fakeMem.readPages(pages, dst)
+}
+
+// TestDecodeExecReadsTogether: the path's page and the argv array's are read
+// in one call, and the strings' pages in one more when they are elsewhere;
+// each read is a process_vm_readv, the largest cost of an exec's decision.
+func TestDecodeExecReadsTogether(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stringsAt uint64 // page offset of the argv strings: 0 with the path, 2 on a page of their own
+		want      int
+	}{
+		{"strings beside the path", 0, 1},
+		{"strings on a third page", 2, 2},
+	} {
+		data := make([]byte, 3*pageSize)
+		base := uint64(0x10000)
+		put := func(off uint64, s string) uint64 {
+			copy(data[off:], s+"\x00")
+			return base + off
+		}
+		path := put(0, "/usr/bin/true")
+		a0 := put(tc.stringsAt*pageSize+64, "true")
+		a1 := put(tc.stringsAt*pageSize+96, "--version")
+		argv := uint64(pageSize + 128) // the array, on the second page
+		binary.LittleEndian.PutUint64(data[argv:], a0)
+		binary.LittleEndian.PutUint64(data[argv+8:], a1)
+		mem := &countingMem{fakeMem: fakeMem{base: base, data: data}}
+		e := decodeExec(mem, filter.Execve, 8, [6]uint64{path, base + argv, 0}, make([]byte, execBufSize), nil)
+		if e.Err != nil || e.Path != "/usr/bin/true" || len(e.Argv) != 2 || e.Argv[1] != "--version" {
+			t.Fatalf("%s: decoded %+v", tc.name, e)
+		}
+		if mem.calls != tc.want {
+			t.Errorf("%s: %d reads, want %d", tc.name, mem.calls, tc.want)
+		}
 	}
 }
 
