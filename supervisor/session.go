@@ -24,6 +24,7 @@ import (
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
@@ -79,6 +80,11 @@ type Config struct {
 	// CAP_SYS_ADMIN, gives it a mount namespace of its own in which
 	// /proc/sysrq-trigger is read-only (docs/threat-model.md).
 	KeepCaps bool
+	// Slice is the scheduler time slice paddock's own threads ask for while
+	// they supervise (sched.SupervisorSlice; 0 leaves scheduling alone): a
+	// short one has the answering thread picked at once (internal/sched).
+	// The agent starts with the kernel's default slice either way.
+	Slice time.Duration
 }
 
 // DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
@@ -161,6 +167,12 @@ func Start(cfg Config) (*Session, error) {
 		signal.Notify(s.sigs, initSignals...)
 	} else {
 		signal.Notify(s.sigs, interactiveSignals...)
+	}
+
+	if cfg.Slice > 0 {
+		if err := sched.SetProcessSlice(cfg.Slice); err != nil {
+			cfg.Log.Debug().Err(err).Msg("scheduler slice not set; supervising with the default one")
+		}
 	}
 
 	started := make(chan error, 1)
@@ -287,11 +299,17 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	argv = append(argv, "--", s.cfg.Path)
 	argv = append(argv, s.cfg.Args...)
 	env := agentEnv(s.cfg.Env, s.control.path)
+	// This thread (launchAndReap's) forks the init, which the agent's
+	// slice must come from, then reaps or traces with paddock's.
+	s.agentSlice()
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2), uintptr(pair[1])},
 		Sys:   s.sysProcAttr(),
 	})
+	if s.cfg.Slice > 0 {
+		_ = sched.SetSlice(0, s.cfg.Slice)
+	}
 	unix.Close(pair[1])
 	if err != nil {
 		return 0, fmt.Errorf("supervisor: start %s: %w", self, err)
@@ -340,6 +358,17 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 		return fail(fmt.Errorf("supervisor: go-ahead to init: %w", err))
 	}
 	return pid, nil
+}
+
+// agentSlice gives the calling thread, which is about to fork the agent
+// (or its init), the kernel's default time slice back: children inherit
+// their parent thread's, and paddock's short one is for paddock alone.
+func (s *Session) agentSlice() {
+	if s.cfg.Slice > 0 {
+		if err := sched.SetSlice(0, 0); err != nil {
+			s.cfg.Log.Debug().Err(err).Msg("scheduler slice not restored for the agent")
+		}
+	}
 }
 
 // agentEnv is the agent's environment: base (nil: this process's) with

@@ -53,6 +53,7 @@ var scenarios = []struct {
 	{"ForwardToGroup", forwardToGroup},
 	{"JobControl", jobControl},
 	{"OneCPU", oneCPU},
+	{"SupervisorSliceNotInherited", supervisorSliceNotInherited},
 	// Root agent hardening.
 	{"RootAgentLosesPtraceCapability", rootAgentLosesPtraceCapability},
 	{"RootAgentKeepCaps", rootAgentKeepCaps},

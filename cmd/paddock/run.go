@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/supervisor"
 	"github.com/paddock-dev/paddock/vram"
@@ -170,7 +171,7 @@ func runRun(f runFlags, args []string) error {
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, Guard: gp, VRAM: budget,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
-		Backend: backend, KeepCaps: f.keepCaps,
+		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice,
 	})
 	if err != nil {
 		return err
