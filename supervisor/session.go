@@ -80,11 +80,15 @@ type Config struct {
 	// CAP_SYS_ADMIN, gives it a mount namespace of its own in which
 	// /proc/sysrq-trigger is read-only (docs/threat-model.md).
 	KeepCaps bool
-	// Slice is the scheduler time slice paddock's own threads ask for while
-	// they supervise (sched.SupervisorSlice; 0 leaves scheduling alone): a
-	// short one has the answering thread picked at once (internal/sched).
-	// The agent starts with the kernel's default slice either way.
+	// Slice is the scheduler time slice this process's threads ask for
+	// while they supervise, and Boost how many nice steps below its own
+	// they take where that is permitted (sched.SupervisorSlice and
+	// sched.SupervisorBoost; zero for both leaves scheduling alone): the
+	// answering thread then runs as soon as it is woken (internal/sched).
+	// The agent starts with the default slice and this process's nice
+	// value either way.
 	Slice time.Duration
+	Boost int
 }
 
 // DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
@@ -110,6 +114,11 @@ type Session struct {
 	rootFd   int // pidfd of the agent root
 	listener int
 	reporter *reporter
+
+	// agentSched is the scheduling the agent is forked with, supSched what
+	// paddock's threads supervise with; schedSet when they were applied.
+	agentSched, supSched sched.Setting
+	schedSet             bool
 
 	// backend is the one in use, backendWhy why it was chosen; tracer is
 	// set for the ptrace backend, with traced, the world its decisions use
@@ -169,9 +178,14 @@ func Start(cfg Config) (*Session, error) {
 		signal.Notify(s.sigs, interactiveSignals...)
 	}
 
-	if cfg.Slice > 0 {
-		if err := sched.SetProcessSlice(cfg.Slice); err != nil {
-			cfg.Log.Debug().Err(err).Msg("scheduler slice not set; supervising with the default one")
+	if cfg.Slice > 0 || cfg.Boost > 0 {
+		var err error
+		s.agentSched, s.supSched, err = sched.Supervise(cfg.Slice, cfg.Boost)
+		s.schedSet = err == nil
+		if err != nil {
+			cfg.Log.Debug().Err(err).Msg("supervising threads keep their scheduling")
+		} else {
+			cfg.Log.Debug().Dur("slice", s.supSched.Slice).Int("nice", s.supSched.Nice).Msg("supervising threads scheduled")
 		}
 	}
 
@@ -300,15 +314,15 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	argv = append(argv, s.cfg.Args...)
 	env := agentEnv(s.cfg.Env, s.control.path)
 	// This thread (launchAndReap's) forks the init, which the agent's
-	// slice must come from, then reaps or traces with paddock's.
-	s.agentSlice()
+	// scheduling comes from, then reaps or traces with paddock's.
+	s.agentScheduling()
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2), uintptr(pair[1])},
 		Sys:   s.sysProcAttr(),
 	})
-	if s.cfg.Slice > 0 {
-		_ = sched.SetSlice(0, s.cfg.Slice)
+	if s.schedSet {
+		_ = sched.Apply(0, s.supSched)
 	}
 	unix.Close(pair[1])
 	if err != nil {
@@ -360,13 +374,14 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	return pid, nil
 }
 
-// agentSlice gives the calling thread, which is about to fork the agent
-// (or its init), the kernel's default time slice back: children inherit
-// their parent thread's, and paddock's short one is for paddock alone.
-func (s *Session) agentSlice() {
-	if s.cfg.Slice > 0 {
-		if err := sched.SetSlice(0, 0); err != nil {
-			s.cfg.Log.Debug().Err(err).Msg("scheduler slice not restored for the agent")
+// agentScheduling gives the calling thread, which is about to fork the
+// agent (or its init), the scheduling paddock was started with back:
+// children inherit their parent thread's, and the supervising setting is
+// for paddock's threads alone.
+func (s *Session) agentScheduling() {
+	if s.schedSet {
+		if err := sched.Apply(0, s.agentSched); err != nil {
+			s.cfg.Log.Debug().Err(err).Msg("the agent's scheduling not restored")
 		}
 	}
 }

@@ -2,6 +2,7 @@ package test
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,35 +54,73 @@ func customSlices(t *testing.T) int64 {
 	return def
 }
 
+// niceIn returns the nice value in a /proc/.../stat line (field 19).
+func niceIn(stat string) (int, bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 17 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[16])
+	return n, err == nil
+}
+
 // supervisorSliceNotInherited: paddock's threads supervise with the short
-// scheduler slice (internal/sched), and the agent, forked by one of them,
-// still starts with the kernel's default one.
+// scheduler slice and, as root, a nice value sched.SupervisorBoost below
+// the one paddock was started with (internal/sched); the agent, forked by
+// one of them, still starts with the default slice and paddock's own nice
+// value. paddock runs under nice -n 2 here, so that both are told apart
+// from a nice value of 0.
 func supervisorSliceNotInherited(t *testing.T, b backend) {
 	b.require(t)
 	def := customSlices(t)
+	niceBin, err := exec.LookPath("nice")
+	if err != nil {
+		t.Skipf("needs nice(1): %v", err)
+	}
 	// The agent's parent is the supervisor on both backends (the ptrace
 	// backend's init becomes the agent by exec).
-	r := b.sh(t, `cat /proc/self/sched; for f in /proc/$PPID/task/*/sched; do echo "== $f"; cat "$f"; done`)
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r)
+	cmd, _ := b.paddockCmd(t, "--", "bash", "-c",
+		`cat /proc/self/sched; echo "stat $(cat /proc/self/stat)"; for t in /proc/$PPID/task/*; do echo "== $t"; cat $t/sched; echo "stat $(cat $t/stat)"; done`)
+	cmd.Args = append([]string{"nice", "-n", "2"}, cmd.Args...)
+	cmd.Path = niceBin
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
-	parts := strings.Split(r.stdout, "== ")
-	agent, ok := sliceIn(parts[0])
-	if !ok {
-		t.Fatalf("no se.slice in the agent's /proc/self/sched:\n%s", r.stdout)
+	parts := strings.Split(string(out), "== ")
+	wantSup := 2
+	if unix.Geteuid() == 0 {
+		wantSup = 2 - sched.SupervisorBoost
 	}
-	if agent != def {
-		t.Errorf("agent slice %d ns, want the default %d ns", agent, def)
+	statOf := func(part string) string {
+		if i := strings.Index(part, "stat "); i >= 0 {
+			return part[i+5:]
+		}
+		return ""
 	}
-	short := 0
+	agent, ok1 := sliceIn(parts[0])
+	agentNice, ok2 := niceIn(statOf(parts[0]))
+	if !ok1 || !ok2 {
+		t.Fatalf("no se.slice or nice value for the agent:\n%s", out)
+	}
+	if agent != def || agentNice != 2 {
+		t.Errorf("agent: slice %d ns and nice %d, want the default %d ns and paddock's own 2", agent, agentNice, def)
+	}
+	supervising := 0
 	for _, p := range parts[1:] {
-		if ns, ok := sliceIn(p); ok && time.Duration(ns) == sched.SupervisorSlice {
-			short++
+		ns, ok1 := sliceIn(p)
+		n, ok2 := niceIn(statOf(p))
+		if ok1 && ok2 && time.Duration(ns) == sched.SupervisorSlice && n == wantSup {
+			supervising++
 		}
 	}
 	// Every thread but the one that forked the agent (on the seccomp
-	// backend it keeps the default it gave the agent, and only waits).
-	if threads := len(parts) - 1; short < threads-1 || threads < 2 {
-		t.Errorf("%d of paddock's %d threads have the %v slice:\n%s", short, threads, sched.SupervisorSlice, r.stdout)
+	// backend it keeps the setting it gave the agent, and only waits).
+	if threads := len(parts) - 1; supervising < threads-1 || threads < 2 {
+		t.Errorf("%d of paddock's %d threads have slice %v and nice %d:\n%s", supervising, threads, sched.SupervisorSlice, wantSup, out)
 	}
 }

@@ -171,7 +171,7 @@ func runRun(f runFlags, args []string) error {
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, Guard: gp, VRAM: budget,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
-		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice,
+		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
 	if err != nil {
 		return err

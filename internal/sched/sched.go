@@ -1,12 +1,19 @@
-// Package sched sets the scheduler time slice of paddock's own threads.
+// Package sched sets how paddock's own threads are scheduled while they
+// supervise.
 //
 // A supervising thread works in bursts of a few microseconds while the agent
-// waits on each answer. Under Linux's EEVDF scheduler a thread that asks for
-// a short slice (sched_attr.sched_runtime for SCHED_NORMAL, Linux 6.12+) is
-// picked sooner when it wakes and is not left runnable behind the agent it
-// has just answered. Measured on the fork+exec workload (docs/perf.md):
-// about 6% less time with paddock's threads at the shortest slice. Older
-// kernels accept the call and ignore the slice.
+// waits on each answer. Two settings have it run as soon as it is woken,
+// rather than behind the agent it has just answered:
+//   - the shortest scheduler slice (sched_attr.sched_runtime for
+//     SCHED_NORMAL, Linux 6.12+; older kernels accept and ignore it), which
+//     needs no privilege;
+//   - where paddock may raise its priority (CAP_SYS_NICE), a nice value a
+//     few steps below the one it was started with, as auditd's
+//     priority_boost does for the same reason.
+//
+// Measured on the fork+exec workload (docs/perf.md). Threads and child
+// processes inherit both settings, so a thread that forks the agent gives
+// it back what paddock was started with first.
 package sched
 
 import (
@@ -23,12 +30,33 @@ import (
 // supervise: the kernel's minimum (it clamps to 0.1-100 ms).
 const SupervisorSlice = 100 * time.Microsecond
 
-// SetSlice sets the time slice of thread tid (0: the calling thread);
-// slice 0 restores the kernel's default. Its nice value and flags are kept.
-// A thread under a real-time, deadline or idle policy is left as it is: the
-// slice belongs to the normal and batch classes, and whoever chose another
-// policy for paddock meant it.
-func SetSlice(tid int, slice time.Duration) error {
+// SupervisorBoost is how many nice steps below its own paddock's threads
+// supervise when they may (auditd's default priority_boost is 4 too).
+const SupervisorBoost = 4
+
+// Setting is a thread's slice (0: the kernel's default) and nice value.
+type Setting struct {
+	Slice time.Duration
+	Nice  int
+}
+
+// Current returns thread tid's (0: the calling thread's) nice value, with
+// Slice 0: the kernel does not say whether a slice is its default, and the
+// default is what paddock gives back.
+func Current(tid int) (Setting, error) {
+	a, err := unix.SchedGetAttr(tid, 0)
+	if err != nil {
+		return Setting{}, fmt.Errorf("sched_getattr(%d): %w", tid, err)
+	}
+	return Setting{Nice: int(a.Nice)}, nil
+}
+
+// Apply gives thread tid (0: the calling thread) setting s, keeping its
+// policy and flags. A thread under a real-time, deadline or idle policy is
+// left as it is: the slice belongs to the normal and batch classes, and
+// whoever chose another policy for paddock meant it. Lowering the nice
+// value without CAP_SYS_NICE fails with EPERM and changes nothing.
+func Apply(tid int, s Setting) error {
 	a, err := unix.SchedGetAttr(tid, 0)
 	if err != nil {
 		return fmt.Errorf("sched_getattr(%d): %w", tid, err)
@@ -36,23 +64,24 @@ func SetSlice(tid int, slice time.Duration) error {
 	if a.Policy != unix.SCHED_NORMAL && a.Policy != unix.SCHED_BATCH {
 		return nil
 	}
-	a.Runtime = uint64(slice.Nanoseconds())
+	a.Runtime = uint64(s.Slice.Nanoseconds())
+	a.Nice = int32(max(-20, min(19, s.Nice)))
 	// Utilization clamps are left alone by leaving their flags out.
 	a.Flags &= unix.SCHED_FLAG_RESET_ON_FORK
 	if err := unix.SchedSetAttr(tid, a, 0); err != nil {
-		return fmt.Errorf("sched_setattr(%d, slice %v): %w", tid, slice, err)
+		return fmt.Errorf("sched_setattr(%d, slice %v, nice %d): %w", tid, s.Slice, a.Nice, err)
 	}
 	return nil
 }
 
-// SetProcessSlice sets the slice of every thread of this process (see
-// SetSlice). Threads started later inherit it from the thread that starts
-// them, and so do child processes: a thread that forks something that is
-// not paddock's (the agent) first restores its own with SetSlice(0, 0).
-func SetProcessSlice(slice time.Duration) error {
+// ApplyProcess gives every thread of this process setting s (see Apply);
+// a thread whose nice value may not be lowered that far takes the slice
+// alone. Threads started later inherit the setting from the thread that
+// starts them.
+func ApplyProcess(s Setting) error {
 	done := map[int]bool{}
-	// Threads may start while the list is read; a second pass that finds
-	// none new means every thread has the slice, and new ones inherit it.
+	// Threads may start while the list is read; a pass that finds none new
+	// means every thread has the setting, and new ones inherit it.
 	for pass := 0; pass < 8; pass++ {
 		tids, err := threads()
 		if err != nil {
@@ -64,7 +93,14 @@ func SetProcessSlice(slice time.Duration) error {
 				continue
 			}
 			done[tid], fresh = true, true
-			if err := SetSlice(tid, slice); err != nil && !errors.Is(err, unix.ESRCH) {
+			err := Apply(tid, s)
+			if errors.Is(err, unix.EPERM) {
+				var own Setting
+				if own, err = Current(tid); err == nil {
+					err = Apply(tid, Setting{Slice: s.Slice, Nice: own.Nice})
+				}
+			}
+			if err != nil && !errors.Is(err, unix.ESRCH) {
 				return err
 			}
 		}
@@ -72,7 +108,23 @@ func SetProcessSlice(slice time.Duration) error {
 			return nil
 		}
 	}
-	return errors.New("set the scheduler slice: threads kept starting while they were listed")
+	return errors.New("set the threads' scheduling: threads kept starting while they were listed")
+}
+
+// Supervise gives this process's threads the supervising setting: slice,
+// and boost nice steps below the calling thread's nice value where that is
+// permitted (else the slice alone). It returns what the agent should get
+// back (the default slice, the original nice value) and the setting taken.
+func Supervise(slice time.Duration, boost int) (agent, taken Setting, err error) {
+	agent, err = Current(0)
+	if err != nil {
+		return agent, agent, err
+	}
+	taken = Setting{Slice: slice, Nice: agent.Nice - boost}
+	if boost > 0 && Apply(0, taken) != nil {
+		taken.Nice = agent.Nice // not permitted here: the slice alone
+	}
+	return agent, taken, ApplyProcess(taken)
 }
 
 // threads lists this process's thread ids.

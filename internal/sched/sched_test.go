@@ -31,6 +31,16 @@ func sliceOf(t *testing.T, tid int) time.Duration {
 	return 0
 }
 
+// niceOf is thread tid's nice value.
+func niceOf(t *testing.T, tid int) int {
+	t.Helper()
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	if err != nil {
+		t.Fatalf("getpriority(%d): %v", tid, err)
+	}
+	return 20 - p // the raw syscall answers 20 - nice
+}
+
 // onThread runs f on a thread of its own, so that what f sets dies with it.
 func onThread(f func(tid int)) {
 	done := make(chan struct{})
@@ -42,66 +52,94 @@ func onThread(f func(tid int)) {
 	<-done
 }
 
-func TestSetSlice(t *testing.T) {
+// customSlices skips unless the kernel honours a custom slice on tid.
+func customSlices(t *testing.T, tid int, def time.Duration) {
+	t.Helper()
+	if got := sliceOf(t, tid); got == def && def != SupervisorSlice {
+		t.Skipf("needs custom scheduler slices (Linux 6.12+): the slice stayed %v", got)
+	}
+}
+
+func TestApply(t *testing.T) {
 	onThread(func(tid int) {
 		def := sliceOf(t, tid)
-		// A nice value the test may set without privilege (raising it).
-		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, 7); err != nil {
+		// Raising one's nice value needs no privilege. (This thread may
+		// outlive the test if it is the main thread: 3 is what
+		// TestSupervise gives threads anyway.)
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, 3); err != nil {
 			t.Errorf("setpriority: %v", err)
 			return
 		}
-		if err := SetSlice(0, SupervisorSlice); err != nil {
-			t.Errorf("SetSlice: %v", err)
+		if err := Apply(0, Setting{Slice: SupervisorSlice, Nice: 3}); err != nil {
+			t.Errorf("Apply: %v", err)
 			return
 		}
-		got := sliceOf(t, tid)
-		if got == def && def != SupervisorSlice {
-			t.Skipf("needs custom scheduler slices (Linux 6.12+): the slice stayed %v", got)
+		customSlices(t, tid, def)
+		if got := sliceOf(t, tid); got != SupervisorSlice {
+			t.Errorf("slice %v after Apply, want %v", got, SupervisorSlice)
 		}
-		if got != SupervisorSlice {
-			t.Errorf("slice %v after SetSlice(%v)", got, SupervisorSlice)
+		if n := niceOf(t, tid); n != 3 {
+			t.Errorf("nice %d after Apply, want 3", n)
 		}
-		if nice, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err != nil || 20-nice != 7 {
-			t.Errorf("nice changed by SetSlice: getpriority %d, %v (want nice 7)", nice, err)
+		if err := Apply(0, Setting{Nice: 3}); err != nil {
+			t.Errorf("Apply(default slice, nice 3): %v", err)
 		}
-		if err := SetSlice(0, 0); err != nil {
-			t.Errorf("SetSlice(0): %v", err)
-		}
-		if got := sliceOf(t, tid); got != def {
-			t.Errorf("slice %v after restoring the default, want %v", got, def)
+		if got, n := sliceOf(t, tid), niceOf(t, tid); got != def || n != 3 {
+			t.Errorf("slice %v nice %d after restoring, want %v and 3", got, n, def)
 		}
 	})
 }
 
-func TestSetProcessSlice(t *testing.T) {
-	def := sliceOf(t, unix.Gettid())
-	if err := SetProcessSlice(SupervisorSlice); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := SetProcessSlice(0); err != nil {
-			t.Error(err)
-		}
-	})
-	tids, err := threads()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tids) < 2 {
-		t.Fatalf("threads() = %v: a Go process has several", tids)
-	}
-	for _, tid := range tids {
-		if got := sliceOf(t, tid); got != SupervisorSlice {
-			if got == def {
-				t.Skipf("needs custom scheduler slices (Linux 6.12+): thread %d kept %v", tid, got)
-			}
-			t.Errorf("thread %d: slice %v, want %v", tid, got, SupervisorSlice)
-		}
-	}
-	// A thread started from now on inherits it.
+// TestSupervise: every thread takes the supervising setting, new threads
+// inherit it, and what it returns for the agent is what the process had.
+// As root the nice value is boosted; without CAP_SYS_NICE only the slice
+// changes.
+func TestSupervise(t *testing.T) {
 	onThread(func(tid int) {
-		if got := sliceOf(t, tid); got != SupervisorSlice {
-			t.Errorf("new thread %d: slice %v, want %v", tid, got, SupervisorSlice)
+		def := sliceOf(t, tid)
+		// From a thread at nice 3, so that the boost is visible as root and
+		// nothing else in the test process is affected by what stays.
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, 3); err != nil {
+			t.Errorf("setpriority: %v", err)
+			return
 		}
+		agent, taken, err := Supervise(SupervisorSlice, SupervisorBoost)
+		t.Cleanup(func() {
+			if err := ApplyProcess(Setting{}); err != nil {
+				t.Error(err)
+			}
+		})
+		if err != nil {
+			t.Errorf("Supervise: %v", err)
+			return
+		}
+		if agent != (Setting{Nice: 3}) {
+			t.Errorf("agent setting %+v, want the default slice and nice 3", agent)
+		}
+		wantNice := 3
+		if unix.Setpriority(unix.PRIO_PROCESS, tid, -1) == nil {
+			// Privileged: the boost was taken.
+			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, 3-SupervisorBoost)
+			wantNice = 3 - SupervisorBoost
+		}
+		if taken != (Setting{Slice: SupervisorSlice, Nice: wantNice}) {
+			t.Errorf("taken %+v, want slice %v nice %d", taken, SupervisorSlice, wantNice)
+		}
+		customSlices(t, tid, def)
+		tids, err := threads()
+		if err != nil || len(tids) < 2 {
+			t.Errorf("threads() = %v, %v: a Go process has several", tids, err)
+			return
+		}
+		for _, id := range tids {
+			if got, n := sliceOf(t, id), niceOf(t, id); got != SupervisorSlice || n != wantNice {
+				t.Errorf("thread %d: slice %v nice %d, want %v and %d", id, got, n, SupervisorSlice, wantNice)
+			}
+		}
+		onThread(func(id int) {
+			if got, n := sliceOf(t, id), niceOf(t, id); got != SupervisorSlice || n != wantNice {
+				t.Errorf("new thread %d: slice %v nice %d, want %v and %d", id, got, n, SupervisorSlice, wantNice)
+			}
+		})
 	})
 }
