@@ -68,12 +68,12 @@ func niceIn(stat string) (int, bool) {
 	return n, err == nil
 }
 
-// supervisorSliceNotInherited: paddock's threads supervise with the short
-// scheduler slice and, as root, a nice value sched.SupervisorBoost below
-// the one paddock was started with (internal/sched); the agent, forked by
-// one of them, still starts with the default slice and paddock's own nice
-// value. paddock runs under nice -n 2 here, so that both are told apart
-// from a nice value of 0.
+// supervisorSliceNotInherited: paddock's threads supervise at a nice value
+// sched.SupervisorBoost below the one paddock was started with as root,
+// and with the short scheduler slice otherwise (internal/sched); the agent,
+// forked by one of them, still starts with the default slice and paddock's
+// own nice value. paddock runs under nice -n 2 here, so that both are told
+// apart from a nice value of 0.
 func supervisorSliceNotInherited(t *testing.T, b backend) {
 	b.require(t)
 	def := customSlices(t)
@@ -92,9 +92,9 @@ func supervisorSliceNotInherited(t *testing.T, b backend) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	parts := strings.Split(string(out), "== ")
-	wantSup := 2
+	wantSup, wantSlice := 2, sched.SupervisorSlice
 	if unix.Geteuid() == 0 {
-		wantSup = 2 - sched.SupervisorBoost
+		wantSup, wantSlice = 2-sched.SupervisorBoost, time.Duration(def)
 	}
 	statOf := func(part string) string {
 		if i := strings.Index(part, "stat "); i >= 0 {
@@ -114,13 +114,13 @@ func supervisorSliceNotInherited(t *testing.T, b backend) {
 	for _, p := range parts[1:] {
 		ns, ok1 := sliceIn(p)
 		n, ok2 := niceIn(statOf(p))
-		if ok1 && ok2 && time.Duration(ns) == sched.SupervisorSlice && n == wantSup {
+		if ok1 && ok2 && time.Duration(ns) == wantSlice && n == wantSup {
 			supervising++
 		}
 	}
 	// Every thread but the one that forked the agent (on the seccomp
 	// backend it keeps the setting it gave the agent, and only waits).
 	if threads := len(parts) - 1; supervising < threads-1 || threads < 2 {
-		t.Errorf("%d of paddock's %d threads have slice %v and nice %d:\n%s", supervising, threads, sched.SupervisorSlice, wantSup, out)
+		t.Errorf("%d of paddock's %d threads have slice %v and nice %d:\n%s", supervising, threads, wantSlice, wantSup, out)
 	}
 }

@@ -2,14 +2,14 @@
 // supervise.
 //
 // A supervising thread works in bursts of a few microseconds while the agent
-// waits on each answer. Two settings have it run as soon as it is woken,
-// rather than behind the agent it has just answered:
-//   - the shortest scheduler slice (sched_attr.sched_runtime for
-//     SCHED_NORMAL, Linux 6.12+; older kernels accept and ignore it), which
-//     needs no privilege;
+// waits on each answer. Either of two settings has it run as soon as it is
+// woken, rather than behind the agent it has just answered:
 //   - where paddock may raise its priority (CAP_SYS_NICE), a nice value a
 //     few steps below the one it was started with, as auditd's
-//     priority_boost does for the same reason.
+//     priority_boost does for the same reason;
+//   - otherwise the shortest scheduler slice (sched_attr.sched_runtime for
+//     SCHED_NORMAL, Linux 6.12+; older kernels accept and ignore it), which
+//     needs no privilege.
 //
 // Measured on the fork+exec workload (docs/perf.md). Threads and child
 // processes inherit both settings, so a thread that forks the agent gives
@@ -111,18 +111,20 @@ func ApplyProcess(s Setting) error {
 	return errors.New("set the threads' scheduling: threads kept starting while they were listed")
 }
 
-// Supervise gives this process's threads the supervising setting: slice,
-// and boost nice steps below the calling thread's nice value where that is
-// permitted (else the slice alone). It returns what the agent should get
-// back (the default slice, the original nice value) and the setting taken.
+// Supervise gives this process's threads the supervising setting: a nice
+// value boost steps below the calling thread's where that is permitted,
+// else the short slice (with both, the slice adds nothing measurable to an
+// exec-heavy workload and costs a hot signal loop about 7%, docs/perf.md).
+// It returns what the agent should get back (the default slice, the
+// original nice value) and the setting taken.
 func Supervise(slice time.Duration, boost int) (agent, taken Setting, err error) {
 	agent, err = Current(0)
 	if err != nil {
 		return agent, agent, err
 	}
-	taken = Setting{Slice: slice, Nice: agent.Nice - boost}
-	if boost > 0 && Apply(0, taken) != nil {
-		taken.Nice = agent.Nice // not permitted here: the slice alone
+	taken = Setting{Nice: agent.Nice - boost}
+	if boost <= 0 || Apply(0, taken) != nil {
+		taken = Setting{Slice: slice, Nice: agent.Nice}
 	}
 	return agent, taken, ApplyProcess(taken)
 }

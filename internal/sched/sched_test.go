@@ -92,8 +92,8 @@ func TestApply(t *testing.T) {
 
 // TestSupervise: every thread takes the supervising setting, new threads
 // inherit it, and what it returns for the agent is what the process had.
-// As root the nice value is boosted; without CAP_SYS_NICE only the slice
-// changes.
+// As root the nice value is boosted; without CAP_SYS_NICE the slice is
+// shortened instead.
 func TestSupervise(t *testing.T) {
 	onThread(func(tid int) {
 		def := sliceOf(t, tid)
@@ -116,30 +116,73 @@ func TestSupervise(t *testing.T) {
 		if agent != (Setting{Nice: 3}) {
 			t.Errorf("agent setting %+v, want the default slice and nice 3", agent)
 		}
-		wantNice := 3
+		want := Setting{Slice: SupervisorSlice, Nice: 3}
+		wantSlice := SupervisorSlice
 		if unix.Setpriority(unix.PRIO_PROCESS, tid, -1) == nil {
-			// Privileged: the boost was taken.
+			// Privileged: the boost was taken, and the slice left alone.
 			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, 3-SupervisorBoost)
-			wantNice = 3 - SupervisorBoost
+			want, wantSlice = Setting{Nice: 3 - SupervisorBoost}, def
 		}
-		if taken != (Setting{Slice: SupervisorSlice, Nice: wantNice}) {
-			t.Errorf("taken %+v, want slice %v nice %d", taken, SupervisorSlice, wantNice)
+		if taken != want {
+			t.Errorf("taken %+v, want %+v", taken, want)
 		}
-		customSlices(t, tid, def)
+		if want.Slice != 0 {
+			customSlices(t, tid, def)
+		}
 		tids, err := threads()
 		if err != nil || len(tids) < 2 {
 			t.Errorf("threads() = %v, %v: a Go process has several", tids, err)
 			return
 		}
 		for _, id := range tids {
-			if got, n := sliceOf(t, id), niceOf(t, id); got != SupervisorSlice || n != wantNice {
-				t.Errorf("thread %d: slice %v nice %d, want %v and %d", id, got, n, SupervisorSlice, wantNice)
+			if got, n := sliceOf(t, id), niceOf(t, id); got != wantSlice || n != want.Nice {
+				t.Errorf("thread %d: slice %v nice %d, want %v and %d", id, got, n, wantSlice, want.Nice)
 			}
 		}
 		onThread(func(id int) {
-			if got, n := sliceOf(t, id), niceOf(t, id); got != SupervisorSlice || n != wantNice {
-				t.Errorf("new thread %d: slice %v nice %d, want %v and %d", id, got, n, SupervisorSlice, wantNice)
+			if got, n := sliceOf(t, id), niceOf(t, id); got != wantSlice || n != want.Nice {
+				t.Errorf("new thread %d: slice %v nice %d, want %v and %d", id, got, n, wantSlice, want.Nice)
 			}
 		})
+	})
+}
+
+// TestSuperviseWithoutCapSysNice: without the privilege to lower its nice
+// value, the process supervises with the short slice instead. Run as root,
+// the test drops CAP_SYS_NICE from one thread's effective set (capabilities
+// belong to a thread) and supervises from there.
+func TestSuperviseWithoutCapSysNice(t *testing.T) {
+	if unix.Geteuid() != 0 {
+		t.Skip("needs root, to drop CAP_SYS_NICE from a thread (TestSupervise covers the unprivileged case)")
+	}
+	t.Cleanup(func() {
+		if err := ApplyProcess(Setting{}); err != nil {
+			t.Error(err)
+		}
+	})
+	onThread(func(tid int) {
+		def := sliceOf(t, tid)
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			t.Errorf("capget: %v", err)
+			return
+		}
+		data[unix.CAP_SYS_NICE/32].Effective &^= 1 << (unix.CAP_SYS_NICE % 32)
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			t.Skipf("needs capset: %v", err)
+		}
+		agent, taken, err := Supervise(SupervisorSlice, SupervisorBoost)
+		if err != nil {
+			t.Errorf("Supervise: %v", err)
+			return
+		}
+		if agent != (Setting{}) || taken != (Setting{Slice: SupervisorSlice}) {
+			t.Errorf("agent %+v, taken %+v; want the defaults and the short slice at nice 0", agent, taken)
+		}
+		customSlices(t, tid, def)
+		if got, n := sliceOf(t, tid), niceOf(t, tid); got != SupervisorSlice || n != 0 {
+			t.Errorf("slice %v nice %d, want %v and 0", got, n, SupervisorSlice)
+		}
 	})
 }
