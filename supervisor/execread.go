@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -97,7 +98,7 @@ func (m *memReader) prefetch(addrs ...uint64) {
 			break
 		}
 		page := a &^ (pageSize - 1)
-		if a == 0 || m.cached(page) >= 0 || containsPage(m.pages[:k], page) {
+		if a == 0 || m.cached(page) >= 0 || slices.Contains(m.pages[:k], page) {
 			continue
 		}
 		m.pages[k] = page
@@ -106,15 +107,6 @@ func (m *memReader) prefetch(addrs ...uint64) {
 	if k > 1 {
 		m.fetch(k)
 	}
-}
-
-func containsPage(pages []uint64, page uint64) bool {
-	for _, p := range pages {
-		if p == page {
-			return true
-		}
-	}
-	return false
 }
 
 // fetch reads m.pages[:k] into the next k slots and returns the first

@@ -131,8 +131,7 @@ type Session struct {
 	// rootSet, for a direct launch that traps exec, carries the agent root
 	// pinned by the notify loop at the root's own execve, before the agent
 	// runs (see launchDirect).
-	rootSet  chan rootPin
-	rootOnce sync.Once
+	rootSet chan rootPin
 
 	done   chan struct{}
 	status unix.WaitStatus
@@ -513,6 +512,11 @@ func (s *Session) serve(w *liveWorld) {
 	defer w.close()
 	var n seccomp.Notif
 	var y yielder
+	// A direct launch: the first notification comes from the root (the
+	// launching thread, the only other holder of the filter, makes no
+	// trapped call), normally its own execve; it is pinned before the
+	// answer lets the agent run.
+	pinRoot := s.rootSet != nil
 	for {
 		y.maybe()
 		n = seccomp.Notif{}
@@ -527,6 +531,10 @@ func (s *Session) serve(w *liveWorld) {
 			}
 			s.cfg.Log.Error().Err(err).Msg("seccomp notify receive failed; trapped syscalls will fail closed")
 			return
+		}
+		if pinRoot {
+			pinRoot = false
+			s.rootSet <- s.pinRoot(int(n.Pid))
 		}
 		s.handle(w, &n)
 	}
@@ -558,13 +566,6 @@ func (y *yielder) maybe() {
 
 // handle decides and answers one notification.
 func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
-	if s.rootSet != nil {
-		// A direct launch: the first notification comes from the root (the
-		// launching thread, the only other holder of the filter, makes no
-		// trapped call), normally its own execve; it is pinned before the
-		// answer lets the agent run.
-		s.rootOnce.Do(func() { s.rootSet <- s.pinRoot(int(n.Pid)) })
-	}
 	errno, waiting := s.decide(w, int(n.Pid), n.Data.Arch, n.Data.Nr, n.Data.Args, n.ID, true)
 	if !waiting {
 		return

@@ -72,9 +72,9 @@ type pinned struct {
 	pidfd int
 	// cached: the pidfd belongs to the pin cache, not to this notification.
 	cached bool
-	// hit: the facts came from the pin cache, unchecked; checked: the pin
-	// was found alive after the decision (see hitsHold).
-	hit, checked bool
+	// hit: the facts came from the pin cache, unchecked until hitsHold,
+	// after which a hit that is still looked at was found alive.
+	hit bool
 }
 
 func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b func() *vram.Budget) *liveWorld {
@@ -220,7 +220,6 @@ func (w *liveWorld) hitsHold() bool {
 			continue
 		}
 		if w.pins.alive(p.t.Pid) {
-			p.checked = true
 			continue
 		}
 		p.pidfd = -1 // closed by the cache
@@ -236,8 +235,9 @@ func (w *liveWorld) stillThere(pid int) bool {
 		if p.t.Pid != pid {
 			continue
 		}
-		if p.checked {
-			// hitsHold has just found it alive.
+		if p.hit {
+			// hitsHold has just found it alive (else the decision was
+			// taken again, with no hits).
 			return true
 		}
 		if p.pidfd < 0 {
