@@ -121,7 +121,6 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 		}
 		listenerc <- listenerResult{fd: fd}
 		<-proceed
-		s.agentScheduling()
 		pid, err := syscall.ForkExec(s.cfg.Path, s.cfg.Args, attr)
 		forked <- forkResult{pid, err}
 		if err == nil {

@@ -115,11 +115,6 @@ type Session struct {
 	listener int
 	reporter *reporter
 
-	// agentSched is the scheduling the agent is forked with, supSched what
-	// paddock's threads supervise with; schedSet when they were applied.
-	agentSched, supSched sched.Setting
-	schedSet             bool
-
 	// backend is the one in use, backendWhy why it was chosen; tracer is
 	// set for the ptrace backend, with traced, the world its decisions use
 	// (on the reaping thread only).
@@ -177,17 +172,6 @@ func Start(cfg Config) (*Session, error) {
 		signal.Notify(s.sigs, interactiveSignals...)
 	}
 
-	if cfg.Slice > 0 || cfg.Boost > 0 {
-		var err error
-		s.agentSched, s.supSched, err = sched.Supervise(cfg.Slice, cfg.Boost)
-		s.schedSet = err == nil
-		if err != nil {
-			cfg.Log.Debug().Err(err).Msg("supervising threads keep their scheduling")
-		} else {
-			cfg.Log.Debug().Dur("slice", s.supSched.Slice).Int("nice", s.supSched.Nice).Msg("supervising threads scheduled")
-		}
-	}
-
 	started := make(chan error, 1)
 	// The launching thread must outlive the agent: Pdeathsig fires when the
 	// thread that forked it exits (golang/go#27505). It then becomes the reaper.
@@ -196,6 +180,16 @@ func Start(cfg Config) (*Session, error) {
 		signal.Stop(s.sigs)
 		s.control.close()
 		return nil, err
+	}
+	// Only now that the agent (or its init) is forked: children inherit
+	// their parent thread's scheduling, and the supervising setting is for
+	// this process's threads alone.
+	if cfg.Slice > 0 || cfg.Boost > 0 {
+		if _, taken, err := sched.Supervise(cfg.Slice, cfg.Boost); err != nil {
+			cfg.Log.Debug().Err(err).Msg("supervising threads keep their scheduling")
+		} else {
+			cfg.Log.Debug().Dur("slice", taken.Slice).Int("nice", taken.Nice).Msg("supervising threads scheduled")
+		}
 	}
 	go s.sweepLeases(time.Second)
 	go s.forward()
@@ -312,17 +306,11 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	argv = append(argv, "--", s.cfg.Path)
 	argv = append(argv, s.cfg.Args...)
 	env := agentEnv(s.cfg.Env, s.control.path)
-	// This thread (launchAndReap's) forks the init, which the agent's
-	// scheduling comes from, then reaps or traces with paddock's.
-	s.agentScheduling()
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2), uintptr(pair[1])},
 		Sys:   s.sysProcAttr(),
 	})
-	if s.schedSet {
-		_ = sched.Apply(0, s.supSched)
-	}
 	unix.Close(pair[1])
 	if err != nil {
 		return 0, fmt.Errorf("supervisor: start %s: %w", self, err)
@@ -371,18 +359,6 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 		return fail(fmt.Errorf("supervisor: go-ahead to init: %w", err))
 	}
 	return pid, nil
-}
-
-// agentScheduling gives the calling thread, which is about to fork the
-// agent (or its init), the scheduling paddock was started with back:
-// children inherit their parent thread's, and the supervising setting is
-// for paddock's threads alone.
-func (s *Session) agentScheduling() {
-	if s.schedSet {
-		if err := sched.Apply(0, s.agentSched); err != nil {
-			s.cfg.Log.Debug().Err(err).Msg("the agent's scheduling not restored")
-		}
-	}
 }
 
 // agentEnv is the agent's environment: base (nil: this process's) with

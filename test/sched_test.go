@@ -71,7 +71,7 @@ func niceIn(stat string) (int, bool) {
 // supervisorSliceNotInherited: paddock's threads supervise at a nice value
 // sched.SupervisorBoost below the one paddock was started with as root,
 // and with the short scheduler slice otherwise (internal/sched); the agent,
-// forked by one of them, still starts with the default slice and paddock's
+// forked before they took it, still starts with the default slice and paddock's
 // own nice value. paddock runs under nice -n 2 here, so that both are told
 // apart from a nice value of 0.
 func supervisorSliceNotInherited(t *testing.T, b backend) {
@@ -118,8 +118,7 @@ func supervisorSliceNotInherited(t *testing.T, b backend) {
 			supervising++
 		}
 	}
-	// Every thread but the one that forked the agent (on the seccomp
-	// backend it keeps the setting it gave the agent, and only waits).
+	// Every thread supervises so (the check asks for all but one at least).
 	if threads := len(parts) - 1; supervising < threads-1 || threads < 2 {
 		t.Errorf("%d of paddock's %d threads have slice %v and nice %d:\n%s", supervising, threads, wantSlice, wantSup, out)
 	}

@@ -12,8 +12,8 @@
 //     needs no privilege.
 //
 // Measured on the fork+exec workload (docs/perf.md). Threads and child
-// processes inherit both settings, so a thread that forks the agent gives
-// it back what paddock was started with first.
+// processes inherit both settings, so paddock takes them only once the
+// agent is forked.
 package sched
 
 import (
@@ -115,18 +115,18 @@ func ApplyProcess(s Setting) error {
 // value boost steps below the calling thread's where that is permitted,
 // else the short slice (with both, the slice adds nothing measurable to an
 // exec-heavy workload and costs a hot signal loop about 7%, docs/perf.md).
-// It returns what the agent should get back (the default slice, the
-// original nice value) and the setting taken.
-func Supervise(slice time.Duration, boost int) (agent, taken Setting, err error) {
-	agent, err = Current(0)
+// It returns what the calling thread had (the default slice, its nice
+// value) and the setting taken.
+func Supervise(slice time.Duration, boost int) (had, taken Setting, err error) {
+	had, err = Current(0)
 	if err != nil {
-		return agent, agent, err
+		return had, had, err
 	}
-	taken = Setting{Nice: agent.Nice - boost}
+	taken = Setting{Nice: had.Nice - boost}
 	if boost <= 0 || Apply(0, taken) != nil {
-		taken = Setting{Slice: slice, Nice: agent.Nice}
+		taken = Setting{Slice: slice, Nice: had.Nice}
 	}
-	return agent, taken, ApplyProcess(taken)
+	return had, taken, ApplyProcess(taken)
 }
 
 // threads lists this process's thread ids.
