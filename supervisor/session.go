@@ -85,8 +85,8 @@ type Config struct {
 	// they take where that is permitted (sched.SupervisorSlice and
 	// sched.SupervisorBoost; zero for both leaves scheduling alone): the
 	// answering thread then runs as soon as it is woken (internal/sched).
-	// The agent starts with the default slice and this process's nice
-	// value either way.
+	// The agent is forked before they take it, so it is scheduled as this
+	// process was started either way.
 	Slice time.Duration
 	Boost int
 }
