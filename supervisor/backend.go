@@ -2,10 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/paddock-dev/paddock/tracer"
 )
 
 // Backend names how trapped syscalls reach the supervisor.
@@ -37,19 +33,3 @@ func ParseBackend(s string) (Backend, error) {
 
 // Backend says which backend supervises the session and why it was chosen.
 func (s *Session) Backend() (Backend, string) { return s.backend, s.backendWhy }
-
-// startTracing seizes the init's thread for the ptrace backend.
-func (s *Session) startTracing(tid int) error {
-	if err := tracer.Seize(tid); err != nil {
-		return err
-	}
-	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).keepPins()
-	s.traced = w
-	s.tracer = tracer.New(func(tid int, c tracer.Call) unix.Errno {
-		errno, _ := s.decide(w, tid, c.Arch, c.Nr, c.Args, 0, false)
-		return errno
-	}, func(tid int, what string, err error) {
-		s.cfg.Log.Error().Err(err).Int("tid", tid).Msg("ptrace: " + what)
-	})
-	return nil
-}

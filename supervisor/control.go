@@ -470,9 +470,9 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("paddock kill refused: %d is not a process id; paddock kill signals one process (and its group when it leads a group the session wholly owns)", pid)
 	}
-	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM)
-	defer w.reset()
 	req := policy.Request{Tid: requester, Syscall: filter.Kill, ABI: "paddock kill", Args: [6]uint64{uint64(pid), uint64(sig)}}
+	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).begin(req, -1, 0)
+	defer w.reset()
 	d := policy.Decide(req, w)
 	if !d.Allow {
 		if d.Refusal {

@@ -48,13 +48,13 @@ func pinWorld(t *testing.T) (*liveWorld, *ownership.Tree, int) {
 // lookup is one notification's lookup of pid.
 func lookup(t *testing.T, w *liveWorld, pid int) (ownership.Relation, pinned) {
 	t.Helper()
-	w.reset()
-	w.begin(os.Getpid())
-	tg, err := w.Lookup(pid)
+	w.cur.reset()
+	w.begin(policy.Request{Tid: os.Getpid()}, -1, 0)
+	tg, err := w.cur.Lookup(pid)
 	if err != nil {
 		t.Fatalf("Lookup(%d): %v", pid, err)
 	}
-	return tg.Rel, w.looked[len(w.looked)-1]
+	return tg.Rel, w.cur.looked[len(w.cur.looked)-1]
 }
 
 func fdOpen(fd int) bool {
@@ -72,10 +72,10 @@ func TestPinCacheKeepsPinsAcrossNotifications(t *testing.T) {
 	if rel != ownership.AgentRoot || !second.hit || second.pidfd != first.pidfd {
 		t.Fatalf("second lookup: %v %+v; want agent root from the pin cache (pidfd %d)", rel, second, first.pidfd)
 	}
-	if !w.hitsHold() || !w.stillThere(root) {
+	if !w.cur.hitsHold() || !w.cur.stillThere(root) {
 		t.Fatal("the pinned root is alive, but its pin does not hold")
 	}
-	w.reset()
+	w.cur.reset()
 	if !fdOpen(first.pidfd) {
 		t.Fatal("reset closed a pidfd that belongs to the pin cache")
 	}
@@ -99,20 +99,20 @@ func TestPinCacheReapedProcessIsDecidedAfresh(t *testing.T) {
 	if rel, p := lookup(t, w, pid); !p.hit || rel != ownership.Foreign {
 		t.Fatalf("lookup after the reap: %v %+v; want the cached answer, unchecked", rel, p)
 	}
-	if w.hitsHold() {
+	if w.cur.hitsHold() {
 		t.Fatal("hitsHold: true for a pin whose process was reaped")
 	}
 	if _, ok := w.pins.byPid[pid]; ok {
 		t.Error("the reaped process's pin is still cached")
 	}
-	w.reset()
-	w.fresh = true
-	tg, err := w.Lookup(pid)
-	w.fresh = false
+	w.cur.reset()
+	w.cur.fresh = true
+	tg, err := w.cur.Lookup(pid)
+	w.cur.fresh = false
 	if err != nil || tg.Rel != ownership.Gone {
 		t.Fatalf("fresh lookup of the reaped pid: %+v, %v; want gone", tg, err)
 	}
-	if w.stillThere(pid) {
+	if w.cur.stillThere(pid) {
 		t.Error("stillThere: true for a reaped pid")
 	}
 }

@@ -16,19 +16,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/sched"
-	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
-	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/tracer"
 	"github.com/paddock-dev/paddock/vram"
 )
@@ -122,6 +118,13 @@ type Session struct {
 	backendWhy string
 	tracer     *tracer.Tracer
 	traced     *liveWorld
+	// answers carries workers' answers for the tracees the ptrace backend
+	// holds, and sigchld wakes the reaper while it polls for both (reap.go).
+	answers chan heldAnswer
+	sigchld chan os.Signal
+
+	// workers take over the decisions that may wait (notify.go).
+	workers *workers
 
 	// rootSet, for a direct launch that traps exec, carries the agent root
 	// pinned by the notify loop at the root's own execve, before the agent
@@ -156,7 +159,7 @@ func Start(cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1}
+	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
 	s.reporter = newReporter(cfg.Log, cfg.Journal, cfg.NotifyStderr)
 	if s.control, err = startControl(s); err != nil {
 		return nil, err
@@ -386,243 +389,6 @@ func agentEnv(base []string, socket string) []string {
 // BinEnv names the environment variable holding the paddock binary's path.
 const BinEnv = "PADDOCK_BIN"
 
-// reap collects every child (orphans of the agent included, as a subreaper)
-// until the agent root has exited. With the ptrace backend it also answers
-// every ptrace stop, on this thread (the tracer's), and goes on doing so for
-// what the agent left running until nothing is left.
-func (s *Session) reap(root int) {
-	flags := unix.WEXITED | unix.WNOWAIT | unix.WALL
-	if s.tracer != nil {
-		flags |= unix.WSTOPPED
-	}
-	if s.traced != nil {
-		defer s.traced.close()
-	}
-	rootDone := false
-	var y yielder
-	for {
-		y.maybe()
-		// Peek at the next child to collect, then reap exactly that one:
-		// the tree must hear that the root exited before its pid is
-		// released (see ownership.Tree.RootExited).
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, flags, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			// ECHILD cannot happen while the root lives; treat it as its end.
-			if !rootDone {
-				s.tree.RootExited()
-				s.status = unix.WaitStatus(0xff00)
-				close(s.done)
-			}
-			return
-		}
-		next := siginfoPid(&info)
-		if info.Code == cldTrapped || info.Code == cldStopped {
-			var ws unix.WaitStatus
-			if _, err := unix.Wait4(next, &ws, unix.WALL|unix.WUNTRACED, nil); err == nil && s.tracer != nil {
-				s.tracer.Handle(next, ws)
-			}
-			continue
-		}
-		if next == root && !rootDone {
-			s.tree.RootExited()
-		}
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(next, &ws, unix.WALL, nil)
-		if errors.Is(err, unix.EINTR) || (err != nil && next != root) {
-			continue
-		}
-		if s.tracer != nil {
-			s.tracer.Handle(next, ws)
-		}
-		if rootDone || (pid != root && err == nil) {
-			continue
-		}
-		rootDone = true
-		s.status = ws
-		if s.tracer == nil {
-			close(s.done)
-			go s.reapOrphans()
-			return
-		}
-		if s.cfg.KeepOrphans {
-			// Let go of what the agent left running before paddock exits
-			// (a dying tracer's tracees are killed: PTRACE_O_EXITKILL);
-			// then only orphans are left to collect.
-			s.tracer.Detach()
-			close(s.done)
-			s.reapOrphans()
-			return
-		}
-		close(s.done)
-	}
-}
-
-// reapOrphans keeps collecting re-parented orphans after the root exited, so
-// that none stays a zombie while the process lives on.
-func (s *Session) reapOrphans() {
-	for {
-		var ws unix.WaitStatus
-		_, err := unix.Wait4(-1, &ws, unix.WALL, nil)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return
-		}
-	}
-}
-
-// si_code values of SIGCHLD (asm-generic/siginfo.h).
-const (
-	cldTrapped = 4
-	cldStopped = 5
-)
-
-// serve is the notify loop: receive, decide, answer, and hand refusals to the
-// reporter. It never exits on ENOENT or EINTR (DESIGN.md pitfall 3). It is
-// not locked to a thread: nothing it does belongs to one, and its periodic
-// yield then costs no thread handoff (measured: a locked loop spent about
-// 1% of a fork+exec run in Gosched's handoffs).
-func (s *Session) serve(w *liveWorld) {
-	defer w.close()
-	var n seccomp.Notif
-	var y yielder
-	// A direct launch: the first notification comes from the root (the
-	// launching thread, the only other holder of the filter, makes no
-	// trapped call), normally its own execve; it is pinned before the
-	// answer lets the agent run.
-	pinRoot := s.rootSet != nil
-	for {
-		y.maybe()
-		n = seccomp.Notif{}
-		if err := seccomp.Recv(s.listener, &n); err != nil {
-			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
-				// ENOENT also comes back at once, forever, when no task
-				// uses the filter any more: stop then instead of spinning.
-				if seccomp.FilterGone(s.listener) {
-					return
-				}
-				continue
-			}
-			s.cfg.Log.Error().Err(err).Msg("seccomp notify receive failed; trapped syscalls will fail closed")
-			return
-		}
-		if pinRoot {
-			pinRoot = false
-			s.rootSet <- s.pinRoot(int(n.Pid))
-		}
-		s.handle(w, &n)
-	}
-}
-
-// yieldEvery is how often a loop that answers the agent (the notify loop,
-// the ptrace reaper) passes through Go's scheduler. A goroutine that never
-// does is seen by the runtime's monitor (sysmon) as running one time slice
-// for over 10 ms (forcePreemptNS); from then on sysmon takes its P away
-// during every blocking receive, goes to sleep with every P idle, and must
-// be woken on the way out of the next receive: one more thread run before
-// the caller is answered. Measured on the spaced kill loop (docs/perf.md):
-// p50 about 50 us without the yield, 33-36 with it. A yield is not free
-// either (with a P idle, Go wakes another thread, which takes the
-// goroutine over: two futex calls and a migration, about 80 us of CPU on
-// this VM), so it comes as seldom as stays under 10 ms: the time slice
-// then never looks older than yieldEvery plus one notification's wait.
-const yieldEvery = 7 * time.Millisecond
-
-// yielder passes through the scheduler every yieldEvery.
-type yielder struct{ last time.Time }
-
-func (y *yielder) maybe() {
-	if now := time.Now(); now.Sub(y.last) > yieldEvery {
-		runtime.Gosched()
-		y.last = now
-	}
-}
-
-// handle decides and answers one notification.
-func (s *Session) handle(w *liveWorld, n *seccomp.Notif) {
-	errno, waiting := s.decide(w, int(n.Pid), n.Data.Arch, n.Data.Nr, n.Data.Args, n.ID, true)
-	if !waiting {
-		return
-	}
-	if err := seccomp.Send(s.listener, n.ID, errno); err != nil {
-		s.cfg.Log.Error().Err(err).Uint64("id", n.ID).Msg("seccomp notify answer failed")
-	}
-}
-
-// decide is one trapped syscall's decision, the same for both backends: it
-// reads what the call needs from the caller, asks policy.Decide,
-// re-validates the pinned target and queues the report. With notify, id is
-// the notification, and waiting is false when the caller stopped waiting
-// (the answer must then not be sent); a ptrace caller is stopped and always
-// waiting. The errno is 0 to let the call run.
-func (s *Session) decide(w *liveWorld, tid int, arch uint32, nr int32, args [6]uint64, id uint64, notify bool) (errno unix.Errno, waiting bool) {
-	sc, abi, known := filter.Lookup(arch, nr)
-	req := policy.Request{Tid: tid, Syscall: sc, ABI: abi.Name, Args: args}
-	w.begin(tid)
-	if !known {
-		req.Syscall = filter.Unknown
-		req.ABI = fmt.Sprintf("arch %#x nr %d", arch, nr)
-	}
-	// What the decision needs from the caller's memory.
-	switch sc {
-	case filter.Execve, filter.Execveat:
-		req.Exec = readExec(req.Tid, sc, abi, req.Args, w.buf[:])
-	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
-		req.Exec = &policy.Exec{Env: readEnviron(req.Tid)}
-	}
-	addr, size := policy.PtrArg(sc, args)
-	if size > 0 {
-		if abi.PointerSize() == 4 {
-			addr &= 0xffffffff
-		}
-		req.Mem, req.MemErr = readMem(tid, addr, w.buf[:size])
-	}
-	if req.Exec != nil || size > 0 {
-		w.touch(tid)
-	}
-	d := policy.Decide(req, w)
-	if !w.hitsHold() {
-		// A process the decision knew from the pin cache was reaped since:
-		// its pid may name another process now. Decide again from /proc.
-		w.reset()
-		w.fresh = true
-		d = policy.Decide(req, w)
-		w.fresh = false
-	}
-	// Whatever the decision read of the caller by its pid named the caller
-	// only if the caller is still waiting. That matters only for what the
-	// decision will report (a journal record, a message on the caller's
-	// stderr): an answer to a caller gone since is dropped by the kernel
-	// (the notification id names that call alone), whatever it says. So a
-	// decision that reports nothing, or that read nothing of the caller,
-	// needs no NOTIF_ID_VALID.
-	reports := d.Refusal || d.OptIn != ""
-	if notify && w.callerRead && reports && !seccomp.IDValid(s.listener, id) {
-		w.reset()
-		return 0, false
-	}
-	if d.Allow && d.Pin != 0 && !w.stillThere(d.Pin) {
-		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, policy.RuleNoSuchTarget
-	}
-	w.reset()
-	if !d.Allow {
-		errno = d.Errno
-		if errno == 0 {
-			errno = unix.EPERM
-		}
-	}
-	// Queued before the answer, so that a caller that exits right after its
-	// refusal cannot outrun the report (Wait flushes the queue).
-	if reports {
-		f := refusal{when: time.Now(), caller: req.Tid, abi: req.ABI, d: d}
-		s.reporter.report(f)
-		s.reporter.tell(f)
-	}
-	return errno, true
-}
-
 // sysProcAttr is how the init is started: killed if the launching thread
 // dies, and in a process group of its own with ForwardToGroup (taking the
 // terminal's foreground when there is one).
@@ -745,16 +511,4 @@ func ExitCode(ws unix.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return 255
-}
-
-// siginfoPid is si_pid of a waitid result (x/sys keeps that union opaque).
-func siginfoPid(info *unix.Siginfo) int {
-	// struct siginfo: signo, errno, code (3 x int32), then on 64-bit a 4-byte
-	// pad, then the union whose first member for SIGCHLD is si_pid.
-	b := (*[128]byte)(unsafe.Pointer(info))
-	off := 12
-	if unsafe.Sizeof(uintptr(0)) == 8 {
-		off = 16
-	}
-	return int(*(*int32)(unsafe.Pointer(&b[off])))
 }

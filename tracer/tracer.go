@@ -53,8 +53,10 @@ type Call struct {
 }
 
 // Decider answers a trapped call of thread tid: 0 lets it run, an errno
-// refuses it with that error.
-type Decider func(tid int, c Call) unix.Errno
+// refuses it with that error. A decider that needs longer returns later
+// true instead: tid then stays stopped, and the answer comes through
+// Tracer.Answer, so that the other tracees' stops are handled meanwhile.
+type Decider func(tid int, c Call) (errno unix.Errno, later bool)
 
 // Logger receives the tracer's own failures (nil: dropped).
 type Logger func(tid int, what string, err error)
@@ -66,6 +68,9 @@ type Tracer struct {
 	// tracees is every thread seen stopped and not yet seen exiting, for
 	// Detach.
 	tracees map[int]struct{}
+	// held is every thread stopped in a trapped syscall whose answer comes
+	// later (Answer), with the syscall's arch.
+	held map[int]uint32
 }
 
 // New returns a tracer that asks decide about every trapped syscall.
@@ -73,7 +78,28 @@ func New(decide Decider, log Logger) *Tracer {
 	if log == nil {
 		log = func(int, string, error) {}
 	}
-	return &Tracer{decide: decide, log: log, tracees: make(map[int]struct{})}
+	return &Tracer{decide: decide, log: log, tracees: make(map[int]struct{}), held: make(map[int]uint32)}
+}
+
+// Held is how many tracees wait for an answer through Answer.
+func (t *Tracer) Held() int { return len(t.held) }
+
+// Answer answers the trapped syscall that tid was held in (see Decider) and
+// lets it run again: errno 0 lets the call run, an errno refuses it. An
+// answer for a thread that is not held (it was killed meanwhile) is dropped.
+func (t *Tracer) Answer(tid int, errno unix.Errno) {
+	arch, ok := t.held[tid]
+	if !ok {
+		return
+	}
+	delete(t.held, tid)
+	if _, alive := t.tracees[tid]; !alive {
+		return
+	}
+	if errno != 0 {
+		t.refuseOrKill(tid, arch, errno)
+	}
+	t.check(tid, "PTRACE_CONT", unix.PtraceCont(tid, 0))
 }
 
 // Handle acts on one wait status of a traced thread and lets it run again:
@@ -84,6 +110,7 @@ func New(decide Decider, log Logger) *Tracer {
 func (t *Tracer) Handle(tid int, ws unix.WaitStatus) {
 	if ws.Exited() || ws.Signaled() {
 		delete(t.tracees, tid)
+		delete(t.held, tid)
 		return
 	}
 	if !ws.Stopped() {
@@ -99,7 +126,9 @@ func (t *Tracer) resume(tid int, ws unix.WaitStatus, detach bool) {
 	sig := 0
 	switch event := int(ws>>16) & 0xff; event {
 	case unix.PTRACE_EVENT_SECCOMP:
-		t.answer(tid)
+		if t.answer(tid, detach) {
+			return // held: Answer lets it run
+		}
 	case unix.PTRACE_EVENT_STOP:
 		if isStopSignal(int(ws.StopSignal())) && !detach {
 			// A group-stop: stay stopped until SIGCONT, visibly to the
@@ -155,11 +184,13 @@ func isStopSignal(sig int) bool {
 // answer decides the syscall tid is stopped in and, for a refusal, turns it
 // into a skipped syscall returning -errno. When the call cannot be read or
 // the refusal cannot be written, the process is killed: letting an
-// unchecked call run is not an option (fail closed).
-func (t *Tracer) answer(tid int) {
+// unchecked call run is not an option (fail closed). It reports true when
+// the decider holds tid for a later Answer; while letting go (detach) no
+// tracee may be held, and one the decider would hold is refused instead.
+func (t *Tracer) answer(tid int, detach bool) (held bool) {
 	info, err := syscallInfo(tid)
 	if errors.Is(err, unix.ESRCH) {
-		return
+		return false
 	}
 	if err != nil || info.Op != unix.PTRACE_SYSCALL_INFO_SECCOMP {
 		if err == nil {
@@ -167,12 +198,20 @@ func (t *Tracer) answer(tid int) {
 		}
 		t.log(tid, "read the trapped syscall", err)
 		t.refuseOrKill(tid, info.Arch, unix.EPERM)
-		return
+		return false
 	}
-	errno := t.decide(tid, Call{Arch: info.Arch, Nr: int32(info.Nr), Args: info.Args})
+	errno, later := t.decide(tid, Call{Arch: info.Arch, Nr: int32(info.Nr), Args: info.Args})
+	if later && !detach {
+		t.held[tid] = info.Arch
+		return true
+	}
+	if later {
+		errno = unix.EAGAIN
+	}
 	if errno != 0 {
 		t.refuseOrKill(tid, info.Arch, errno)
 	}
+	return false
 }
 
 // refuseOrKill skips the syscall with -errno, or kills the caller when its

@@ -115,13 +115,13 @@ func TestTraceDecidesTrappedSyscalls(t *testing.T) {
 	}
 
 	var calls []string
-	tr := New(func(caller int, c Call) unix.Errno {
+	tr := New(func(caller int, c Call) (unix.Errno, bool) {
 		sc, abi, _ := filter.Lookup(c.Arch, c.Nr)
 		calls = append(calls, fmt.Sprintf("%s %s %d %d", abi.Name, sc, int32(c.Args[0]), caller))
 		if int(int32(c.Args[0])) == target {
-			return unix.EPERM
+			return unix.EPERM, false
 		}
-		return 0
+		return 0, false
 	}, func(tid int, what string, err error) { t.Errorf("tracer: %d %s: %v", tid, what, err) })
 	if err := Seize(tid); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)

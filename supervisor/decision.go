@@ -1,0 +1,372 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/vram"
+)
+
+// call is one trapped syscall under decision, the same for both backends:
+// the request read from the caller, and the per-call state of the world it
+// is decided against. It implements policy.World for that one decision.
+//
+// Its life, in order (Session.answer runs the middle):
+//
+//  1. liveWorld.read fills the request from the caller's memory;
+//  2. mayWait says whether deciding it may wait on files or tools (then a
+//     worker takes it over with a world of its own, moveTo);
+//  3. policy.Decide asks the world, which pins every process it looks up;
+//  4. pins taken from the loop's cache are checked (hitsHold), and the
+//     decision is taken again from /proc when one went stale;
+//  5. for the notify backend, the notification id is re-validated when the
+//     decision read something of the caller and reports it;
+//  6. an allowed target is re-validated (stillThere);
+//  7. reset closes this decision's pins.
+type call struct {
+	w   *liveWorld
+	req policy.Request
+	// listener is the notify backend's listener and id the notification
+	// (-1 and 0 for a ptrace stop, whose caller always waits).
+	listener int
+	id       uint64
+	// looked holds this decision's lookups, with their pidfds (-1: none).
+	looked []pinned
+	// keep says whether this decision may add to the world's pin cache;
+	// fresh makes lookups bypass it (a decision taken again, see hitsHold).
+	keep, fresh bool
+	// preset, when set, is the decision already taken (a refusal made
+	// without asking policy: too many decisions waiting).
+	preset *policy.Decision
+	// callerRead records that the decision consulted something of the
+	// caller (its /proc entries, memory, descriptors), which named the
+	// caller only if it is still waiting: only then must the notify
+	// backend re-check the notification id.
+	callerRead bool
+}
+
+type pinned struct {
+	t     policy.Target
+	pidfd int
+	// cached: the pidfd belongs to the pin cache, not to this decision.
+	cached bool
+	// hit: the facts came from the pin cache, unchecked until hitsHold,
+	// after which a hit that is still looked at was found alive.
+	hit bool
+}
+
+// read starts the decision of one trapped syscall of thread tid in the
+// world's reusable call, reading from the caller what the decision needs
+// (an exec's strings, the environment of a power call, the memory a
+// pointer argument names). The pin cache changes here only, never while a
+// decision holds its pins.
+func (w *liveWorld) read(tid int, arch uint32, nr int32, args [6]uint64, listener int, id uint64) *call {
+	sc, abi, known := filter.Lookup(arch, nr)
+	req := policy.Request{Tid: tid, Syscall: sc, ABI: abi.Name, Args: args}
+	if !known {
+		req.Syscall = filter.Unknown
+		req.ABI = fmt.Sprintf("arch %#x nr %d", arch, nr)
+	}
+	c := w.begin(req, listener, id)
+	switch sc {
+	case filter.Execve, filter.Execveat:
+		c.req.Exec = readExec(tid, sc, abi, args, w.buf[:])
+	case filter.Reboot, filter.KexecLoad, filter.KexecFileLoad:
+		c.req.Exec = &policy.Exec{Env: readEnviron(tid)}
+	}
+	addr, size := policy.PtrArg(sc, args)
+	if size > 0 {
+		if abi.PointerSize() == 4 {
+			addr &= 0xffffffff
+		}
+		c.req.Mem, c.req.MemErr = readMem(tid, addr, w.buf[:size])
+	}
+	if c.req.Exec != nil || size > 0 {
+		c.callerRead = true
+	}
+	return c
+}
+
+// begin starts the decision of req in the world's reusable call, with
+// nothing read of the caller yet.
+func (w *liveWorld) begin(req policy.Request, listener int, id uint64) *call {
+	c := &w.cur
+	c.w, c.req, c.listener, c.id = w, req, listener, id
+	c.keep, c.fresh, c.callerRead, c.preset = false, false, false, nil
+	if w.pins != nil {
+		c.keep = w.pins.sync(w.tree.Stable())
+	}
+	return c
+}
+
+// mayWait reports whether deciding c may wait on something other than
+// /proc: an exec the guard looks at (it may stat the path) or a GPU
+// workload (model files, GPU detection). Such a decision is taken off the
+// loop that received it, so that no other decision waits behind it.
+func (c *call) mayWait() bool {
+	e := c.req.Exec
+	if e == nil || e.Err != nil || (c.req.Syscall != filter.Execve && c.req.Syscall != filter.Execveat) {
+		return false
+	}
+	return policy.ExecNeedsEnv(e.Path, e.Argv)
+}
+
+// moveTo hands c, read but not yet decided, over to world w (a worker's):
+// the returned call owns nothing of the loop's world, whose reusable call
+// serves the next notification. Nothing was looked up yet, so no pin moves.
+func (c *call) moveTo(w *liveWorld) *call {
+	req := c.req
+	req.Mem = nil // points into the loop's scratch space; only exec calls move, and they have none
+	return &call{w: w, req: req, listener: c.listener, id: c.id, looked: make([]pinned, 0, 4), callerRead: c.callerRead}
+}
+
+// decide runs steps 3 to 7 of c: errno is 0 to let the call run, and
+// waiting is false when the caller stopped waiting (the answer must then
+// not be sent, and nothing is reported).
+func (c *call) decide() (d policy.Decision, errno unix.Errno, waiting bool) {
+	defer c.reset()
+	if c.preset != nil {
+		d = *c.preset
+	} else {
+		d = policy.Decide(c.req, c)
+	}
+	if c.preset == nil && !c.hitsHold() {
+		// A process the decision knew from the pin cache was reaped since:
+		// its pid may name another process now. Decide again from /proc.
+		c.reset()
+		c.fresh = true
+		d = policy.Decide(c.req, c)
+		c.fresh = false
+	}
+	// Whatever the decision read of the caller by its pid named the caller
+	// only if the caller is still waiting. That matters only for what the
+	// decision will report (a journal record, a message on the caller's
+	// stderr): an answer to a caller gone since is dropped by the kernel
+	// (the notification id names that call alone), whatever it says. So a
+	// decision that reports nothing, or that read nothing of the caller,
+	// needs no NOTIF_ID_VALID.
+	if c.listener >= 0 && c.callerRead && reports(d) && !seccomp.IDValid(c.listener, c.id) {
+		return d, 0, false
+	}
+	if d.Allow && d.Pin != 0 && !c.stillThere(d.Pin) {
+		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, policy.RuleNoSuchTarget
+	}
+	if !d.Allow {
+		errno = d.Errno
+		if errno == 0 {
+			errno = unix.EPERM
+		}
+	}
+	return d, errno, true
+}
+
+// reports says whether decision d is reported (message, log, journal).
+func reports(d policy.Decision) bool { return d.Refusal || d.OptIn != "" }
+
+// touch records that the decision read something of thread tid.
+func (c *call) touch(tid int) {
+	if tid == c.req.Tid {
+		c.callerRead = true
+	}
+}
+
+// reset closes the pidfds of this decision.
+func (c *call) reset() {
+	for _, p := range c.looked {
+		if p.pidfd >= 0 && !p.cached {
+			unix.Close(p.pidfd)
+		}
+	}
+	c.looked = c.looked[:0]
+}
+
+// hitsHold checks the pins this decision took from the pin cache: true when
+// each process is still there, so the facts it was decided on were true
+// throughout. A reaped one is dropped from the cache, and the caller must
+// decide again with fresh lookups (its pid may name another process now).
+func (c *call) hitsHold() bool {
+	ok := true
+	for i := range c.looked {
+		p := &c.looked[i]
+		if !p.hit {
+			continue
+		}
+		if c.w.pins.alive(p.t.Pid) {
+			continue
+		}
+		p.pidfd = -1 // closed by the cache
+		ok = false
+	}
+	return ok
+}
+
+// stillThere re-validates a pinned target: true while the process the pidfd
+// was opened on has not been reaped, so its pid cannot have been reused.
+func (c *call) stillThere(pid int) bool {
+	for _, p := range c.looked {
+		if p.t.Pid != pid {
+			continue
+		}
+		if p.hit {
+			// hitsHold has just found it alive (else the decision was
+			// taken again, with no hits).
+			return true
+		}
+		if p.pidfd < 0 {
+			// No pin was possible: compare the start time again instead.
+			st, err := c.w.fs.Stat(pid)
+			return err == nil && st.StartTime == p.t.StartTime
+		}
+		return !ownership.Reaped(p.pidfd)
+	}
+	return false
+}
+
+// pidfd returns the pin taken on pid by Lookup (-1: none).
+func (c *call) pidfd(pid int) int { return pidfdOf(c.looked, pid) }
+
+// Lookup implements policy.World.
+func (c *call) Lookup(pid int) (policy.Target, error) {
+	c.touch(pid)
+	for _, p := range c.looked {
+		if p.t.Pid == pid {
+			return p.t, nil
+		}
+	}
+	if c.w.pins != nil && !c.fresh {
+		if p, ok := c.w.pins.byPid[pid]; ok {
+			// Unchecked here: hitsHold checks it once the decision is made,
+			// which costs one syscall where checking now would cost two.
+			p.hit = true
+			c.looked = append(c.looked, p)
+			return p.t, nil
+		}
+	}
+	p, err := c.w.lookup(pid)
+	if err != nil {
+		return p.t, err
+	}
+	if c.keep && p.t.Rel != ownership.Gone {
+		p.cached = c.w.pins.put(p.t, p.pidfd)
+	}
+	c.looked = append(c.looked, p)
+	return p.t, nil
+}
+
+// Pgrp implements policy.World: always read now, since a process may
+// change its group at any time.
+func (c *call) Pgrp(pid int) (int, error) {
+	c.touch(pid)
+	st, err := c.w.fs.Stat(pid)
+	if errors.Is(err, procfs.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Pgrp, nil
+}
+
+// ThreadOf implements policy.World.
+func (c *call) ThreadOf(tid, pid int) bool {
+	c.touch(tid)
+	c.touch(pid)
+	if tid == pid {
+		return true
+	}
+	var st unix.Stat_t
+	return unix.Stat(c.w.fs.Root+"/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid), &st) == nil
+}
+
+// Tgid implements policy.World.
+func (c *call) Tgid(tid int) (int, error) {
+	c.touch(tid)
+	pid, err := c.w.fs.Tgid(tid)
+	if errors.Is(err, procfs.ErrNotFound) {
+		return 0, nil
+	}
+	return pid, err
+}
+
+// Group implements policy.World.
+func (c *call) Group(pgid int) ([]policy.Target, error) { return c.w.group(pgid) }
+
+// FdPid implements policy.World.
+func (c *call) FdPid(tid, fd int) (int, error) {
+	c.touch(tid)
+	return c.w.fs.FdPid(tid, fd)
+}
+
+// TermPgrp implements policy.World.
+func (c *call) TermPgrp(tid, fd int) (int, error) {
+	c.touch(tid)
+	return c.w.termPgrp(tid, fd)
+}
+
+// Owned implements policy.World.
+func (c *call) Owned(max int) []policy.Target { return c.w.ownedList(max) }
+
+// Guard implements policy.World.
+func (c *call) Guard() guard.Policy { return c.w.guard }
+
+// VRAM implements policy.World.
+func (c *call) VRAM() *vram.Budget {
+	if c.w.vram == nil {
+		return nil
+	}
+	return c.w.vram()
+}
+
+// Files implements policy.World: paths resolve as the caller would resolve
+// them.
+func (c *call) Files(tid int) vram.Files {
+	c.touch(tid)
+	if c.w.files != nil {
+		return c.w.files(tid)
+	}
+	w := c.w
+	return vram.Files{
+		Size: func(p string) (int64, error) {
+			st, err := os.Stat(w.resolve(tid, p))
+			if err != nil {
+				return 0, err
+			}
+			return st.Size(), nil
+		},
+		Open: func(p string) (io.ReadCloser, error) { return os.Open(w.resolve(tid, p)) },
+	}
+}
+
+// Missing implements policy.World.
+func (c *call) Missing(tid int, path string) bool {
+	c.touch(tid)
+	var st unix.Stat_t
+	err := unix.Stat(c.w.resolve(tid, path), &st)
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
+}
+
+// answer decides c and queues the report of a refusal or an opt-in: before
+// the answer is sent, so that a caller that exits right after its refusal
+// cannot outrun the report (Wait flushes the queue).
+func (s *Session) answer(c *call) (errno unix.Errno, waiting bool) {
+	d, errno, waiting := c.decide()
+	if waiting && reports(d) {
+		f := refusal{when: time.Now(), caller: c.req.Tid, abi: c.req.ABI, d: d}
+		s.reporter.report(f)
+		s.reporter.tell(f)
+	}
+	return errno, waiting
+}

@@ -1,0 +1,139 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/policy"
+)
+
+// maxWaiting bounds the decisions that may wait (see call.mayWait) taken
+// off the loops at once. Each ends within the deadlines of what it waits
+// on (vram.SafeFiles, the background GPU detection); one more than this is
+// refused at once with EAGAIN and a message, rather than queued behind them.
+const maxWaiting = 64
+
+// workers runs the decisions that may wait, each on a goroutine of its
+// own with a world of its own, so that the loop that received one goes
+// straight back to its receive: a signal is never decided behind an exec
+// that reads a model file. A decision's answer does not depend on the
+// order of answers (notification ids are independent; a ptrace stop waits
+// for its own answer), so they may finish in any order.
+type workers struct {
+	slots chan struct{}
+}
+
+func newWorkers() *workers { return &workers{slots: make(chan struct{}, maxWaiting)} }
+
+// start runs fn on a goroutine of its own, or reports false when
+// maxWaiting decisions are already waiting.
+func (p *workers) start(fn func()) bool {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		return false
+	}
+	go func() {
+		defer func() { <-p.slots }()
+		fn()
+	}()
+	return true
+}
+
+// serve is the notify loop: receive, decide, answer, and hand refusals to the
+// reporter. It never exits on ENOENT or EINTR (DESIGN.md pitfall 3). It is
+// not locked to a thread: nothing it does belongs to one, and its periodic
+// yield then costs no thread handoff (measured: a locked loop spent about
+// 1% of a fork+exec run in Gosched's handoffs).
+func (s *Session) serve(w *liveWorld) {
+	defer w.close()
+	var n seccomp.Notif
+	var y yielder
+	// A direct launch: the first notification comes from the root (the
+	// launching thread, the only other holder of the filter, makes no
+	// trapped call), normally its own execve; it is pinned before the
+	// answer lets the agent run.
+	pinRoot := s.rootSet != nil
+	for {
+		y.maybe()
+		n = seccomp.Notif{}
+		if err := seccomp.Recv(s.listener, &n); err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
+				// ENOENT also comes back at once, forever, when no task
+				// uses the filter any more: stop then instead of spinning.
+				if seccomp.FilterGone(s.listener) {
+					return
+				}
+				continue
+			}
+			s.cfg.Log.Error().Err(err).Msg("seccomp notify receive failed; trapped syscalls will fail closed")
+			return
+		}
+		if pinRoot {
+			pinRoot = false
+			s.rootSet <- s.pinRoot(int(n.Pid))
+		}
+		c := w.read(int(n.Pid), n.Data.Arch, n.Data.Nr, n.Data.Args, s.listener, n.ID)
+		if c.mayWait() {
+			if c = c.moveTo(w.spare()); s.offload(c, s.sendAnswer) {
+				continue
+			}
+		}
+		s.sendAnswer(c)
+	}
+}
+
+// sendAnswer decides c and answers its notification.
+func (s *Session) sendAnswer(c *call) {
+	errno, waiting := s.answer(c)
+	if !waiting {
+		return
+	}
+	if err := seccomp.Send(c.listener, c.id, errno); err != nil {
+		s.cfg.Log.Error().Err(err).Uint64("id", c.id).Msg("seccomp notify answer failed")
+	}
+}
+
+// offload has a worker decide c and hand it to done. With every worker
+// busy it reports false, and c carries a refusal (EAGAIN, with a message)
+// for its caller to answer at once: nothing is queued behind the waiting.
+func (s *Session) offload(c *call, done func(*call)) bool {
+	if s.workers.start(func() { done(c) }) {
+		return true
+	}
+	c.preset = &policy.Decision{
+		Syscall: c.req.Syscall.String(), Errno: unix.EAGAIN, Rule: policy.RuleUndecidable, Refusal: true, Exec: c.req.Exec,
+		Message: fmt.Sprintf("paddock refused %s from pid %d for now: %d decisions that read files or wait for GPU detection are already under way, and paddock queues none behind them. Way out: retry in a moment.",
+			c.req.Syscall, c.req.Tid, maxWaiting),
+	}
+	return false
+}
+
+// yieldEvery is how often a loop that answers the agent (the notify loop,
+// the ptrace reaper) passes through Go's scheduler. A goroutine that never
+// does is seen by the runtime's monitor (sysmon) as running one time slice
+// for over 10 ms (forcePreemptNS); from then on sysmon takes its P away
+// during every blocking receive, goes to sleep with every P idle, and must
+// be woken on the way out of the next receive: one more thread run before
+// the caller is answered. Measured on the spaced kill loop (docs/perf.md):
+// p50 about 50 us without the yield, 33-36 with it. A yield is not free
+// either (with a P idle, Go wakes another thread, which takes the
+// goroutine over: two futex calls and a migration, about 80 us of CPU on
+// this VM), so it comes as seldom as stays under 10 ms: the time slice
+// then never looks older than yieldEvery plus one notification's wait.
+const yieldEvery = 7 * time.Millisecond
+
+// yielder passes through the scheduler every yieldEvery.
+type yielder struct{ last time.Time }
+
+func (y *yielder) maybe() {
+	if now := time.Now(); now.Sub(y.last) > yieldEvery {
+		runtime.Gosched()
+		y.last = now
+	}
+}

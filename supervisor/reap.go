@@ -1,0 +1,188 @@
+package supervisor
+
+import (
+	"errors"
+	"os"
+	"os/signal"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/tracer"
+)
+
+// heldAnswer is a worker's answer for a tracee the ptrace backend holds
+// stopped until it comes (tracer.Tracer.Answer).
+type heldAnswer struct {
+	tid   int
+	errno unix.Errno
+}
+
+// startTracing seizes the init's thread for the ptrace backend. Its
+// decisions run on the reaping thread (the tracer's), except those that may
+// wait: a worker takes each of those over and sends its answer back on
+// s.answers, and the caller stays stopped until the reaper applies it.
+func (s *Session) startTracing(tid int) error {
+	if err := tracer.Seize(tid); err != nil {
+		return err
+	}
+	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).keepPins()
+	s.traced = w
+	s.answers = make(chan heldAnswer, maxWaiting)
+	s.sigchld = make(chan os.Signal, 1)
+	signal.Notify(s.sigchld, unix.SIGCHLD)
+	s.tracer = tracer.New(func(tid int, tc tracer.Call) (unix.Errno, bool) {
+		c := w.read(tid, tc.Arch, tc.Nr, tc.Args, -1, 0)
+		if c.mayWait() {
+			c = c.moveTo(w.spare())
+			if s.offload(c, func(c *call) {
+				errno, _ := s.answer(c)
+				s.answers <- heldAnswer{tid: tid, errno: errno}
+			}) {
+				return 0, true
+			}
+		}
+		errno, _ := s.answer(c)
+		return errno, false
+	}, func(tid int, what string, err error) {
+		s.cfg.Log.Error().Err(err).Int("tid", tid).Msg("ptrace: " + what)
+	})
+	return nil
+}
+
+// waitNext waits for the next child to report (waitid with flags, which
+// include WNOWAIT). While the tracer holds tracees for workers' answers, it
+// polls instead, applying each answer as it comes and waking on SIGCHLD for
+// the children's own reports.
+func (s *Session) waitNext(flags int, info *unix.Siginfo) error {
+	for {
+		if s.tracer == nil || s.tracer.Held() == 0 {
+			return unix.Waitid(unix.P_ALL, 0, info, flags, nil)
+		}
+		*info = unix.Siginfo{}
+		if err := unix.Waitid(unix.P_ALL, 0, info, flags|unix.WNOHANG, nil); err != nil || siginfoPid(info) != 0 {
+			return err
+		}
+		select {
+		case a := <-s.answers:
+			s.tracer.Answer(a.tid, a.errno)
+		case <-s.sigchld:
+		}
+	}
+}
+
+// releaseHeld waits for every held tracee's answer and applies it, before
+// the tracer lets go of its tracees.
+func (s *Session) releaseHeld() {
+	for s.tracer.Held() > 0 {
+		a := <-s.answers
+		s.tracer.Answer(a.tid, a.errno)
+	}
+}
+
+// reap collects every child (orphans of the agent included, as a subreaper)
+// until the agent root has exited. With the ptrace backend it also answers
+// every ptrace stop, on this thread (the tracer's), and goes on doing so for
+// what the agent left running until nothing is left.
+func (s *Session) reap(root int) {
+	flags := unix.WEXITED | unix.WNOWAIT | unix.WALL
+	if s.tracer != nil {
+		flags |= unix.WSTOPPED
+		defer signal.Stop(s.sigchld)
+	}
+	if s.traced != nil {
+		defer s.traced.close()
+	}
+	rootDone := false
+	var y yielder
+	for {
+		y.maybe()
+		// Peek at the next child to collect, then reap exactly that one:
+		// the tree must hear that the root exited before its pid is
+		// released (see ownership.Tree.RootExited).
+		var info unix.Siginfo
+		err := s.waitNext(flags, &info)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			// ECHILD cannot happen while the root lives; treat it as its end.
+			if !rootDone {
+				s.tree.RootExited()
+				s.status = unix.WaitStatus(0xff00)
+				close(s.done)
+			}
+			return
+		}
+		next := siginfoPid(&info)
+		if info.Code == cldTrapped || info.Code == cldStopped {
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(next, &ws, unix.WALL|unix.WUNTRACED, nil); err == nil && s.tracer != nil {
+				s.tracer.Handle(next, ws)
+			}
+			continue
+		}
+		if next == root && !rootDone {
+			s.tree.RootExited()
+		}
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(next, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) || (err != nil && next != root) {
+			continue
+		}
+		if s.tracer != nil {
+			s.tracer.Handle(next, ws)
+		}
+		if rootDone || (pid != root && err == nil) {
+			continue
+		}
+		rootDone = true
+		s.status = ws
+		if s.tracer == nil {
+			close(s.done)
+			go s.reapOrphans()
+			return
+		}
+		if s.cfg.KeepOrphans {
+			// Let go of what the agent left running before paddock exits
+			// (a dying tracer's tracees are killed: PTRACE_O_EXITKILL);
+			// then only orphans are left to collect.
+			s.releaseHeld()
+			s.tracer.Detach()
+			close(s.done)
+			s.reapOrphans()
+			return
+		}
+		close(s.done)
+	}
+}
+
+// reapOrphans keeps collecting re-parented orphans after the root exited, so
+// that none stays a zombie while the process lives on.
+func (s *Session) reapOrphans() {
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// si_code values of SIGCHLD (asm-generic/siginfo.h).
+const (
+	cldTrapped = 4
+	cldStopped = 5
+)
+
+// siginfoPid is si_pid of a waitid result (x/sys keeps that union opaque).
+func siginfoPid(info *unix.Siginfo) int {
+	// struct siginfo: signo, errno, code (3 x int32), then on 64-bit a 4-byte
+	// pad, then the union whose first member for SIGCHLD is si_pid.
+	b := (*[128]byte)(unsafe.Pointer(info))
+	off := 12
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		off = 16
+	}
+	return int(*(*int32)(unsafe.Pointer(&b[off])))
+}
