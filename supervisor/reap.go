@@ -26,7 +26,7 @@ func (s *Session) startTracing(tid int) error {
 	if err := tracer.Seize(tid); err != nil {
 		return err
 	}
-	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).keepPins()
+	w := s.newWorld().keepPins()
 	s.traced = w
 	s.answers = make(chan heldAnswer, maxWaiting)
 	s.sigchld = make(chan os.Signal, 1)

@@ -85,6 +85,10 @@ type Config struct {
 	// process was started either way.
 	Slice time.Duration
 	Boost int
+
+	// modelFiles, when set, replaces how decisions read the model files an
+	// exec names (tests stand in a file that never finishes reading).
+	modelFiles func(tid int) vram.Files
 }
 
 // DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
@@ -282,9 +286,16 @@ func (s *Session) recordRoot(p rootPin) error {
 	return nil
 }
 
+// newWorld is a world for one of the session's deciding goroutines.
+func (s *Session) newWorld() *liveWorld {
+	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM)
+	w.files = s.cfg.modelFiles
+	return w
+}
+
 // startServing starts the notify loop on the listener.
 func (s *Session) startServing() {
-	go s.serve(newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).keepPins())
+	go s.serve(s.newWorld().keepPins())
 }
 
 // launchInit forks the init, receives the listener (or the thread to
