@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/handoff"
 )
 
 // InitArg is argv[1] of the re-executed paddock binary that becomes the
@@ -43,12 +43,13 @@ func MaybeRunInit() {
 // CAP_SYS_PTRACE, and a read-only /proc/sysrq-trigger in a mount namespace
 // of its own.
 //
-// The handoff, over the SOCK_SEQPACKET socket on fd 3: with a listener, the
-// init sends 'L' with the listener as SCM_RIGHTS; without one (--backend
-// ptrace, or auto when no listener can be had) it sends 'T', its thread id
-// and why, and the supervisor seizes that thread before the go-ahead, so
-// the SECCOMP_RET_TRACE filter installed next never runs untraced. Either
-// way the init then waits for 'G' and execs.
+// The handoff (package handoff), over the SOCK_SEQPACKET socket on fd 3:
+// with a listener, the init sends it (handoff.Listener); without one
+// (--backend ptrace, or auto when no listener can be had) it sends its
+// thread id and why (handoff.Trace), and the supervisor seizes that thread
+// before the go-ahead, so the SECCOMP_RET_TRACE filter installed next never
+// runs untraced. Either way the init then waits for handoff.GoAhead and
+// execs.
 func runInit(args []string) (int, error) {
 	// The filter goes on this thread only, and the exec must come from it.
 	runtime.LockOSThread()
@@ -86,8 +87,8 @@ func runInit(args []string) (int, error) {
 		listener, err := notifyFilter(opts)
 		switch {
 		case err == nil:
-			if err := unix.Sendmsg(handoffFd, []byte{'L'}, unix.UnixRights(listener), nil, 0); err != nil {
-				return 126, fmt.Errorf("init: hand listener to supervisor: %w", err)
+			if err := handoff.Send(handoffFd, handoff.Msg{Kind: handoff.Listener, Fd: listener}); err != nil {
+				return 126, fmt.Errorf("init: %w", err)
 			}
 			// The agent must never hold its own listener: if the supervisor
 			// dies, the listener must close so that trapped syscalls fail (ENOSYS).
@@ -136,27 +137,23 @@ func notifyFilter(opts filter.Options) (int, error) {
 
 // sendTraceRequest asks the supervisor to trace this thread.
 func sendTraceRequest(why string) error {
-	msg := binary.LittleEndian.AppendUint32([]byte{'T'}, uint32(unix.Gettid()))
-	if _, err := unix.Write(handoffFd, append(msg, why...)); err != nil {
-		return fmt.Errorf("init: ask supervisor to trace: %w", err)
+	if err := handoff.Send(handoffFd, handoff.Msg{Kind: handoff.Trace, Tid: unix.Gettid(), Why: why}); err != nil {
+		return fmt.Errorf("init: %w", err)
 	}
 	return nil
 }
 
-// awaitGoAhead waits for the supervisor's 'G'.
+// awaitGoAhead waits for the supervisor's go-ahead.
 func awaitGoAhead() error {
-	var b [1]byte
-	for {
-		n, err := unix.Read(handoffFd, b[:])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n != 1 || b[0] != 'G' {
-			return fmt.Errorf("init: supervisor did not give the go-ahead (n=%d): %v", n, err)
-		}
-		unix.Close(handoffFd)
-		return nil
+	m, err := handoff.Recv(handoffFd)
+	if err == nil && m.Kind != handoff.GoAhead {
+		err = fmt.Errorf("got %v", m.Kind)
 	}
+	if err != nil {
+		return fmt.Errorf("init: supervisor did not give the go-ahead: %w", err)
+	}
+	unix.Close(handoffFd)
+	return nil
 }
 
 // installListener installs prog with flags, setting no_new_privs first when

@@ -7,13 +7,16 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/handoff"
 	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/ownership"
 )
 
 // errNoListener: no seccomp listener can be had here (an outer one already
@@ -218,4 +221,211 @@ func fdOr(f *os.File, def uintptr) uintptr {
 		return def
 	}
 	return f.Fd()
+}
+
+// launchAndReap runs on one locked OS thread for the whole session.
+func (s *Session) launchAndReap(started chan<- error) {
+	runtime.LockOSThread()
+	// Never unlocked: the thread exits with the goroutine only at process end.
+	pid, err := s.launch()
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		// The agent command could not be executed: the session ends at
+		// once with a shell's status for it, as if the agent had run.
+		stderr := s.cfg.Stderr
+		if stderr == nil {
+			stderr = os.Stderr
+		}
+		fmt.Fprintf(stderr, "paddock: %v\n", ee)
+		s.status = unix.WaitStatus(ee.Code() << 8)
+		s.tree.RootExited()
+		close(s.done)
+		started <- nil
+		return
+	}
+	if err != nil {
+		close(s.done) // lets a launching thread go
+		started <- err
+		return
+	}
+	started <- nil
+	s.reap(pid)
+}
+
+// launch starts the agent. The seccomp backend forks it straight from a
+// thread of this process (launchDirect); the ptrace backend, and auto where
+// no listener can be had, re-execute this binary as the agent's init, which
+// the supervisor seizes (launchInit).
+func (s *Session) launch() (int, error) {
+	backend := s.cfg.Backend
+	if backend == "" {
+		backend = BackendAuto
+	}
+	if backend != BackendPtrace {
+		pid, err := s.launchDirect(backend)
+		if err == nil || !errors.Is(err, errNoListener) {
+			return pid, err
+		}
+	}
+	return s.launchInit(backend)
+}
+
+// rootPin is the agent root pinned: its pid and a pidfd on it.
+type rootPin struct {
+	pid, fd int
+	err     error
+}
+
+// pinRoot pins pid as the agent root and tells the ownership tree; the
+// session records the pin (setRoot) on the launching goroutine.
+func (s *Session) pinRoot(pid int) rootPin {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return rootPin{fd: -1, err: fmt.Errorf("supervisor: pidfd_open(%d): %w", pid, err)}
+	}
+	st, err := s.fs.Stat(pid)
+	if err != nil {
+		unix.Close(fd)
+		return rootPin{fd: -1, err: fmt.Errorf("supervisor: agent root: %w", err)}
+	}
+	s.tree.SetRoot(ownership.IdentityOf(st))
+	return rootPin{pid: pid, fd: fd}
+}
+
+// setRoot pins pid as the agent root and records it.
+func (s *Session) setRoot(pid int) error {
+	return s.recordRoot(s.pinRoot(pid))
+}
+
+// recordRoot records a pin taken by pinRoot.
+func (s *Session) recordRoot(p rootPin) error {
+	if p.err != nil {
+		return p.err
+	}
+	s.rootPid, s.rootFd = p.pid, p.fd
+	return nil
+}
+
+// newWorld is a world for one of the session's deciding goroutines.
+func (s *Session) newWorld() *liveWorld {
+	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM)
+	w.files = s.cfg.modelFiles
+	return w
+}
+
+// startServing starts the notify loop on the listener.
+func (s *Session) startServing() {
+	go s.serve(s.newWorld().keepPins())
+}
+
+// launchInit forks the init, receives the listener (or the thread to
+// trace) and lets the init exec.
+func (s *Session) launchInit(backend Backend) (int, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("supervisor: socketpair: %w", err)
+	}
+	defer unix.Close(pair[0])
+	self := s.cfg.Self
+	if self == "" {
+		self = "/proc/self/exe"
+	}
+	argv := []string{"paddock", InitArg, "--backend", string(backend)}
+	if s.cfg.TrapExec {
+		argv = append(argv, "--trap-exec", "--trap-power")
+	}
+	if s.cfg.KeepCaps {
+		argv = append(argv, "--keep-caps")
+	}
+	argv = append(argv, "--", s.cfg.Path)
+	argv = append(argv, s.cfg.Args...)
+	env := agentEnv(s.cfg.Env, s.control.path)
+	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2), uintptr(pair[1])},
+		Sys:   s.sysProcAttr(),
+	})
+	unix.Close(pair[1])
+	if err != nil {
+		return 0, fmt.Errorf("supervisor: start %s: %w", self, err)
+	}
+	fail := func(err error) (int, error) {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		return 0, err
+	}
+	if err := s.setRoot(pid); err != nil {
+		return fail(err)
+	}
+
+	m, err := handoff.Recv(pair[0])
+	if errors.Is(err, handoff.ErrClosed) {
+		// The init died before handing over the listener; its stderr says why.
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		return 0, fmt.Errorf("supervisor: the agent's init exited before installing the seccomp filter (status %d)", ws.ExitStatus())
+	}
+	if err != nil {
+		return fail(fmt.Errorf("supervisor: %w", err))
+	}
+	switch m.Kind {
+	case handoff.Trace:
+		s.backend, s.backendWhy = BackendPtrace, m.Why
+		if err := s.startTracing(m.Tid); err != nil {
+			return fail(fmt.Errorf("supervisor: %s; the ptrace backend failed too: %w", s.backendWhy, err))
+		}
+	case handoff.Listener:
+		s.useListener(m.Fd, backend)
+		s.startServing()
+	default:
+		return fail(fmt.Errorf("supervisor: unexpected %v from the init", m.Kind))
+	}
+	if err := handoff.Send(pair[0], handoff.Msg{Kind: handoff.GoAhead}); err != nil {
+		return fail(fmt.Errorf("supervisor: %w", err))
+	}
+	return pid, nil
+}
+
+// agentEnv is the agent's environment: base (nil: this process's) with
+// PADDOCK_SOCKET pointing at this session's control socket and PADDOCK_BIN at
+// this binary, so that the agent can run `$PADDOCK_BIN adopt ...` even when
+// paddock is not on its PATH.
+func agentEnv(base []string, socket string) []string {
+	if base == nil {
+		base = os.Environ()
+	}
+	env := make([]string, 0, len(base)+2)
+	for _, kv := range base {
+		if strings.HasPrefix(kv, SocketEnv+"=") || strings.HasPrefix(kv, BinEnv+"=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, SocketEnv+"="+socket)
+	if exe, err := os.Executable(); err == nil {
+		env = append(env, BinEnv+"="+exe)
+	}
+	return env
+}
+
+// BinEnv names the environment variable holding the paddock binary's path.
+const BinEnv = "PADDOCK_BIN"
+
+// sysProcAttr is how the init is started: killed if the launching thread
+// dies, and in a process group of its own with ForwardToGroup (taking the
+// terminal's foreground when there is one).
+func (s *Session) sysProcAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.cfg.ForwardToGroup {
+		a.Setpgid = true
+		stdin := s.cfg.Stdin
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		if _, err := unix.IoctlGetTermios(int(stdin.Fd()), unix.TCGETS); err == nil {
+			a.Foreground, a.Ctty = true, 0
+		}
+	}
+	return a
 }
