@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"github.com/paddock-dev/paddock/audit"
+
 	"path"
 	"path/filepath"
 	"strings"
@@ -8,7 +10,7 @@ import (
 
 // finding is why a command is guarded.
 type finding struct {
-	rule   string
+	rule   audit.Rule
 	effect string   // "reboot this machine" (power and session rules)
 	verb   string   // systemctl verb, for protected services
 	units  []string // protected units hit

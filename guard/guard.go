@@ -27,6 +27,8 @@
 package guard
 
 import (
+	"github.com/paddock-dev/paddock/audit"
+
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -65,7 +67,7 @@ type Verdict struct {
 	Allow bool
 	// Rule is "" for an ordinary command, else one of the Rule* constants
 	// (also set when an opt-in allowed the command).
-	Rule string
+	Rule audit.Rule
 	// Message explains a refusal (what, why, way out), or records which
 	// opt-in allowed a guarded command; "" for an ordinary allowed command.
 	Message string
@@ -74,14 +76,14 @@ type Verdict struct {
 	OptIn string
 }
 
-// Rules, as journaled.
+// Rules, as journaled (package audit holds the vocabulary).
 const (
-	RulePowerControl     = "power_control"     // reboot, poweroff, suspend, ...
-	RuleProtectedService = "protected_service" // systemctl stop gdm, ...
-	RuleIsolate          = "isolate"           // systemctl isolate multi-user.target
-	RuleSessionControl   = "session_control"   // loginctl terminate-user, gnome-session-quit, ...
-	RuleBroadKill        = "broad_kill"        // pkill, killall, kill PID without a supervisor
-	RuleUnparsable       = "unparsable"        // a shell string paddock cannot read
+	RulePowerControl     = audit.RulePowerControl     // reboot, poweroff, suspend, ...
+	RuleProtectedService = audit.RuleProtectedService // systemctl stop gdm, ...
+	RuleIsolate          = audit.RuleIsolate          // systemctl isolate multi-user.target
+	RuleSessionControl   = audit.RuleSessionControl   // loginctl terminate-user, gnome-session-quit, ...
+	RuleBroadKill        = audit.RuleBroadKill        // pkill, killall, kill PID without a supervisor
+	RuleUnparsable       = audit.RuleUnparsable       // a shell string paddock cannot read
 )
 
 // OptInVars are the environment variables that declare explicit user

@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"github.com/paddock-dev/paddock/audit"
+
 	"reflect"
 	"strings"
 	"testing"
@@ -145,7 +147,7 @@ type shellCase struct {
 	env    []string
 	pol    *Policy
 	allow  bool
-	rule   string
+	rule   audit.Rule
 	optIn  string
 	reason string // what the case pins
 }
@@ -471,7 +473,7 @@ func TestCheckCommandExec(t *testing.T) {
 		c     Command
 		p     Policy
 		allow bool
-		rule  string
+		rule  audit.Rule
 		optIn string
 	}{
 		{"reboot", Command{Path: "/usr/sbin/reboot", Argv: []string{"reboot"}}, defaults, false, power, ""},

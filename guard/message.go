@@ -132,7 +132,7 @@ func ruleNoun(f *finding) string {
 	case RuleIsolate:
 		return "systemctl isolate " + f.target
 	}
-	return f.rule
+	return string(f.rule)
 }
 
 func servicesSource(p *Policy) string {

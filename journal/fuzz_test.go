@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"github.com/paddock-dev/paddock/audit"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -182,7 +184,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		case "message", "n", "flag", "list":
 			key = "other"
 		}
-		rec := Record{TS: time.Unix(0, nanos), Action: action, Pid: int(pid), Fields: map[string]any{
+		rec := Record{TS: time.Unix(0, nanos), Action: audit.Action(action), Pid: int(pid), Fields: map[string]any{
 			"message": msg, "n": num, "flag": flag, "list": []string{msg, key}, key: msg,
 		}}
 		line, err := encode(rec)

@@ -12,6 +12,8 @@
 package journal
 
 import (
+	"github.com/paddock-dev/paddock/audit"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -46,9 +48,9 @@ type Record struct {
 	// TS is when the event happened; the zero value means "now". It is
 	// written as RFC 3339 in UTC with nanoseconds (time.RFC3339Nano).
 	TS time.Time
-	// Action names what happened ("deny", "adopt", ...). It must not be
-	// empty: a record without an action cannot be audited.
-	Action string
+	// Action names what happened (package audit lists paddock's). It must
+	// not be empty: a record without an action cannot be audited.
+	Action audit.Action
 	// Pid is the process the record is about (usually the caller).
 	Pid int
 	// Fields holds every other key. It must not contain "ts", "action" or

@@ -328,7 +328,7 @@ func TestRecordFormat(t *testing.T) {
 			} else if parsed.Before(before.Truncate(time.Microsecond)) || parsed.After(after) {
 				t.Errorf("ts %v not within [%v, %v]", parsed, before, after)
 			}
-			if rec["action"] != tt.rec.Action {
+			if rec["action"] != string(tt.rec.Action) {
 				t.Errorf("action = %#v, want %q", rec["action"], tt.rec.Action)
 			}
 			if rec["pid"] != float64(tt.rec.Pid) {

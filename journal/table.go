@@ -16,20 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Actions lists the record actions paddock writes, for tools that filter on
-// them.
-var Actions = []string{
-	"adopted",
-	"released",
-	"lease_expired",
-	"signal_denied",
-	"self_lifeline_override",
-	"exec_denied",
-	"power_denied",
-	"seccomp_denied",
-	"opt_in_used",
-}
-
 // TableWidth is the width, in columns, that a table row fits in unless the
 // Table is Wide.
 const TableWidth = 120

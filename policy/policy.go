@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
@@ -111,28 +112,29 @@ type World interface {
 	TermPgrp(tid, fd int) (int, error)
 }
 
-// Rule names why a decision went the way it did; it is the journal's "rule".
-type Rule string
+// Rule names why a decision went the way it did; it is the journal's
+// "rule". Every deciding package names its rules with this one type.
+type Rule = audit.Rule
 
 // Rules.
 const (
-	RuleOwned        Rule = "owned"
-	RuleSelf         Rule = "self"
-	RuleSignalZero   Rule = "signal_zero"
-	RuleNoSuchTarget Rule = "no_such_process"
-	RuleNotOwned     Rule = "not_owned"
-	RuleLifeline     Rule = "lifeline"
-	RuleBroadcast    Rule = "broadcast"
-	RuleGroup        Rule = "group_not_owned"
-	RuleUndecidable  Rule = "undecidable"
-	RuleNotTrapped   Rule = "not_trapped"
+	RuleOwned        = audit.RuleOwned
+	RuleSelf         = audit.RuleSelf
+	RuleSignalZero   = audit.RuleSignalZero
+	RuleNoSuchTarget = audit.RuleNoSuchTarget
+	RuleNotOwned     = audit.RuleNotOwned
+	RuleLifeline     = audit.RuleLifeline
+	RuleBroadcast    = audit.RuleBroadcast
+	RuleGroup        = audit.RuleGroup
+	RuleUndecidable  = audit.RuleUndecidable
+	RuleNotTrapped   = audit.RuleNotTrapped
 	// RuleAllowedExec: an exec the guard has nothing against.
-	RuleAllowedExec Rule = "exec"
+	RuleAllowedExec = audit.RuleAllowedExec
 	// RuleTerminalInput: TIOCSTI, typing into a terminal.
-	RuleTerminalInput Rule = "terminal_input"
+	RuleTerminalInput = audit.RuleTerminalInput
 	// RuleShadowListener: a seccomp listener the agent tried to install,
 	// which under the ptrace backend would answer ahead of paddock.
-	RuleShadowListener Rule = "shadow_listener"
+	RuleShadowListener = audit.RuleShadowListener
 )
 
 // Decision is Decide's answer.
@@ -157,6 +159,9 @@ type Decision struct {
 	// OptIn names the opt-in variable that allowed a guarded exec or power
 	// call ("" if none); every use is journaled as opt_in_used.
 	OptIn string
+	// Action is what the journal records of a reported decision (a refusal,
+	// or an opt-in used).
+	Action audit.Action
 	// Exec is the request's exec, for the journal's exec_denied and opt_in_used records.
 	Exec *Exec
 }
@@ -175,6 +180,29 @@ func arg32(r Request, i int) int { return int(int32(uint32(r.Args[i]))) }
 // Decide decides one trapped syscall. It performs no I/O of its own; all
 // facts come from w.
 func Decide(r Request, w World) Decision {
+	d := decide(r, w)
+	d.Action = ActionOf(r.Syscall, d)
+	return d
+}
+
+// ActionOf is the journal action of decision d of syscall sc, when d is
+// reported: the opt-in it used, or the kind of call it refused.
+func ActionOf(sc filter.Syscall, d Decision) audit.Action {
+	switch {
+	case !d.Refusal && d.OptIn != "":
+		return audit.OptInUsed
+	case sc == filter.Execve || sc == filter.Execveat:
+		return audit.ExecDenied
+	case sc == filter.Reboot || sc == filter.KexecLoad || sc == filter.KexecFileLoad:
+		return audit.PowerDenied
+	case sc == filter.Seccomp:
+		return audit.SeccompDenied
+	}
+	return audit.SignalDenied
+}
+
+// decide is Decide without the journal action.
+func decide(r Request, w World) Decision {
 	d := Decision{Syscall: r.Syscall.String()}
 	if si, ok := r.Syscall.SignalArg(); ok {
 		d.Signal = arg32(r, si)
@@ -444,14 +472,14 @@ func WithVRAM(v guard.Verdict, argv, env []string, budget func() *vram.Budget, f
 func fromVerdict(r Request, d Decision, v guard.Verdict) Decision {
 	d.Exec = r.Exec
 	if v.Allow {
-		d.Allow, d.Rule, d.OptIn = true, Rule(v.Rule), v.OptIn
+		d.Allow, d.Rule, d.OptIn = true, v.Rule, v.OptIn
 		if d.Rule == "" {
 			d.Rule = RuleAllowedExec
 		}
 		return d
 	}
 	d.Allow, d.OptIn = false, ""
-	d.Errno, d.Rule, d.Refusal, d.Message = syscall.EPERM, Rule(v.Rule), true, v.Message
+	d.Errno, d.Rule, d.Refusal, d.Message = syscall.EPERM, v.Rule, true, v.Message
 	return d
 }
 

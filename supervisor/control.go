@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/journal"
@@ -433,12 +434,12 @@ func (s *Session) release(pid int, by string) (ownership.Lease, error) {
 }
 
 // journal appends a record, loudly when it fails (the action itself stands).
-func (s *Session) journal(action string, pid int, fields map[string]any) {
+func (s *Session) journal(action audit.Action, pid int, fields map[string]any) {
 	if s.cfg.Journal == nil {
 		return
 	}
 	if err := s.cfg.Journal.Append(journal.Record{Action: action, Pid: pid, Fields: fields}); err != nil {
-		s.cfg.Log.Error().Err(err).Str("action", action).Msg("paddock could not write the audit journal")
+		s.cfg.Log.Error().Err(err).Str("action", string(action)).Msg("paddock could not write the audit journal")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/policy"
 )
@@ -342,30 +343,23 @@ const (
 func journalRecord(f refusal) journal.Record {
 	d := f.d
 	fields := map[string]any{"syscall": d.Syscall, "rule": string(d.Rule), "abi": f.abi}
-	action := "signal_denied"
 	switch {
-	case d.Exec != nil && (d.Syscall == "execve" || d.Syscall == "execveat"):
-		action = "exec_denied"
+	case d.Exec != nil && (d.Action == audit.ExecDenied || d.Exec.Path != ""):
 		fields["path"] = d.Exec.Path
 		fields["argv"] = boundedArgv(d.Exec.Argv)
 		if d.Exec.Truncated {
 			fields["truncated"] = true
 		}
-	case d.Exec != nil:
-		action = "power_denied"
-	case d.Syscall == "seccomp":
-		action = "seccomp_denied"
-	default:
+	case d.Action == audit.SignalDenied:
 		fields["target"], fields["signal"] = d.Target, d.Signal
 	}
 	if d.Message != "" {
 		fields["message"] = d.Message
 	}
-	if !d.Refusal {
-		action = "opt_in_used"
+	if d.Action == audit.OptInUsed {
 		fields["opt_in"] = d.OptIn
 	}
-	return journal.Record{TS: f.when, Action: action, Pid: f.caller, Fields: fields}
+	return journal.Record{TS: f.when, Action: d.Action, Pid: f.caller, Fields: fields}
 }
 
 // boundedArgv keeps a journal record of a huge argv readable.

@@ -1,6 +1,8 @@
 package vram
 
 import (
+	"github.com/paddock-dev/paddock/audit"
+
 	"fmt"
 	"math"
 	"strings"
@@ -14,23 +16,23 @@ const (
 	OptInAliasEnv = "RLM_ALLOW_OVERBUDGET_VRAM"
 )
 
-// Verdict rules (the journal's "rule").
+// Verdict rules (the journal's "rule"; package audit holds the vocabulary).
 const (
-	RuleWithinBudget = "vram_within_budget"
-	RuleOverBudget   = "vram_over_budget"
+	RuleWithinBudget = audit.RuleVRAMWithinBudget
+	RuleOverBudget   = audit.RuleVRAMOverBudget
 	// RuleUnconfigured: over the conservative default budget of a host whose
 	// VRAM is not configured (fail closed).
-	RuleUnconfigured = "vram_unconfigured"
+	RuleUnconfigured = audit.RuleVRAMUnconfigured
 	// RuleOptIn: over budget, allowed by the explicit opt-in.
-	RuleOptIn = "vram_opt_in"
+	RuleOptIn = audit.RuleVRAMOptIn
 	// RuleNotGPU: not a GPU workload paddock knows; nothing was checked.
-	RuleNotGPU = "not_gpu_workload"
+	RuleNotGPU = audit.RuleNotGPU
 )
 
 // Verdict is the preflight's answer.
 type Verdict struct {
 	Allow bool
-	Rule  string
+	Rule  audit.Rule
 	// Message says what was checked or refused, why with the numbers, and
 	// the way out; it is the text an agent sees on a refusal (with EPERM,
 	// or exit status 1 from paddock preflight).
@@ -235,7 +237,7 @@ func estimateDetail(e Estimate) string {
 // Report is the preflight's answer as data (paddock preflight --json).
 type Report struct {
 	Status            string       `json:"status"` // "accepted" or "rejected"
-	Rule              string       `json:"rule"`
+	Rule              audit.Rule   `json:"rule"`
 	AvailableBudgetGB float64      `json:"available_budget_gb"`
 	RequestedGB       float64      `json:"requested_gb"`
 	HeadroomGB        float64      `json:"headroom_gb"`

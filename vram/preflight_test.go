@@ -66,7 +66,7 @@ func TestReportJSON(t *testing.T) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]any{"status": "rejected", "available_budget_gb": 20.0, "requested_gb": 72.21, "headroom_gb": 4.0, "total_gb": 24.0, "engine": "vLLM", "rule": RuleOverBudget} {
+	for k, want := range map[string]any{"status": "rejected", "available_budget_gb": 20.0, "requested_gb": 72.21, "headroom_gb": 4.0, "total_gb": 24.0, "engine": "vLLM", "rule": string(RuleOverBudget)} {
 		if m[k] != want {
 			t.Errorf("%s = %v, want %v", k, m[k], want)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/vram"
@@ -60,16 +61,16 @@ allow_opt_in = false).`,
 }
 
 type checkedJSON struct {
-	Argv    []string `json:"argv"`
-	Env     []string `json:"env,omitempty"`
-	Allowed bool     `json:"allowed"`
-	Rule    string   `json:"rule,omitempty"`
-	OptIn   string   `json:"opt_in,omitempty"`
+	Argv    []string   `json:"argv"`
+	Env     []string   `json:"env,omitempty"`
+	Allowed bool       `json:"allowed"`
+	Rule    audit.Rule `json:"rule,omitempty"`
+	OptIn   string     `json:"opt_in,omitempty"`
 }
 
 type verdictJSON struct {
 	Allowed  bool          `json:"allowed"`
-	Rule     string        `json:"rule,omitempty"`
+	Rule     audit.Rule    `json:"rule,omitempty"`
 	Message  string        `json:"message,omitempty"`
 	OptIn    string        `json:"opt_in,omitempty"`
 	Commands []checkedJSON `json:"commands"`

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/paddock-dev/paddock/audit"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -9,7 +11,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,7 +51,7 @@ characters escaped, so it cannot drive the terminal.
 RFC 3339 time (2026-12-02T13:00:00Z). Records whose time cannot be read are
 shown rather than hidden. --action takes one or more of these (repeat the
 flag or separate them with commas):
-  ` + strings.Join(journal.Actions, ", ") + `
+  ` + actionList() + `
 
 --follow keeps printing records as they are appended, across rotations, until
 interrupted (SIGINT or SIGTERM); a journal that does not exist yet is waited for.
@@ -126,6 +127,15 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want a duration (90s, 10m, 2h, 24h, 7d) or an RFC 3339 time (2026-12-02T13:00:00Z)", s)
 }
 
+// actionList is every journaled action, comma-separated, for help and errors.
+func actionList() string {
+	var names []string
+	for _, a := range audit.Actions() {
+		names = append(names, string(a))
+	}
+	return strings.Join(names, ", ")
+}
+
 func parseActions(list []string) (map[string]bool, error) {
 	if len(list) == 0 {
 		return nil, nil
@@ -133,8 +143,8 @@ func parseActions(list []string) (map[string]bool, error) {
 	set := map[string]bool{}
 	for _, a := range list {
 		a = strings.TrimSpace(a)
-		if !slices.Contains(journal.Actions, a) {
-			return nil, fmt.Errorf("--action %q: unknown action; known actions: %s", a, strings.Join(journal.Actions, ", "))
+		if !audit.Action(a).Known() {
+			return nil, fmt.Errorf("--action %q: unknown action; known actions: %s", a, actionList())
 		}
 		set[a] = true
 	}

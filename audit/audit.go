@@ -1,0 +1,101 @@
+// Package audit is the vocabulary of paddock's audit trail: the actions a
+// journal record names (what happened) and the rules a decision names (why
+// it went that way). Every package that decides (policy, guard, vram) names
+// its rules with the one Rule type, and everything that journals names its
+// actions with the one Action type, so that the journal's schema is written
+// down here once and a record can only carry a word listed here.
+//
+// The package has no dependencies; the words are part of the journal's
+// format (docs/cli.md, `paddock journal --action`), so they never change
+// once released.
+package audit
+
+// Action names what a journal record records.
+type Action string
+
+// The actions paddock journals.
+const (
+	// Adopted: a process was made the session's own (paddock adopt).
+	Adopted Action = "adopted"
+	// Released: an adoption ended (paddock release).
+	Released Action = "released"
+	// LeaseExpired: an adopted process went away and its lease with it.
+	LeaseExpired Action = "lease_expired"
+	// SignalDenied: a signal, ptrace, process_vm_writev, pidfd_getfd or
+	// owner-setting call was refused.
+	SignalDenied Action = "signal_denied"
+	// SelfLifelineOverride: a lifeline was adopted with --lifeline-ok.
+	SelfLifelineOverride Action = "self_lifeline_override"
+	// ExecDenied: an exec was refused (guard or VRAM preflight).
+	ExecDenied Action = "exec_denied"
+	// PowerDenied: a reboot or kexec syscall was refused.
+	PowerDenied Action = "power_denied"
+	// SeccompDenied: a seccomp filter the agent tried to install was refused.
+	SeccompDenied Action = "seccomp_denied"
+	// OptInUsed: an explicit opt-in let a guarded call through.
+	OptInUsed Action = "opt_in_used"
+)
+
+// actions lists every Action, in the order documentation shows them.
+var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, OptInUsed}
+
+// Actions returns every action paddock journals, for tools that filter on
+// them (a fresh copy).
+func Actions() []Action { return append([]Action(nil), actions[:]...) }
+
+// Known reports whether a is an action paddock journals.
+func (a Action) Known() bool {
+	for _, k := range actions {
+		if a == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Rule names why a decision went the way it did; it is the journal's "rule".
+type Rule string
+
+// Rules of the ownership decision (package policy).
+const (
+	RuleOwned        Rule = "owned"
+	RuleSelf         Rule = "self"
+	RuleSignalZero   Rule = "signal_zero"
+	RuleNoSuchTarget Rule = "no_such_process"
+	RuleNotOwned     Rule = "not_owned"
+	RuleLifeline     Rule = "lifeline"
+	RuleBroadcast    Rule = "broadcast"
+	RuleGroup        Rule = "group_not_owned"
+	RuleUndecidable  Rule = "undecidable"
+	RuleNotTrapped   Rule = "not_trapped"
+	// RuleAllowedExec: an exec the guard has nothing against.
+	RuleAllowedExec Rule = "exec"
+	// RuleTerminalInput: TIOCSTI, typing into a terminal.
+	RuleTerminalInput Rule = "terminal_input"
+	// RuleShadowListener: a seccomp listener the agent tried to install,
+	// which under the ptrace backend would answer ahead of paddock.
+	RuleShadowListener Rule = "shadow_listener"
+)
+
+// Rules of the command guards (package guard).
+const (
+	RulePowerControl     Rule = "power_control"     // reboot, poweroff, suspend, ...
+	RuleProtectedService Rule = "protected_service" // systemctl stop gdm, ...
+	RuleIsolate          Rule = "isolate"           // systemctl isolate multi-user.target
+	RuleSessionControl   Rule = "session_control"   // loginctl terminate-user, gnome-session-quit, ...
+	RuleBroadKill        Rule = "broad_kill"        // pkill, killall, kill PID without a supervisor
+	RuleUnparsable       Rule = "unparsable"        // a shell string paddock cannot read
+)
+
+// Rules of the VRAM preflight (package vram).
+const (
+	RuleVRAMWithinBudget Rule = "vram_within_budget"
+	RuleVRAMOverBudget   Rule = "vram_over_budget"
+	// RuleVRAMUnconfigured: over the conservative default budget of a host
+	// whose VRAM is neither configured nor detected.
+	RuleVRAMUnconfigured Rule = "vram_unconfigured"
+	// RuleVRAMOptIn: over budget, allowed by the explicit opt-in.
+	RuleVRAMOptIn Rule = "vram_opt_in"
+	// RuleNotGPU: not a GPU workload paddock knows; nothing was checked.
+	RuleNotGPU Rule = "not_gpu_workload"
+)
