@@ -27,6 +27,11 @@ type GGUFInfo struct {
 // MiB; nothing worth more than this is read from an untrusted file.
 const ggufMaxHeader = 64 << 20
 
+// ggufMaxNesting bounds arrays of arrays (llama.cpp writes none): each
+// level is a call, and 64 MiB of 12-byte array headers would otherwise
+// recurse five million calls deep, past the goroutine stack's limit.
+const ggufMaxNesting = 8
+
 // GGUF metadata value types (ggml/include/gguf.h).
 const (
 	ggufUint8 = iota
@@ -60,6 +65,9 @@ func (g *ggufReader) read(p []byte) error {
 	}
 	_, err := io.ReadFull(g.r, p)
 	g.n += int64(len(p))
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("GGUF metadata cut short at byte %d: %w", g.n-int64(len(p)), io.ErrUnexpectedEOF)
+	}
 	return err
 }
 
@@ -129,12 +137,16 @@ func (g *ggufReader) integer(t uint32) (int64, bool, error) {
 
 // value reads one value of type t: integers (the maximum, for arrays such
 // as per-layer head_count_kv) and strings are returned, the rest skipped.
-func (g *ggufReader) value(t uint32) (int64, string, error) {
+// depth is the number of arrays around it.
+func (g *ggufReader) value(t uint32, depth int) (int64, string, error) {
 	switch t {
 	case ggufString:
 		s, err := g.str()
 		return 0, s, err
 	case ggufArray:
+		if depth >= ggufMaxNesting {
+			return 0, "", fmt.Errorf("GGUF arrays nested deeper than %d", ggufMaxNesting)
+		}
 		et, err := g.u32()
 		if err != nil {
 			return 0, "", err
@@ -152,7 +164,7 @@ func (g *ggufReader) value(t uint32) (int64, string, error) {
 		}
 		var best int64
 		for i := uint64(0); i < n; i++ {
-			v, _, err := g.value(et)
+			v, _, err := g.value(et, depth+1)
 			if err != nil {
 				return 0, "", err
 			}
@@ -207,7 +219,7 @@ func ReadGGUF(r io.Reader) (GGUFInfo, error) {
 		if err != nil {
 			return info, err
 		}
-		v, s, err := g.value(t)
+		v, s, err := g.value(t, 0)
 		if err != nil {
 			return info, err
 		}
