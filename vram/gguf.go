@@ -83,6 +83,12 @@ func (g *ggufReader) u64() (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:]), err
 }
 
+// ggufMaxKept is the longest string str keeps: the keys ReadGGUF wants and
+// architecture names are far shorter, so a longer string, cut to this, still
+// matches nothing; the rest is skipped without being allocated.
+const ggufMaxKept = 256
+
+// str reads a string, keeping its first ggufMaxKept bytes.
 func (g *ggufReader) str() (string, error) {
 	n, err := g.u64()
 	if err != nil {
@@ -91,9 +97,11 @@ func (g *ggufReader) str() (string, error) {
 	if n > 1<<20 {
 		return "", fmt.Errorf("GGUF string of %d bytes", n)
 	}
-	b := make([]byte, n)
-	err = g.read(b)
-	return string(b), err
+	b := make([]byte, min(n, ggufMaxKept))
+	if err := g.read(b); err != nil {
+		return "", err
+	}
+	return string(b), g.skip(int64(n) - int64(len(b)))
 }
 
 func (g *ggufReader) skip(n int64) error {
@@ -102,6 +110,9 @@ func (g *ggufReader) skip(n int64) error {
 	}
 	_, err := g.r.Discard(int(n))
 	g.n += n
+	if err == io.EOF {
+		return fmt.Errorf("GGUF metadata cut short before byte %d: %w", g.n, io.ErrUnexpectedEOF)
+	}
 	return err
 }
 
