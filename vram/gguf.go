@@ -27,6 +27,11 @@ type GGUFInfo struct {
 // MiB; nothing worth more than this is read from an untrusted file.
 const ggufMaxHeader = 64 << 20
 
+// ggufMaxNesting bounds arrays of arrays (llama.cpp writes none): each
+// level is a call, and 64 MiB of 12-byte array headers would otherwise
+// recurse five million calls deep, past the goroutine stack's limit.
+const ggufMaxNesting = 8
+
 // GGUF metadata value types (ggml/include/gguf.h).
 const (
 	ggufUint8 = iota
@@ -60,6 +65,9 @@ func (g *ggufReader) read(p []byte) error {
 	}
 	_, err := io.ReadFull(g.r, p)
 	g.n += int64(len(p))
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("GGUF metadata cut short at byte %d: %w", g.n-int64(len(p)), io.ErrUnexpectedEOF)
+	}
 	return err
 }
 
@@ -75,6 +83,12 @@ func (g *ggufReader) u64() (uint64, error) {
 	return binary.LittleEndian.Uint64(b[:]), err
 }
 
+// ggufMaxKept is the longest string str keeps: the keys ReadGGUF wants and
+// architecture names are far shorter, so a longer string, cut to this, still
+// matches nothing; the rest is skipped without being allocated.
+const ggufMaxKept = 256
+
+// str reads a string, keeping its first ggufMaxKept bytes.
 func (g *ggufReader) str() (string, error) {
 	n, err := g.u64()
 	if err != nil {
@@ -83,9 +97,11 @@ func (g *ggufReader) str() (string, error) {
 	if n > 1<<20 {
 		return "", fmt.Errorf("GGUF string of %d bytes", n)
 	}
-	b := make([]byte, n)
-	err = g.read(b)
-	return string(b), err
+	b := make([]byte, min(n, ggufMaxKept))
+	if err := g.read(b); err != nil {
+		return "", err
+	}
+	return string(b), g.skip(int64(n) - int64(len(b)))
 }
 
 func (g *ggufReader) skip(n int64) error {
@@ -94,6 +110,9 @@ func (g *ggufReader) skip(n int64) error {
 	}
 	_, err := g.r.Discard(int(n))
 	g.n += n
+	if err == io.EOF {
+		return fmt.Errorf("GGUF metadata cut short before byte %d: %w", g.n, io.ErrUnexpectedEOF)
+	}
 	return err
 }
 
@@ -129,12 +148,16 @@ func (g *ggufReader) integer(t uint32) (int64, bool, error) {
 
 // value reads one value of type t: integers (the maximum, for arrays such
 // as per-layer head_count_kv) and strings are returned, the rest skipped.
-func (g *ggufReader) value(t uint32) (int64, string, error) {
+// depth is the number of arrays around it.
+func (g *ggufReader) value(t uint32, depth int) (int64, string, error) {
 	switch t {
 	case ggufString:
 		s, err := g.str()
 		return 0, s, err
 	case ggufArray:
+		if depth >= ggufMaxNesting {
+			return 0, "", fmt.Errorf("GGUF arrays nested deeper than %d", ggufMaxNesting)
+		}
 		et, err := g.u32()
 		if err != nil {
 			return 0, "", err
@@ -152,7 +175,7 @@ func (g *ggufReader) value(t uint32) (int64, string, error) {
 		}
 		var best int64
 		for i := uint64(0); i < n; i++ {
-			v, _, err := g.value(et)
+			v, _, err := g.value(et, depth+1)
 			if err != nil {
 				return 0, "", err
 			}
@@ -207,7 +230,7 @@ func ReadGGUF(r io.Reader) (GGUFInfo, error) {
 		if err != nil {
 			return info, err
 		}
-		v, s, err := g.value(t)
+		v, s, err := g.value(t, 0)
 		if err != nil {
 			return info, err
 		}

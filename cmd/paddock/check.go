@@ -148,7 +148,7 @@ func checkPolicy(flagValue string) (guard.Policy, vram.Budget, error) {
 func checkVRAM(all []guard.Checked, v guard.Verdict, b vram.Budget, allowOptIn bool) guard.Verdict {
 	budget := func() *vram.Budget { return &b }
 	for _, c := range all {
-		v = policy.WithVRAM(v, c.Command.Argv, append(os.Environ(), c.Command.Env...), budget, vram.OSFiles(), allowOptIn)
+		v = policy.WithVRAM(v, c.Command.Argv, append(os.Environ(), c.Command.Env...), budget, vram.SafeFiles(nil, vram.ReadLimits{}), allowOptIn)
 	}
 	return v
 }

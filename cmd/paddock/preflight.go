@@ -129,7 +129,7 @@ func runPreflight(cmd *cobra.Command, f preflightFlags, args []string) error {
 	} else {
 		var est vram.Estimate
 		var ok bool
-		v, est, ok = vram.PreflightCommandFiles(args, os.Environ(), b, vram.OSFiles(), set.AllowOptIn)
+		v, est, ok = vram.PreflightCommandFiles(args, os.Environ(), b, vram.SafeFiles(nil, vram.ReadLimits{}), set.AllowOptIn)
 		if ok {
 			report = vram.NewReport(v, b, est.RequiredGB, &est)
 		} else {

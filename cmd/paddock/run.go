@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -71,7 +70,7 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 }
 
 // vramPrefetchDelay is how long after the start GPU detection begins in the
-// background (a GPU workload's exec that comes sooner runs it itself).
+// background (a GPU workload's exec that comes sooner starts it at once).
 const vramPrefetchDelay = 100 * time.Millisecond
 
 // newLogger builds the supervisor's logger from the flags, rejecting values
@@ -122,20 +121,28 @@ func runRun(f runFlags, args []string) error {
 		return err
 	}
 	// GPU detection (nvidia-smi, sysfs, a scan for display servers) runs
-	// in the background from vramPrefetchDelay after the start; only a GPU
-	// workload's exec waits for it.
-	budget := sync.OnceValue(func() *vram.Budget {
-		b, err := hostBudget(vram.LiveSources(), vramSettings(prof))
-		if err != nil {
-			log.Warn().Err(err).Msg("VRAM detection failed; the VRAM preflight uses conservative defaults")
-		}
-		log.Debug().Str("vram", b.Describe()).Msg("VRAM budget")
-		return &b
+	// in the background from vramPrefetchDelay after the start (so that a
+	// short command never shares the CPU with it), then every
+	// vram.DefaultBudgetRefresh. A GPU workload's exec takes the latest
+	// budget and never runs detection itself: before the first detection
+	// ends it waits at most vram.DefaultBudgetWait, then gets the
+	// conservative defaults.
+	lastErr := ""
+	budgets := vram.NewBudgetCache(vram.LiveSources(), vramSettings(prof), vram.CacheOptions{
+		Delay: vramPrefetchDelay,
+		Report: func(b vram.Budget, err error, took time.Duration) {
+			// Once per distinct failure: refreshes repeat it every minute.
+			if err != nil && err.Error() != lastErr {
+				log.Warn().Err(err).Msg("VRAM detection failed; the VRAM preflight uses conservative defaults")
+			}
+			lastErr = ""
+			if err != nil {
+				lastErr = err.Error()
+			}
+			log.Debug().Str("vram", b.Describe()).Dur("took", took).Msg("VRAM budget")
+		},
 	})
-	// Prefetched a little after the start, so that a short command never
-	// shares the CPU with the scan for display servers.
-	prefetch := time.AfterFunc(vramPrefetchDelay, func() { budget() })
-	defer prefetch.Stop()
+	defer budgets.Close()
 	gp := prof.GuardPolicy()
 	gp.Supervised = true
 	path, err := exec.LookPath(args[0])
@@ -169,7 +176,7 @@ func runRun(f runFlags, args []string) error {
 	}
 	s, err := supervisor.Start(supervisor.Config{
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
-		TrapExec: true, Guard: gp, VRAM: budget,
+		TrapExec: true, Guard: gp, VRAM: budgets.Budget,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
 		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
