@@ -3,8 +3,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -331,23 +329,15 @@ func (c *call) VRAM() *vram.Budget {
 }
 
 // Files implements policy.World: paths resolve as the caller would resolve
-// them.
+// them, and are read as untrusted input (vram.SafeFiles: regular files
+// only, opened without blocking, read with a deadline and a bound).
 func (c *call) Files(tid int) vram.Files {
 	c.touch(tid)
 	if c.w.files != nil {
 		return c.w.files(tid)
 	}
 	w := c.w
-	return vram.Files{
-		Size: func(p string) (int64, error) {
-			st, err := os.Stat(w.resolve(tid, p))
-			if err != nil {
-				return 0, err
-			}
-			return st.Size(), nil
-		},
-		Open: func(p string) (io.ReadCloser, error) { return os.Open(w.resolve(tid, p)) },
-	}
+	return vram.SafeFiles(func(p string) string { return w.resolve(tid, p) }, vram.ReadLimits{})
 }
 
 // Missing implements policy.World.
