@@ -650,3 +650,31 @@ func TestDefaultServicesIsACopy(t *testing.T) {
 		t.Fatalf("%d default services, want the issue's 17", len(d))
 	}
 }
+
+// ANSI-C strings decode as bash decodes them, and a NUL ends the string
+// (bash keeps C strings): $'reboot\x00x' runs reboot.
+func TestCheckShellANSIC(t *testing.T) {
+	runShellCases(t, []shellCase{
+		{cmd: `$'reb\x6fot'`, rule: power, reason: "hex escape"},
+		{cmd: `$'reb\157ot'`, rule: power, reason: "octal escape"},
+		{cmd: `$'reb\u006fot'`, rule: power, reason: "unicode escape"},
+		{cmd: `$'reboot\x00x'`, rule: power, reason: "NUL ends the string"},
+		{cmd: `$'reboot\0'`, rule: power, reason: "octal NUL ends the string"},
+		{cmd: `$'reb\x00oot'`, allow: true, reason: "NUL cuts the name to reb"},
+		{cmd: `$'reb\x00'oot`, rule: power, reason: "the cut ends the quoted part only"},
+		{cmd: `systemctl $'poweroff\x00 --help'`, rule: power, reason: "NUL cuts the argument"},
+		{cmd: `$'\x00'reboot`, rule: power, reason: "an empty quoted part"},
+	})
+	for in, want := range map[string]string{
+		`$'reboot\x00x'`: "reboot",
+		`$'a\tb'`:        "a\tb",
+		`$'it\'s'`:       "it's",
+		`$'\q'`:          `\q`,
+		`$'\x'`:          `\x`,
+	} {
+		cs, err := Commands(in)
+		if err != nil || len(cs) != 1 || len(cs[0].Argv) != 1 || cs[0].Argv[0] != want {
+			t.Errorf("Commands(%s) = %q, %v; want argv [%q]", in, cs, err, want)
+		}
+	}
+}
