@@ -108,9 +108,11 @@ func (c cmd) public(caller map[string]string) Command {
 	return out
 }
 
-// envMap turns KEY=VALUE strings into a map; the first occurrence of a key
-// wins, as in getenv(3).
-func envMap(env []string) map[string]string {
+// EnvMap turns KEY=VALUE strings into a map; the first occurrence of a key
+// wins, as in getenv(3), and entries without "=" or without a key are left
+// out. Callers that read an environment beside the guard (the VRAM
+// preflight's opt-in) use it so that both read the same value.
+func EnvMap(env []string) map[string]string {
 	m := make(map[string]string, len(env))
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
