@@ -17,6 +17,11 @@
 //     substitutions, loops over literal words and here-documents fed to a
 //     shell are all followed.
 //
+// Unwrap gives the exec-level reading itself (the innermost argv, the
+// environment it runs with, a Python -m module) to other readers of a
+// command line, such as the VRAM preflight, so that they see through
+// exactly the wrappers the guard does (Wrappers lists them).
+//
 // Explicit user intent is PADDOCK_ALLOW_POWER_CONTROL=1 (aliases
 // RLM_ALLOW_POWER_CONTROL, PRIME_ALLOW_POWER_CONTROL) in the environment the
 // command would run with; it is honoured only when Policy.AllowOptIn is set.
@@ -123,7 +128,7 @@ func CheckCommand(c Command, p Policy) Verdict {
 		return Verdict{Allow: true} // the common case: nothing the guard knows
 	}
 	r := newReader(false)
-	env := envMap(c.Env)
+	env := EnvMap(c.Env)
 	argv := c.Argv
 	if len(argv) == 0 {
 		argv = []string{c.Path}
@@ -154,7 +159,7 @@ func CheckArgv(argv []string, env []string, p Policy) ([]Checked, Verdict, error
 	if len(argv) == 0 {
 		return nil, Verdict{Allow: true}, nil
 	}
-	r.caller = envMap(env)
+	r.caller = EnvMap(env)
 	r.unwrap(literalCmd(argv, copyEnv(r.caller)))
 	if r.err != nil {
 		return nil, unparsable(strings.Join(argv, " "), r.err), r.err
@@ -177,7 +182,7 @@ func CheckShell(s string, env []string, p Policy) (Verdict, error) {
 // ExplainShell is CheckShell with the verdict on each command.
 func ExplainShell(s string, env []string, p Policy) ([]Checked, Verdict, error) {
 	r := newReader(true)
-	r.caller = envMap(env)
+	r.caller = EnvMap(env)
 	r.parseScript(s, newScope(r.caller), 0)
 	if r.err != nil {
 		return nil, unparsable(s, r.err), r.err
@@ -226,7 +231,7 @@ func CheckPowerEnv(syscall string, env []string, p Policy) Verdict {
 		effect = "load a kernel to boot into (kexec), which ends in a reboot"
 	}
 	f := &finding{rule: RulePowerControl, effect: effect}
-	return verdictFor(f, what, "a program that calls "+syscall+"(2)", envMap(env), "", &p, true)
+	return verdictFor(f, what, "a program that calls "+syscall+"(2)", EnvMap(env), "", &p, true)
 }
 
 func unparsable(s string, err error) Verdict {

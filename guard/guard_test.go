@@ -215,6 +215,12 @@ func TestCheckShellWrappers(t *testing.T) {
 		{cmd: "stdbuf -oL reboot", rule: power},
 		{cmd: "exec reboot", rule: power},
 		{cmd: "exec -a foo reboot", rule: power},
+		{cmd: "uv run --with x reboot", rule: power, reason: "package runners run their command"},
+		{cmd: "uvx --from x systemctl poweroff", rule: power},
+		{cmd: "pipx run --spec x systemctl reboot", rule: power},
+		{cmd: "poetry run sudo reboot", rule: power},
+		{cmd: "conda run -n gpu reboot", rule: power},
+		{cmd: "uv pip install reboot", allow: true, reason: "uv without run runs nothing inside"},
 		{cmd: "command reboot", rule: power},
 		{cmd: "command -v reboot", allow: true, reason: "command -v only looks it up"},
 		{cmd: "builtin kill 1234", rule: kill},
@@ -650,5 +656,33 @@ func TestDefaultServicesIsACopy(t *testing.T) {
 	}
 	if len(d) != 17 {
 		t.Fatalf("%d default services, want the issue's 17", len(d))
+	}
+}
+
+// ANSI-C strings decode as bash decodes them, and a NUL ends the string
+// (bash keeps C strings): $'reboot\x00x' runs reboot.
+func TestCheckShellANSIC(t *testing.T) {
+	runShellCases(t, []shellCase{
+		{cmd: `$'reb\x6fot'`, rule: power, reason: "hex escape"},
+		{cmd: `$'reb\157ot'`, rule: power, reason: "octal escape"},
+		{cmd: `$'reb\u006fot'`, rule: power, reason: "unicode escape"},
+		{cmd: `$'reboot\x00x'`, rule: power, reason: "NUL ends the string"},
+		{cmd: `$'reboot\0'`, rule: power, reason: "octal NUL ends the string"},
+		{cmd: `$'reb\x00oot'`, allow: true, reason: "NUL cuts the name to reb"},
+		{cmd: `$'reb\x00'oot`, rule: power, reason: "the cut ends the quoted part only"},
+		{cmd: `systemctl $'poweroff\x00 --help'`, rule: power, reason: "NUL cuts the argument"},
+		{cmd: `$'\x00'reboot`, rule: power, reason: "an empty quoted part"},
+	})
+	for in, want := range map[string]string{
+		`$'reboot\x00x'`: "reboot",
+		`$'a\tb'`:        "a\tb",
+		`$'it\'s'`:       "it's",
+		`$'\q'`:          `\q`,
+		`$'\x'`:          `\x`,
+	} {
+		cs, err := Commands(in)
+		if err != nil || len(cs) != 1 || len(cs[0].Argv) != 1 || cs[0].Argv[0] != want {
+			t.Errorf("Commands(%s) = %q, %v; want argv [%q]", in, cs, err, want)
+		}
 	}
 }

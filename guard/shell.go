@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -109,9 +108,11 @@ func (c cmd) public(caller map[string]string) Command {
 	return out
 }
 
-// envMap turns KEY=VALUE strings into a map; the first occurrence of a key
-// wins, as in getenv(3).
-func envMap(env []string) map[string]string {
+// EnvMap turns KEY=VALUE strings into a map; the first occurrence of a key
+// wins, as in getenv(3), and entries without "=" or without a key are left
+// out. Callers that read an environment beside the guard (the VRAM
+// preflight's opt-in) use it so that both read the same value.
+func EnvMap(env []string) map[string]string {
 	m := make(map[string]string, len(env))
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
@@ -779,10 +780,12 @@ func (r *reader) lit(w *syntax.Word, sc *scope, heredoc bool) word {
 			}
 			unescape(&b, v, quoted || heredoc, &out.glob)
 		case *syntax.SglQuoted:
-			if x.Dollar {
-				b.WriteString(ansiC(x.Value))
-			} else {
+			if !x.Dollar {
 				b.WriteString(x.Value)
+			} else if v, ok := ansiC(x); ok {
+				b.WriteString(v)
+			} else {
+				dynamic(x)
 			}
 		case *syntax.DblQuoted:
 			for _, q := range x.Parts {
@@ -877,72 +880,14 @@ func unescape(b *strings.Builder, v string, quoted bool, glob *bool) {
 	}
 }
 
-// ansiC decodes the body of a $'...' string.
-func ansiC(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 >= len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch n := s[i]; n {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'e', 'E':
-			b.WriteByte(0x1b)
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		case 'x', 'u', 'U', '0', '1', '2', '3', '4', '5', '6', '7':
-			base, max := 16, map[byte]int{'x': 2, 'u': 4, 'U': 8}[n]
-			j := i + 1
-			if n >= '0' && n <= '7' {
-				base, max, j = 8, 3, i
-			}
-			k := j
-			for k < len(s) && k-j < max && isDigit(s[k], base) {
-				k++
-			}
-			if k == j {
-				b.WriteByte('\\')
-				b.WriteByte(n)
-				continue
-			}
-			v, _ := strconv.ParseUint(s[j:k], base, 32)
-			if n == 'u' || n == 'U' {
-				b.WriteRune(rune(v))
-			} else {
-				b.WriteByte(byte(v))
-			}
-			i = k - 1
-		default:
-			b.WriteByte(n)
-		}
-	}
-	return b.String()
-}
-
-func isDigit(c byte, base int) bool {
-	switch {
-	case c >= '0' && c <= '7':
-		return true
-	case c == '8' || c == '9':
-		return base >= 10
-	case (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'):
-		return base == 16
-	}
-	return false
+// ansiC decodes a $'...' string the way bash does, with the expand
+// package of the shell parser paddock reads with: escapes decoded, and the
+// value cut at the first NUL (bash keeps C strings, so $'reboot\x00x' runs
+// reboot).
+// ok=false: expand could not decode it, so its value is not known.
+func ansiC(q *syntax.SglQuoted) (string, bool) {
+	v, err := expand.Literal(nil, &syntax.Word{Parts: []syntax.WordPart{q}})
+	return v, err == nil
 }
 
 // nesting estimates how deeply s nests: brackets, $( and ${, and the

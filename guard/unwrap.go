@@ -122,6 +122,7 @@ type wrapper func(r *reader, c cmd) (cmd, outcome)
 var wrappers map[string]wrapper
 
 func init() {
+	condaRun := subcommand("run", optSpec{short: "np", long: longs("name", "prefix", "cwd")})
 	wrappers = map[string]wrapper{
 		"sudo":                  wrapSudo,
 		"doas":                  wrapDoas,
@@ -156,6 +157,16 @@ func init() {
 		"distrobox-host-exec":   simple(optSpec{}),
 		"busybox":               wrapBusybox,
 		"eval":                  wrapEval,
+		"uv":                    subcommand("run", optSpec{short: "p", long: longs("with", "with-editable", "with-requirements", "python", "project", "directory", "env-file", "group", "extra", "package", "index", "default-index", "index-url", "extra-index-url", "script")}),
+		"uvx":                   simple(optSpec{short: "p", long: longs("from", "with", "with-editable", "with-requirements", "python", "index", "index-url", "extra-index-url")}),
+		"pipx":                  subcommand("run", optSpec{long: longs("spec", "python", "index-url", "pip-args")}),
+		"poetry":                subcommand("run", optSpec{short: "eC", long: longs("environment", "directory", "project")}),
+		"pdm":                   subcommand("run", optSpec{short: "p", long: longs("project", "venv")}),
+		"hatch":                 subcommand("run", optSpec{short: "e", long: longs("env")}),
+		"pixi":                  subcommand("run", optSpec{short: "e", long: longs("environment", "manifest-path")}),
+		"conda":                 condaRun,
+		"mamba":                 condaRun,
+		"micromamba":            condaRun,
 		"ld.so":                 wrapLoader,
 		"ld-linux.so.2":         wrapLoader,
 		"ld-linux-x86-64.so.2":  wrapLoader,
@@ -174,6 +185,22 @@ func skipOperands(spec optSpec, n int) wrapper {
 			return c, none
 		}
 		return c.withArgv(ops[n:]), inner
+	}
+}
+
+// subcommand: `PROGRAM SUB options COMMAND...` runs COMMAND (uv run, pipx
+// run, conda run); any other use of the program runs nothing inside.
+func subcommand(sub string, spec optSpec) wrapper {
+	inside := simple(spec)
+	return func(r *reader, c cmd) (cmd, outcome) {
+		if len(c.argv) < 2 || c.argv[1].dyn || c.argv[1].s != sub {
+			return c, none
+		}
+		next, how := inside(r, c.withArgv(c.argv[1:]))
+		if how == none {
+			return c, none
+		}
+		return next, how
 	}
 }
 

@@ -8,12 +8,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"github.com/paddock-dev/paddock/internal/signame"
 )
 
 // TableWidth is the width, in columns, that a table row fits in unless the
@@ -256,12 +255,9 @@ func isZero(v any) bool {
 
 func signalName(v any) string {
 	if n, ok := integer(v); ok {
-		if n > 0 && n < 65 {
-			if name := unix.SignalName(syscall.Signal(n)); name != "" {
+		if n > 0 && n <= 64 {
+			if name, ok := signame.Name(int(n)); ok {
 				return name
-			}
-			if n >= 34 {
-				return "SIGRTMIN+" + strconv.FormatInt(n-34, 10)
 			}
 		}
 		return strconv.FormatInt(n, 10)

@@ -18,6 +18,8 @@ import (
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/vram"
+
+	"github.com/paddock-dev/paddock/internal/signame"
 )
 
 // Request is one trapped syscall as the kernel reported it.
@@ -695,21 +697,11 @@ func targetList(ts []Target, max int) string {
 }
 
 // SignalName returns "SIGTERM" for 15, "SIGRTMIN+3" for real-time signals,
-// and "signal N" for anything else.
+// and "signal N" for anything else. The names are internal/signame's, the
+// table the journal and paddock kill read too.
 func SignalName(sig int) string {
-	if sig >= 1 && sig < len(signalNames) && signalNames[sig] != "" {
-		return signalNames[sig]
-	}
-	if sig >= 34 && sig <= 64 {
-		return fmt.Sprintf("SIGRTMIN+%d", sig-34)
+	if name, ok := signame.Name(sig); ok {
+		return name
 	}
 	return fmt.Sprintf("signal %d", sig)
-}
-
-var signalNames = [...]string{
-	1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS",
-	8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE",
-	14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD", 18: "SIGCONT", 19: "SIGSTOP",
-	20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU", 23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ",
-	26: "SIGVTALRM", 27: "SIGPROF", 28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/paddock-dev/paddock/guard"
 )
 
 // DeviceNeed is one GPU's part of an estimate.
@@ -85,15 +87,20 @@ func EstimateCommand(argv []string, env []string, b Budget, fileSize func(string
 // (vLLM, SGLang, TGI, llama.cpp, ollama), without estimating anything: the
 // exec path asks it first, so that ordinary commands never wait for GPU
 // detection.
+//
+// argv is read with guard.Unwrap: every wrapper the guard sees through
+// (sudo, env, nohup, chrt, systemd-run, flock, unshare, busybox, uv run,
+// conda run, ...) is seen through here too, and python -m MODULE names the
+// module.
 func IsGPUWorkload(argv []string) bool {
-	args, module, _ := unwrap(argv, nil)
-	if module != "" {
-		return module == "vllm" || strings.HasPrefix(module, "vllm.") || strings.HasPrefix(module, "sglang.")
+	run := guard.Unwrap(argv, nil)
+	if run.Module != "" {
+		return run.Module == "vllm" || strings.HasPrefix(run.Module, "vllm.") || strings.HasPrefix(run.Module, "sglang.")
 	}
-	if len(args) == 0 {
+	if len(run.Argv) == 0 {
 		return false
 	}
-	switch base := filepath.Base(args[0]); {
+	switch base := filepath.Base(run.Argv[0]); {
 	case base == "vllm", base == "sglang", base == "text-generation-launcher", base == "ollama", llamaCppBinaries[base]:
 		return true
 	}
@@ -102,17 +109,21 @@ func IsGPUWorkload(argv []string) bool {
 
 // EstimateCommandFiles is EstimateCommand with GGUF headers readable too.
 func EstimateCommandFiles(argv []string, env []string, b Budget, f Files) (Estimate, bool) {
-	args, module, envm := unwrap(argv, envMap(env))
-	if len(args) == 0 && module == "" {
+	return estimate(guard.Unwrap(argv, env), argv, b, f)
+}
+
+// estimate estimates what run runs; argv is the command line as given.
+func estimate(run guard.Run, argv []string, b Budget, f Files) (Estimate, bool) {
+	if len(run.Argv) == 0 {
 		return Estimate{}, false
 	}
-	c := &cmdline{env: envm, b: b, files: f}
+	c := &cmdline{env: run.Env, b: b, files: f}
 	c.est.Command = shellJoin(argv)
 	var ok bool
+	module, args := run.Module, run.Args
 	base := ""
 	if module == "" {
-		base = filepath.Base(args[0])
-		args = args[1:]
+		base = filepath.Base(run.Argv[0])
 	}
 	switch {
 	case module == "vllm" || module == "vllm.entrypoints.cli.main":
@@ -166,153 +177,6 @@ func (c *cmdline) wayOut(format string, a ...any) {
 }
 
 // ---- command-line plumbing ----
-
-func envMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-// isAssign reports whether word is a shell assignment (NAME=value).
-func isAssign(word string) bool {
-	for i := 0; i < len(word); i++ {
-		c := word[i]
-		switch {
-		case c == '=':
-			return i > 0
-		case c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z':
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// isPython reports whether base names a Python interpreter: python,
-// python3, python3.12.
-func isPython(base string) bool {
-	v, ok := strings.CutPrefix(base, "python")
-	if !ok {
-		return false
-	}
-	if v == "" {
-		return true
-	}
-	major, minor, dotted := strings.Cut(v, ".")
-	if len(major) != 1 || major[0] < '0' || major[0] > '9' {
-		return false
-	}
-	if !dotted {
-		return true
-	}
-	if minor == "" {
-		return false
-	}
-	for i := 0; i < len(minor); i++ {
-		if minor[i] < '0' || minor[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// unwrap strips what runs a command without changing it: leading VAR=value
-// words (added to env unless it is nil), env, nohup, nice, timeout, setsid, stdbuf, sudo,
-// uv run / uvx / pipx run / poetry run / conda run, and a Python
-// interpreter's options up to -m MODULE (returned as module).
-func unwrap(argv []string, env map[string]string) ([]string, string, map[string]string) {
-	args := argv
-	// skipOpts drops leading options; those in withValue take the next word.
-	skipOpts := func(a []string, withValue ...string) []string {
-		for len(a) > 0 && strings.HasPrefix(a[0], "-") {
-			if a[0] == "--" {
-				return a[1:]
-			}
-			takes := false
-			if !strings.Contains(a[0], "=") {
-				for _, w := range withValue {
-					if a[0] == w {
-						takes = true
-					}
-				}
-			}
-			a = a[1:]
-			if takes && len(a) > 0 {
-				a = a[1:]
-			}
-		}
-		return a
-	}
-	for guard := 0; len(args) > 0 && guard < 16; guard++ {
-		for len(args) > 0 && isAssign(args[0]) {
-			if env != nil {
-				k, v, _ := strings.Cut(args[0], "=")
-				env[k] = v
-			}
-			args = args[1:]
-		}
-		if len(args) == 0 {
-			break
-		}
-		base := filepath.Base(args[0])
-		rest := args[1:]
-		switch {
-		case base == "env":
-			args = skipOpts(rest, "-u", "--unset", "-C", "--chdir", "-S", "--split-string")
-		case base == "nohup" || base == "setsid" || base == "time" || base == "exec" || base == "stdbuf" || base == "chrt":
-			args = skipOpts(rest)
-		case base == "nice" || base == "ionice":
-			args = skipOpts(rest, "-n", "-c", "-p", "--adjustment", "--class", "--classdata")
-		case base == "timeout":
-			args = skipOpts(rest, "-s", "-k", "--signal", "--kill-after")
-			if len(args) > 0 {
-				args = args[1:] // the duration
-			}
-		case base == "taskset":
-			args = skipOpts(rest, "-c", "--cpu-list")
-			if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && len(args) > 0 {
-				args = args[1:] // the mask
-			}
-		case base == "sudo" || base == "doas":
-			args = skipOpts(rest, "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "--user", "--group")
-		case base == "uv" && len(rest) > 0 && rest[0] == "run":
-			args = skipOpts(rest[1:], "--with", "--with-editable", "--with-requirements", "--python", "-p", "--project", "--directory", "--env-file", "--group", "--extra", "--package", "--index", "--default-index", "--index-url", "--extra-index-url", "--script")
-		case base == "uvx":
-			args = skipOpts(rest, "--from", "--with", "--with-editable", "--with-requirements", "--python", "-p", "--index", "--index-url", "--extra-index-url")
-		case base == "pipx" && len(rest) > 0 && rest[0] == "run":
-			args = skipOpts(rest[1:], "--spec", "--python", "--index-url", "--pip-args")
-		case (base == "poetry" || base == "pdm" || base == "hatch" || base == "pixi") && len(rest) > 0 && rest[0] == "run":
-			args = skipOpts(rest[1:], "-e", "--environment")
-		case (base == "conda" || base == "mamba" || base == "micromamba") && len(rest) > 0 && rest[0] == "run":
-			args = skipOpts(rest[1:], "-n", "--name", "-p", "--prefix", "--cwd")
-		case isPython(base):
-			a := rest
-			for len(a) > 0 && strings.HasPrefix(a[0], "-") {
-				switch {
-				case a[0] == "-m" && len(a) > 1:
-					return a[2:], a[1], env
-				case strings.HasPrefix(a[0], "-m") && len(a[0]) > 2:
-					return a[1:], a[0][2:], env
-				case a[0] == "-c" || a[0] == "-":
-					return nil, "", env // inline code: nothing to read
-				case a[0] == "-X" || a[0] == "-W":
-					a = a[min(2, len(a)):]
-				default:
-					a = a[1:]
-				}
-			}
-			args = a // a script: judge it by its own name (python3 $(which vllm) serve ...)
-		default:
-			return args, "", env
-		}
-	}
-	return args, "", env
-}
 
 // flagArgs reads flags the way argparse and llama.cpp do: "--name value"
 // and "--name=value", the last occurrence winning; in long names "_" and

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/paddock-dev/paddock/guard"
 )
 
 // The opt-in that lets an over-budget workload start: set to 1 in the
@@ -70,7 +72,7 @@ func Preflight(requiredGB float64, what string, b Budget, env []string, allowOpt
 		budget:   poolPhrase(b),
 		used:     usedNote("", b.UsedGB, requiredGB, b.TotalGB),
 		wayOut:   []string{fmt.Sprintf("request at most %.1f GB", b.AvailableGB)},
-		optInVar: OptedIn(envMap(env)),
+		optInVar: OptedIn(guard.EnvMap(env)),
 	}
 	return c.verdict(b, allowOptIn)
 }
@@ -85,14 +87,14 @@ func PreflightCommand(argv, env []string, b Budget, fileSize func(string) (int64
 
 // PreflightCommandFiles is PreflightCommand with GGUF headers readable too.
 func PreflightCommandFiles(argv, env []string, b Budget, f Files, allowOptIn bool) (Verdict, Estimate, bool) {
-	est, ok := EstimateCommandFiles(argv, env, b, f)
+	run := guard.Unwrap(argv, env)
+	est, ok := estimate(run, argv, b, f)
 	if !ok {
 		return Verdict{Allow: true, Rule: RuleNotGPU, Message: "not a GPU workload paddock estimates: no VRAM check"}, est, false
 	}
-	_, _, envm := unwrap(argv, envMap(env))
 	c := check{
 		subject:  " `" + est.Command + "`",
-		optInVar: OptedIn(envm),
+		optInVar: OptedIn(run.Env),
 		detail:   estimateDetail(est),
 		wayOut:   est.WayOut,
 	}

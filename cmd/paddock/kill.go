@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/signame"
 	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/supervisor"
 )
@@ -53,15 +53,8 @@ Exit status: 0 signalled, 1 refused, 2 usage, 3 no supervisor reachable.`,
 
 // parseSignal accepts "TERM", "SIGTERM", "sigterm" or "15".
 func parseSignal(s string) (int, error) {
-	if n, err := strconv.Atoi(s); err == nil && n >= 0 && n <= 64 {
+	if n, ok := signame.Number(s); ok {
 		return n, nil
-	}
-	name := strings.ToUpper(s)
-	if !strings.HasPrefix(name, "SIG") {
-		name = "SIG" + name
-	}
-	if sig := unix.SignalNum(name); sig != 0 {
-		return int(sig), nil
 	}
 	return 0, usageError(fmt.Sprintf("-s %q: not a signal; want a name such as TERM, KILL, HUP, INT, USR1 or a number 0-64", s))
 }
