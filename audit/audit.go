@@ -98,4 +98,8 @@ const (
 	RuleVRAMOptIn Rule = "vram_opt_in"
 	// RuleNotGPU: not a GPU workload paddock knows; nothing was checked.
 	RuleNotGPU Rule = "not_gpu_workload"
+	// RuleVRAMUndecidable: a GPU workload whose size paddock cannot
+	// estimate (its model file exists but cannot be read, and its name
+	// gives no size): refused, failing closed.
+	RuleVRAMUndecidable Rule = "vram_undecidable"
 )

@@ -1,10 +1,11 @@
 package vram
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,6 +45,10 @@ type Estimate struct {
 	Devices []DeviceNeed
 	// WeightsGB is the model weights estimate (all GPUs), 0 when unknown.
 	WeightsGB float64
+	// Unknown, when set, says why the requirement cannot be estimated at
+	// all (a model file that exists but cannot be read, with no size in its
+	// name); the preflight then refuses, failing closed.
+	Unknown string
 	// Fraction is the share of each GPU's memory the engine claims (vLLM,
 	// SGLang, TGI), 0 when it does not work that way.
 	Fraction float64
@@ -59,20 +64,6 @@ type Estimate struct {
 type Files struct {
 	Size func(path string) (int64, error)
 	Open func(path string) (io.ReadCloser, error)
-}
-
-// OSFiles reads files from this process's view of the file system.
-func OSFiles() Files {
-	return Files{
-		Size: func(p string) (int64, error) {
-			st, err := os.Stat(p)
-			if err != nil {
-				return 0, err
-			}
-			return st.Size(), nil
-		},
-		Open: func(p string) (io.ReadCloser, error) { return os.Open(p) },
-	}
 }
 
 // EstimateCommand estimates the VRAM argv will claim under budget b. env is
@@ -826,6 +817,11 @@ func (c *cmdline) llamaCpp(args []string) bool {
 		if err != nil {
 			c.warn("cannot read the model file %s (%v): estimated from its name", path, err)
 			fileGB = c.weightsGB(path, "", "", nil, "", 0.5, "GGUF default Q4")
+			if fileGB == 0 && !errors.Is(err, fs.ErrNotExist) {
+				// The file is there (a missing one fails the exec by
+				// itself) but unreadable: nothing says how big it is.
+				c.est.Unknown = fmt.Sprintf("the model file %s cannot be read (%v) and its name gives no size", path, err)
+			}
 		} else {
 			fileGB = float64(size) / bytesPerGB
 			c.est.WeightsGB = fileGB

@@ -29,6 +29,8 @@ const (
 	RuleOptIn = audit.RuleVRAMOptIn
 	// RuleNotGPU: not a GPU workload paddock knows; nothing was checked.
 	RuleNotGPU = audit.RuleNotGPU
+	// RuleUndecidable: a workload paddock cannot estimate (Estimate.Unknown).
+	RuleUndecidable = audit.RuleVRAMUndecidable
 )
 
 // Verdict is the preflight's answer.
@@ -97,6 +99,9 @@ func PreflightCommandFiles(argv, env []string, b Budget, f Files, allowOptIn boo
 		optInVar: OptedIn(run.Env),
 		detail:   estimateDetail(est),
 		wayOut:   est.WayOut,
+	}
+	if est.Unknown != "" {
+		return c.undecidable(est.Unknown, allowOptIn), est, true
 	}
 	switch {
 	case len(est.Devices) == 0:
@@ -177,6 +182,24 @@ func (c check) verdict(b Budget, allowOptIn bool) Verdict {
 	}
 	msg := fmt.Sprintf("VRAM preflight rejected%s: %s exceeds host VRAM budget (%s).", c.subject, c.req, c.budget)
 	return Verdict{Allow: false, Rule: rule, Message: join(msg, why, c.used, c.detail, "Way out: "+strings.Join(way, "; ")+".")}
+}
+
+// undecidable refuses a workload whose size cannot be estimated (why), as
+// paddock refuses whatever it cannot decide; the opt-in lets it through.
+func (c check) undecidable(why string, allowOptIn bool) Verdict {
+	if allowOptIn && c.optInVar != "" {
+		msg := fmt.Sprintf("VRAM preflight: %s%s cannot be estimated (%s); allowed by %s=1 (explicit opt-in).",
+			strings.TrimPrefix(c.subject, " ")+sep(c.subject), "it", why, c.optInVar)
+		return Verdict{Allow: true, Rule: RuleOptIn, OptIn: c.optInVar, Message: join(msg, c.detail)}
+	}
+	way := []string{"point the command at the model file itself (a regular file paddock can read)"}
+	if allowOptIn {
+		way = append(way, fmt.Sprintf("if running it unestimated is intended, set %s=1 (alias %s=1) in the command's environment", OptInEnv, OptInAliasEnv))
+	} else {
+		way = append(way, fmt.Sprintf("(the %s=1 / %s=1 opt-in is disabled on this host)", OptInEnv, OptInAliasEnv))
+	}
+	msg := fmt.Sprintf("VRAM preflight rejected%s: paddock cannot estimate its VRAM: %s, and paddock refuses what it cannot check.", c.subject, why)
+	return Verdict{Allow: false, Rule: RuleUndecidable, Message: join(msg, c.detail, "Way out: "+strings.Join(way, "; ")+".")}
 }
 
 func sep(subject string) string {

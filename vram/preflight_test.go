@@ -3,8 +3,12 @@ package vram
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/paddock-dev/paddock/audit"
 )
 
 func TestPreflightPerGPUMessages(t *testing.T) {
@@ -90,5 +94,50 @@ func TestSelectDevices(t *testing.T) {
 	}
 	if _, ok := selectDevices(all, "GPU-8f6b2a1c-0000"); ok {
 		t.Error("UUID list mapped")
+	}
+}
+
+// A llama.cpp model that exists but cannot be read (a named pipe, a
+// device) and whose name gives no size cannot be estimated: the preflight
+// refuses it (failing closed) with a message naming the file and why, and
+// the opt-in lets it through. A missing file is no reason to refuse (the
+// exec fails by itself), nor is an unreadable file whose name gives a size.
+func TestPreflightUnreadableModel(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "model")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("needs mkfifo: %v", err)
+	}
+	sized := filepath.Join(dir, "llama-3-8b.Q4_K_M.gguf")
+	if err := syscall.Mkfifo(sized, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := NewBudget(Host{}, Settings{TotalGB: ptr(24.0), HeadroomGB: ptr(4.0)})
+	files := SafeFiles(nil, ReadLimits{})
+	tests := []struct {
+		cmd   string
+		env   []string
+		allow bool
+		rule  audit.Rule
+		has   []string
+	}{
+		{"llama-server -m " + fifo, nil, false, RuleUndecidable, []string{fifo + " is a named pipe, not a regular file", "cannot estimate", "Way out:", OptInEnv + "=1"}},
+		{"llama-server -m /dev/zero -ngl 99", nil, false, RuleUndecidable, []string{"/dev/zero is a character device, not a regular file"}},
+		{"llama-server -m " + fifo, []string{OptInEnv + "=1"}, true, RuleOptIn, []string{"cannot be estimated", "explicit opt-in"}},
+		{"llama-server -m " + filepath.Join(dir, "missing.gguf"), nil, true, RuleWithinBudget, nil},
+		{"llama-server -m " + sized, nil, true, RuleWithinBudget, []string{"estimated from its name"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.cmd, func(t *testing.T) {
+			v, _, ok := PreflightCommandFiles(strings.Fields(tc.cmd), tc.env, b, files, true)
+			if !ok || v.Allow != tc.allow || v.Rule != tc.rule {
+				t.Fatalf("ok=%v allow=%v rule=%q; want allow=%v rule=%q\n%s", ok, v.Allow, v.Rule, tc.allow, tc.rule, v.Message)
+			}
+			for _, want := range tc.has {
+				if !strings.Contains(v.Message, want) {
+					t.Errorf("message lacks %q:\n%s", want, v.Message)
+				}
+			}
+		})
 	}
 }
