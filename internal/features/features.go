@@ -28,13 +28,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // ProbeArg is argv[1] of the re-executed binary that runs the listener
@@ -201,15 +201,13 @@ func gather(self string) facts {
 	f.seccompMode, f.seccompFilters, f.seccompErr = procfs.FS{Root: "/proc/self/task"}.Seccomp(tid)
 	f.probe = runProbe(self)
 	f.pidfdOpen, f.pidfdSendSignal, f.pidfdGetfd = tryPidfds()
-	var sub int32
-	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&sub)), 0, 0, 0); err != nil {
+	if _, err := sys.ChildSubreaper(); err != nil {
 		f.subreaper = fmt.Errorf("prctl(PR_GET_CHILD_SUBREAPER): %w", err)
 	}
-	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		f.landlockErr = fmt.Errorf("landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION): %w", errno)
+	if abi, err := sys.LandlockABI(); err != nil {
+		f.landlockErr = fmt.Errorf("landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION): %w", err)
 	} else {
-		f.landlockABI = int(r)
+		f.landlockABI = abi
 	}
 	if _, err := os.Stat(cgroup2Path); err != nil {
 		f.cgroup2Err = err
