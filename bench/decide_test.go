@@ -13,72 +13,21 @@ import (
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
-	"github.com/paddock-dev/paddock/vram"
+	"github.com/paddock-dev/paddock/policy/policytest"
 )
 
-// fakeWorld is a small in-memory policy.World: an agent root, one owned
-// child of it and one foreign process, as a supervisor would see them.
-type fakeWorld struct {
-	procs  map[int]policy.Target
-	groups map[int]int // pid -> process group
-	owned  []policy.Target
-}
-
-func newFakeWorld() *fakeWorld {
-	w := &fakeWorld{procs: map[int]policy.Target{
-		1000: {Pid: 1000, Comm: "agent", StartTime: 5000, Rel: ownership.AgentRoot},
-		1001: {Pid: 1001, Comm: "worker", StartTime: 5001, Rel: ownership.Owned},
-		4242: {Pid: 4242, Comm: "postgres", StartTime: 10, Rel: ownership.Foreign},
-	}, groups: map[int]int{1000: 1000, 1001: 1000, 4242: 4242}}
-	w.owned = []policy.Target{w.procs[1000], w.procs[1001]}
-	return w
-}
-
-func (w *fakeWorld) Lookup(pid int) (policy.Target, error) {
-	if t, ok := w.procs[pid]; ok {
-		return t, nil
+// newFakeWorld is a small policy.World: an agent root, one owned child of
+// it and one foreign process, as a supervisor would see them.
+func newFakeWorld() policytest.World {
+	return policytest.World{
+		Procs: map[int]policy.Target{
+			1000: {Pid: 1000, Comm: "agent", StartTime: 5000, Rel: ownership.AgentRoot},
+			1001: {Pid: 1001, Comm: "worker", StartTime: 5001, Rel: ownership.Owned},
+			4242: {Pid: 4242, Comm: "postgres", StartTime: 10, Rel: ownership.Foreign},
+		},
+		Groups: map[int]int{1000: 1000, 1001: 1000, 4242: 4242},
+		Policy: guard.Policy{Supervised: true},
 	}
-	return policy.Target{Pid: pid, Rel: ownership.Gone}, nil
-}
-
-func (w *fakeWorld) Pgrp(pid int) (int, error) { return w.groups[pid], nil }
-
-func (w *fakeWorld) ThreadOf(tid, pid int) bool { return tid == pid }
-
-func (w *fakeWorld) Tgid(tid int) (int, error) {
-	if _, ok := w.procs[tid]; ok {
-		return tid, nil
-	}
-	return 0, nil
-}
-
-func (w *fakeWorld) Group(pgid int) ([]policy.Target, error) {
-	var out []policy.Target
-	for pid, t := range w.procs {
-		if w.groups[pid] == pgid {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
-func (w *fakeWorld) FdPid(tid, fd int) (int, error) { return 0, syscall.EBADF }
-
-func (w *fakeWorld) Missing(int, string) bool { return false }
-
-func (w *fakeWorld) TermPgrp(tid, fd int) (int, error) { return 0, syscall.ENOTTY }
-
-func (w *fakeWorld) Guard() guard.Policy { return guard.Policy{Supervised: true} }
-
-func (w *fakeWorld) VRAM() *vram.Budget { return nil }
-
-func (w *fakeWorld) Files(int) vram.Files { return vram.Files{} }
-
-func (w *fakeWorld) Owned(max int) []policy.Target {
-	if len(w.owned) > max {
-		return w.owned[:max]
-	}
-	return w.owned
 }
 
 var sink policy.Decision

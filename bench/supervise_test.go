@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/supervisor"
 )
 
@@ -22,9 +23,7 @@ const superviseArg = "__bench_supervise_signals"
 func TestMain(m *testing.M) {
 	// The supervisor re-executes this binary as the agent's init.
 	supervisor.MaybeRunInit()
-	if len(os.Args) > 1 && os.Args[1] == superviseArg {
-		os.Exit(superviseSignalsOnly(os.Args[2:]))
-	}
+	reexec.Run(reexec.Child{Name: superviseArg, Main: superviseSignalsOnly})
 	os.Exit(m.Run())
 }
 

@@ -3,10 +3,10 @@ package filter
 import (
 	"errors"
 	"fmt"
-	"runtime"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // Install loads prog as a seccomp filter on the calling thread only (no
@@ -30,17 +30,15 @@ func Install(prog []unix.SockFilter, flags uint) (int, error) {
 	if flags&unix.SECCOMP_FILTER_FLAG_TSYNC != 0 {
 		return -1, fmt.Errorf("filter: SECCOMP_FILTER_FLAG_TSYNC would filter every Go runtime thread; install on one locked thread instead")
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, uintptr(flags), uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(prog)
-	if errno != 0 {
-		return -1, fmt.Errorf("filter: seccomp(SECCOMP_SET_MODE_FILTER, flags %#x): %w%s", flags, errno, installHint(errno, flags))
+	fd, err := sys.SeccompSetModeFilter(prog, flags)
+	if err != nil {
+		return -1, fmt.Errorf("filter: seccomp(SECCOMP_SET_MODE_FILTER, flags %#x): %w%s", flags, err, installHint(err, flags))
 	}
-	return int(r), nil
+	return fd, nil
 }
 
 // installHint says what to do about a seccomp(2) failure.
-func installHint(errno unix.Errno, flags uint) string {
+func installHint(errno error, flags uint) string {
 	switch {
 	case errors.Is(errno, unix.EACCES):
 		return " (set no_new_privs with prctl(PR_SET_NO_NEW_PRIVS, 1) on this thread first, or run with CAP_SYS_ADMIN)"

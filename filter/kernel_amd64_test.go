@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-dev/paddock/filter/internal/int80"
+	"github.com/paddock-dev/paddock/internal/int80"
 	"golang.org/x/sys/unix"
 )
 

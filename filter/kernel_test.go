@@ -18,11 +18,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 )
 
-// Kernel tests: the test binary re-executes itself as a child (TestMain
-// sees envChild), which locks its OS thread, runs a list of probe syscalls
+// Kernel tests: the test binary re-executes itself as a child (job
+// kernelChild, see package reexec), which locks its OS thread, runs a list of probe syscalls
 // unfiltered, installs the program on that thread, and runs them again.
 // The parent compares the two runs: a trapped probe must now fail with the
 // filter's errno (or be answered by the child's own listener), everything
@@ -32,9 +33,9 @@ import (
 // they do no harm even if the filter fails.
 
 const (
-	envChild  = "PADDOCK_FILTER_TEST_CHILD"  // child mode, see childMain
-	envTarget = "PADDOCK_FILTER_TEST_TARGET" // pid the probes may signal
-	envInt80  = "PADDOCK_FILTER_TEST_INT80"  // "1" when int $0x80 works
+	kernelChild = "__filter_test_child"        // the child's job: kernelChild MODE, see childMain
+	envTarget   = "PADDOCK_FILTER_TEST_TARGET" // pid the probes may signal
+	envInt80    = "PADDOCK_FILTER_TEST_INT80"  // "1" when int $0x80 works
 
 	// notifyErrno is what the child's own listener answers, so a refusal by
 	// the notify path is told apart from any errno the kernel produces.
@@ -42,9 +43,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(envChild); mode != "" {
-		os.Exit(childMain(mode))
-	}
+	reexec.Run(reexec.Child{Name: kernelChild, Main: func(args []string) int { return childMain(args[0]) }})
 	os.Exit(m.Run())
 }
 
@@ -280,8 +279,8 @@ type probeResult struct {
 func runChildRaw(mode string, env ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"="+mode,
+	cmd := reexec.CommandContext(ctx, kernelChild, mode)
+	cmd.Env = append(os.Environ(),
 		// Keep the filtered thread's runtime quiet: no GC, no async
 		// preemption signals, and spare Ps for the listener goroutine.
 		"GOGC=off", "GODEBUG=asyncpreemptoff=1", "GOMAXPROCS=4")

@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
@@ -242,10 +244,11 @@ func TestStableEpochs(t *testing.T) {
 // Reaped: false while the process runs and while it is a zombie (its pid
 // is still its own), true once it has been collected.
 func TestReaped(t *testing.T) {
+	featuretest.Require(t, features.IDPidfdOpen)
 	c := startSleep(t)
 	fd, err := unix.PidfdOpen(c.Process.Pid, 0)
 	if err != nil {
-		t.Skipf("needs pidfd_open: %v", err)
+		t.Fatalf("pidfd_open(%d): %v", c.Process.Pid, err)
 	}
 	defer unix.Close(fd)
 	if Reaped(fd) {

@@ -23,11 +23,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/reexec"
+	"github.com/paddock-dev/paddock/internal/sys"
 	"github.com/paddock-dev/paddock/ownership"
 )
 
@@ -1141,12 +1144,12 @@ func TestConcurrentSetRoot(t *testing.T) {
 // Against the real /proc.
 // ---------------------------------------------------------------------------
 
-const helperEnv = "PADDOCK_OWNERSHIP_TEST_HELPER"
+// subreaperChild is the job of the re-executed test binary that plays a
+// supervisor (see subreaperHelper).
+const subreaperChild = "__ownership_test_subreaper"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "subreaper" {
-		os.Exit(subreaperHelper())
-	}
+	reexec.Run(reexec.Child{Name: subreaperChild, Main: func([]string) int { return subreaperHelper() }})
 	os.Exit(m.Run())
 }
 
@@ -1324,9 +1327,7 @@ func TestRealProc(t *testing.T) {
 	})
 
 	t.Run("double-forked sleep without a subreaper", func(t *testing.T) {
-		// PR_GET_CHILD_SUBREAPER stores an int at arg2.
-		var is int32
-		if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&is)), 0, 0, 0); err == nil && is != 0 {
+		if is, err := sys.ChildSubreaper(); err == nil && is {
 			t.Skip("the test process is a child subreaper")
 		}
 		pid, err := doubleFork()
@@ -1347,9 +1348,8 @@ func TestRealProc(t *testing.T) {
 	})
 
 	t.Run("double-forked sleep under a subreaper", func(t *testing.T) {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), helperEnv+"=subreaper")
-		out, err := cmd.CombinedOutput()
+		featuretest.Require(t, features.IDChildSubreaper)
+		out, err := reexec.Command(subreaperChild).CombinedOutput()
 		if err != nil {
 			t.Fatalf("helper: %v\n%s", err, out)
 		}
@@ -1360,7 +1360,7 @@ func TestRealProc(t *testing.T) {
 			}
 		}
 		if why, ok := res["skip"]; ok {
-			t.Skip(why)
+			t.Fatalf("helper: %s, though the test process has a child subreaper", why)
 		}
 		if res["orphan_ppid"] == "" || res["orphan_ppid"] != res["supervisor"] {
 			t.Errorf("orphan re-parented to %q, want the helper %q\n%s", res["orphan_ppid"], res["supervisor"], out)
@@ -1390,11 +1390,9 @@ func allowAllFilter() error {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	insns := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
-	prog := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
-	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
-	runtime.KeepAlive(insns)
-	if errno != 0 {
-		return fmt.Errorf("seccomp(SET_MODE_FILTER, TSYNC): %w", errno)
+	r, err := sys.SeccompSetModeFilter(insns, unix.SECCOMP_FILTER_FLAG_TSYNC)
+	if err != nil {
+		return fmt.Errorf("seccomp(SET_MODE_FILTER, TSYNC): %w", err)
 	}
 	if r != 0 {
 		return fmt.Errorf("seccomp(SET_MODE_FILTER, TSYNC): thread %d could not be synchronized", r)

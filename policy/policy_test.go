@@ -1,4 +1,4 @@
-package policy
+package policy_test
 
 import (
 	"errors"
@@ -9,96 +9,10 @@ import (
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
+	. "github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/policy/policytest"
 	"github.com/paddock-dev/paddock/vram"
 )
-
-// fakeWorld is a table-driven world: processes by pid, threads by tid.
-type fakeWorld struct {
-	procs   map[int]Target
-	groups  map[int]int // pid -> process group
-	threads map[int]int // tid -> pid (non-leader threads only)
-	fds     map[[2]int]int
-	ttys    map[[2]int]int  // (tid, fd) -> foreground process group of the pty
-	absent  map[string]bool // paths that do not exist
-	broken  map[int]bool    // Lookup fails for these pids
-	vram    *vram.Budget
-}
-
-func (w fakeWorld) Lookup(pid int) (Target, error) {
-	if w.broken[pid] {
-		return Target{}, errors.New("read /proc/x/stat: input/output error")
-	}
-	if t, ok := w.procs[pid]; ok {
-		return t, nil
-	}
-	if tg, ok := w.threads[pid]; ok {
-		t := w.procs[tg]
-		t.Pid = pid
-		return t, nil
-	}
-	return Target{Pid: pid, Rel: ownership.Gone}, nil
-}
-
-func (w fakeWorld) Pgrp(pid int) (int, error) {
-	if w.broken[pid] {
-		return 0, errors.New("read /proc/x/stat: input/output error")
-	}
-	if tg, ok := w.threads[pid]; ok {
-		pid = tg
-	}
-	return w.groups[pid], nil
-}
-
-func (w fakeWorld) ThreadOf(tid, pid int) bool { return tid == pid || w.threads[tid] == pid }
-
-func (w fakeWorld) Tgid(tid int) (int, error) {
-	if _, ok := w.procs[tid]; ok {
-		return tid, nil
-	}
-	return w.threads[tid], nil
-}
-
-func (w fakeWorld) Group(pgid int) ([]Target, error) {
-	var out []Target
-	for pid := 1; pid < 1000; pid++ {
-		if t, ok := w.procs[pid]; ok && w.groups[pid] == pgid {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
-func (w fakeWorld) FdPid(tid, fd int) (int, error) {
-	if pid, ok := w.fds[[2]int{tid, fd}]; ok {
-		return pid, nil
-	}
-	return 0, errors.New("not a pidfd")
-}
-
-func (w fakeWorld) Missing(tid int, path string) bool { return w.absent[path] }
-
-func (w fakeWorld) TermPgrp(tid, fd int) (int, error) {
-	if pgrp, ok := w.ttys[[2]int{tid, fd}]; ok {
-		return pgrp, nil
-	}
-	return 0, errors.New("inappropriate ioctl for device")
-}
-
-func (w fakeWorld) Guard() guard.Policy { return guard.Policy{AllowOptIn: true, Supervised: true} }
-
-func (w fakeWorld) VRAM() *vram.Budget { return w.vram }
-
-func (w fakeWorld) Files(int) vram.Files { return vram.Files{} }
-
-func (w fakeWorld) Owned(max int) []Target {
-	var out []Target
-	for pid := 1; pid < 1000 && len(out) < max; pid++ {
-		if t, ok := w.procs[pid]; ok && (t.Rel == ownership.Owned || t.Rel == ownership.AgentRoot) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
 
 // The world of the tests:
 //
@@ -106,9 +20,10 @@ func (w fakeWorld) Owned(max int) []Target {
 //	100 agent root, group 100; 101 owned child in group 100; 102 owned child in group 102 (own group)
 //	103 owned, group 300 shared with foreign 301; 200 foreign process, group 200
 //	101 has a second thread 111.
-func world() fakeWorld {
-	return fakeWorld{
-		procs: map[int]Target{
+func world() policytest.World {
+	return policytest.World{
+		Policy: guard.Policy{AllowOptIn: true, Supervised: true},
+		Procs: map[int]Target{
 			1:   {Pid: 1, Comm: "systemd", Rel: ownership.Init},
 			50:  {Pid: 50, Comm: "bash", Rel: ownership.SupervisorAncestor},
 			60:  {Pid: 60, Comm: "paddock", Rel: ownership.Supervisor},
@@ -119,13 +34,16 @@ func world() fakeWorld {
 			200: {Pid: 200, Comm: "code", Rel: ownership.Foreign},
 			301: {Pid: 301, Comm: "editor", Rel: ownership.Foreign},
 		},
-		groups:  map[int]int{1: 1, 50: 50, 60: 50, 100: 100, 101: 100, 102: 102, 103: 300, 200: 200, 301: 300},
-		threads: map[int]int{111: 101},
-		fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103},
-		ttys:    map[[2]int]int{{101, 20}: 102, {101, 21}: 300, {101, 22}: 0},
-		broken:  map[int]bool{666: true},
+		Groups:  map[int]int{1: 1, 50: 50, 60: 50, 100: 100, 101: 100, 102: 102, 103: 300, 200: 200, 301: 300},
+		Threads: map[int]int{111: 101},
+		Fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103},
+		Ttys:    map[[2]int]int{{101, 20}: 102, {101, 21}: 300, {101, 22}: 0},
+		Broken:  map[int]bool{666: true},
 	}
 }
+
+// pidfdSignalProcessGroup is PIDFD_SIGNAL_PROCESS_GROUP (linux/pidfd.h).
+const pidfdSignalProcessGroup = 1 << 2
 
 func req(tid int, sc filter.Syscall, args ...uint64) Request {
 	r := Request{Tid: tid, Syscall: sc, ABI: "x86_64"}
@@ -274,8 +192,8 @@ func TestDecideExec(t *testing.T) {
 	total, headroom := 24.0, 4.0
 	b := vram.NewBudget(vram.Host{Headless: true}, vram.Settings{TotalGB: &total, HeadroomGB: &headroom, AllowOptIn: true})
 	w := world()
-	w.vram = &b
-	w.absent = map[string]bool{"/usr/bin/nonexistent-reboot": true}
+	w.Budget = &b
+	w.Absent = map[string]bool{"/usr/bin/nonexistent-reboot": true}
 	exec := func(env []string, argv ...string) Request {
 		r := req(101, filter.Execve)
 		r.Exec = &Exec{Path: "/usr/bin/" + argv[0], Argv: argv, Env: env}
@@ -332,7 +250,7 @@ func TestExecNeedsEnv(t *testing.T) {
 	total, headroom := 24.0, 4.0
 	b := vram.NewBudget(vram.Host{Headless: true}, vram.Settings{TotalGB: &total, HeadroomGB: &headroom, AllowOptIn: true})
 	w := world()
-	w.vram = &b
+	w.Budget = &b
 	optIns := []string{"PADDOCK_ALLOW_POWER_CONTROL=1", "PADDOCK_ALLOW_OVERBUDGET_VRAM=1", "PADDOCK_INTENT=reboot", "VLLM_GPU_MEMORY_UTILIZATION=0.1"}
 	for _, tc := range []struct {
 		path string

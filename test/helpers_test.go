@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
 )
 
 // bins holds the binaries built once for the whole package.
@@ -58,19 +61,15 @@ type backend string
 // backends are the backends the conformance suite runs against.
 var backends = []backend{"seccomp", "ptrace"}
 
-// require skips when the kernel cannot give paddock this backend.
+// require skips when the kernel cannot give paddock this backend, and
+// fails where the kernel must have what it needs (featuretest.Require).
 func (b backend) require(t *testing.T) {
 	t.Helper()
-	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	want := map[backend]string{"seccomp": "user_notif", "ptrace": "trace"}[b]
-	if err != nil || !bytes.Contains(avail, []byte(want)) {
-		t.Skipf("needs seccomp action %s for the %s backend (actions_avail: %q): %v", want, b, avail, err)
-	}
 	if b == "ptrace" {
-		if scope, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil && strings.TrimSpace(string(scope)) == "3" {
-			t.Skipf("needs ptrace for the ptrace backend: kernel.yama.ptrace_scope is 3")
-		}
+		featuretest.Require(t, features.IDRetTrace, features.IDPtrace)
+		return
 	}
+	featuretest.Require(t, features.IDUserNotif)
 }
 
 // proc is a process the test started, with a way to tell whether it is still alive.

@@ -1,6 +1,8 @@
 package test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -10,6 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
 	"github.com/paddock-dev/paddock/internal/sched"
 )
 
@@ -37,7 +41,7 @@ func customSlices(t *testing.T) int64 {
 	}
 	def, ok := sliceIn(string(b))
 	if !ok {
-		t.Skip("needs the EEVDF scheduler (Linux 6.6+): no se.slice in " + path)
+		featuretest.RequireSince(t, features.Version{Major: 6, Minor: 6}, "the EEVDF scheduler", errors.New("no se.slice in "+path))
 	}
 	a, err := unix.SchedGetAttr(p.pid(), 0)
 	if err != nil {
@@ -49,7 +53,7 @@ func customSlices(t *testing.T) int64 {
 	}
 	b, _ = os.ReadFile(path)
 	if got, _ := sliceIn(string(b)); got != sched.SupervisorSlice.Nanoseconds() {
-		t.Skipf("needs custom scheduler slices (Linux 6.12+): a slice of %v reads back as %d ns", sched.SupervisorSlice, got)
+		featuretest.RequireSince(t, features.Version{Major: 6, Minor: 12}, "custom scheduler slices", fmt.Errorf("a slice of %v reads back as %d ns", sched.SupervisorSlice, got))
 	}
 	return def
 }

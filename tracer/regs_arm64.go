@@ -3,9 +3,10 @@ package tracer
 import (
 	"encoding/binary"
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // skipSyscall makes the syscall tid is stopped in a no-op returning -errno:
@@ -13,12 +14,13 @@ import (
 // return value. NT_PRSTATUS has the caller's layout: 34 64-bit words
 // natively, 18 32-bit ones for AArch32.
 func skipSyscall(tid int, _ uint32, errno unix.Errno) error {
-	nr := int32(-1)
-	if err := regset(unix.PTRACE_SETREGSET, tid, unix.NT_ARM_SYSTEM_CALL, unsafe.Slice((*byte)(unsafe.Pointer(&nr)), 4)); err != nil {
+	var nr [4]byte
+	binary.LittleEndian.PutUint32(nr[:], ^uint32(0)) // -1
+	if err := sys.PtraceSetRegset(tid, unix.NT_ARM_SYSTEM_CALL, nr[:]); err != nil {
 		return fmt.Errorf("set NT_ARM_SYSTEM_CALL: %w", err)
 	}
 	var buf [34 * 8]byte
-	n, err := regsetLen(tid, buf[:])
+	n, err := sys.PtraceGetRegset(tid, unix.NT_PRSTATUS, buf[:])
 	if err != nil {
 		return fmt.Errorf("get NT_PRSTATUS: %w", err)
 	}
@@ -31,25 +33,8 @@ func skipSyscall(tid int, _ uint32, errno unix.Errno) error {
 	default:
 		return fmt.Errorf("NT_PRSTATUS of %d bytes: unknown layout", n)
 	}
-	if err := regset(unix.PTRACE_SETREGSET, tid, unix.NT_PRSTATUS, buf[:n]); err != nil {
+	if err := sys.PtraceSetRegset(tid, unix.NT_PRSTATUS, buf[:n]); err != nil {
 		return fmt.Errorf("set NT_PRSTATUS: %w", err)
 	}
 	return nil
-}
-
-// regsetLen reads NT_PRSTATUS into buf and returns how much the kernel wrote.
-func regsetLen(tid int, buf []byte) (int, error) {
-	iov := unix.Iovec{Base: &buf[0]}
-	iov.SetLen(len(buf))
-	if err := ptracePtr(unix.PTRACE_GETREGSET, tid, unix.NT_PRSTATUS, unsafe.Pointer(&iov)); err != nil {
-		return 0, err
-	}
-	return int(iov.Len), nil
-}
-
-// regset issues PTRACE_GETREGSET or PTRACE_SETREGSET on buf.
-func regset(req, tid int, note uintptr, buf []byte) error {
-	iov := unix.Iovec{Base: &buf[0]}
-	iov.SetLen(len(buf))
-	return ptracePtr(req, tid, note, unsafe.Pointer(&iov))
 }

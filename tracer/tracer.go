@@ -13,11 +13,11 @@ package tracer
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // Options are the ptrace options every tracee gets: stop at SECCOMP_RET_TRACE,
@@ -253,47 +253,17 @@ func (t *Tracer) Detach() {
 	}
 }
 
-// syscallInfoSeccomp is struct ptrace_syscall_info with the seccomp member
-// of its union (linux/ptrace.h).
-type syscallInfoSeccomp struct {
-	Op      uint8
-	_       uint8
-	_       uint16
-	Arch    uint32
-	IP      uint64
-	SP      uint64
-	Nr      uint64
-	Args    [6]uint64
-	RetData uint32
-	_       uint32
-}
-
 // syscallInfo reads the syscall tid is stopped in (Linux 5.3+).
-func syscallInfo(tid int) (syscallInfoSeccomp, error) {
-	var info syscallInfoSeccomp
-	if err := ptracePtr(unix.PTRACE_GET_SYSCALL_INFO, tid, unsafe.Sizeof(info), unsafe.Pointer(&info)); err != nil {
+func syscallInfo(tid int) (sys.SyscallInfoSeccomp, error) {
+	info, err := sys.PtraceGetSyscallInfo(tid)
+	if err != nil {
 		return info, fmt.Errorf("ptrace(PTRACE_GET_SYSCALL_INFO, %d): %w", tid, err)
 	}
 	return info, nil
 }
 
 // ptrace issues one request whose data argument is an integer.
-func ptrace(req, tid int, addr, data uintptr) error {
-	_, _, errno := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
+func ptrace(req, tid int, addr, data uintptr) error { return sys.Ptrace(req, tid, addr, data) }
 
 // tgidOf returns the process thread tid belongs to.
 func tgidOf(tid int) (int, error) { return procfs.Default().Tgid(tid) }
-
-// ptracePtr issues one request whose data argument points at memory.
-func ptracePtr(req, tid int, addr uintptr, data unsafe.Pointer) error {
-	_, _, errno := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, uintptr(data), 0, 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}

@@ -15,28 +15,27 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
+	"github.com/paddock-dev/paddock/internal/reexec"
 )
 
-// The kernel test: the test binary re-executes itself as a child (envChild)
+// The kernel test: the test binary re-executes itself as a child (traceeChild)
 // that reports its locked thread's id, waits until the test has seized that
 // thread, installs paddock's filter with SECCOMP_RET_TRACE on it, and makes
 // signal syscalls at a `sleep` the test started. The test traces it with a
 // Tracer whose Decider refuses the sleep and allows the child itself.
 
-const (
-	envChild  = "PADDOCK_TRACER_TEST_CHILD"
-	envTarget = "PADDOCK_TRACER_TEST_TARGET"
-)
+// traceeChild is the re-executed child's job: traceeChild TARGET.
+const traceeChild = "__tracer_test_tracee"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envChild) == "1" {
-		os.Exit(childMain())
-	}
+	reexec.Run(reexec.Child{Name: traceeChild, Main: childMain})
 	os.Exit(m.Run())
 }
 
 // childMain runs in the traced child; it prints one line per probe.
-func childMain() int {
+func childMain(args []string) int {
 	runtime.LockOSThread()
 	fmt.Printf("tid %d\n", unix.Gettid())
 	var b [1]byte
@@ -56,7 +55,7 @@ func childMain() int {
 		fmt.Printf("install: %v\n", err)
 		return 1
 	}
-	target, _ := strconv.Atoi(os.Getenv(envTarget))
+	target, _ := strconv.Atoi(args[0])
 	show := func(name string, err error) {
 		var errno unix.Errno
 		switch {
@@ -76,10 +75,7 @@ func childMain() int {
 }
 
 func TestTraceDecidesTrappedSyscalls(t *testing.T) {
-	avail, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
-	if err != nil || !strings.Contains(string(avail), "trace") {
-		t.Skipf("needs SECCOMP_RET_TRACE (actions_avail %q): %v", avail, err)
-	}
+	featuretest.Require(t, features.IDRetTrace, features.IDPtrace)
 	sleep := exec.Command("sleep", "300")
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
@@ -92,12 +88,9 @@ func TestTraceDecidesTrappedSyscalls(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	inR, inW, _ := os.Pipe()
 	outR, outW, _ := os.Pipe()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := syscall.ForkExec(self, []string{self, "-test.run=^$"}, &syscall.ProcAttr{
-		Env:   append(os.Environ(), envChild+"=1", envTarget+"="+strconv.Itoa(target)),
+	self, argv := reexec.Argv(traceeChild, strconv.Itoa(target))
+	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
 		Files: []uintptr{inR.Fd(), outW.Fd(), 2},
 	})
 	inR.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/supervisor"
 )
 
@@ -21,7 +22,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 func main() {
 	supervisor.MaybeRunInit()
-	features.MaybeRunProbe()
+	reexec.Run(features.ProbeChild())
 	os.Exit(execute(os.Args[1:]))
 }
 

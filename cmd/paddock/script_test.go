@@ -14,12 +14,13 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/supervisor"
 )
 
 func TestMain(m *testing.M) {
 	supervisor.MaybeRunInit()
-	features.MaybeRunProbe()
+	reexec.Run(features.ProbeChild())
 	os.Exit(testscript.RunMain(m, map[string]func() int{"paddock": func() int { return execute(os.Args[1:]) }}))
 }
 

@@ -7,7 +7,7 @@
 //
 // Whether a listener can be installed is only known by installing one, and a
 // seccomp filter cannot be removed: a throwaway child (this binary executed
-// again with ProbeArg, see MaybeRunProbe) installs it and reports back.
+// again with ProbeArg, see ProbeChild) installs it and reports back.
 // Everything else is read from /proc and /sys or tried with a harmless call
 // (signal 0 to itself, a descriptor it already holds).
 package features
@@ -22,27 +22,27 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // ProbeArg is argv[1] of the re-executed binary that runs the listener
-// probe (see MaybeRunProbe).
+// probe (see ProbeChild).
 const ProbeArg = "__paddock_probe"
 
 // envProbeChild marks the probe child's environment. A binary that does not
-// call MaybeRunProbe runs its ordinary main in the child instead; if that
+// serve ProbeChild runs its ordinary main in the child instead; if that
 // main probes again, Probe sees the mark and stops there instead of
 // starting children without end (a test binary would run its tests).
 const envProbeChild = "PADDOCK_PROBE_CHILD"
@@ -100,7 +100,7 @@ type Backend struct {
 	Reason string `json:"reason"` // why, in one line
 }
 
-// ListenerProbe is what the probe child found (see MaybeRunProbe). Errno
+// ListenerProbe is what the probe child found (see ProbeChild). Errno
 // fields hold the kernel's names ("EBUSY"); a nil flag was not tried.
 type ListenerProbe struct {
 	// Error is set when the probe could not be run or did not answer; then
@@ -138,7 +138,7 @@ func (r Report) Item(id string) (Item, bool) {
 
 // Probe finds out what this kernel and this process give paddock. self is
 // the binary to execute for the listener probe ("" = /proc/self/exe); it must
-// call MaybeRunProbe first thing in main. Probe never fails as a whole: what
+// serve ProbeChild (see package reexec). Probe never fails as a whole: what
 // it cannot find out is an Unknown item saying why, and a failed listener
 // probe is reported as failed, never as success.
 func Probe(self string) Report {
@@ -146,7 +146,133 @@ func Probe(self string) Report {
 	// filters of the thread that forks it: read one and fork from the same.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	return build(gather(self))
+	return build(gather(self, true))
+}
+
+// errNotProbed is the listener probe's Error in a ProbeLocal report.
+const errNotProbed = "not probed: ProbeLocal runs no probe child"
+
+// ProbeLocal is Probe without the listener probe child, for callers that
+// cannot re-execute their binary (tests whose TestMain does not serve
+// ProbeChild): the items that need the child (IDListener,
+// IDWaitKillableRecv, IDSyncWakeUp, IDUnderListener) are Unknown, and the
+// backend is a guess from the rest.
+func ProbeLocal() Report {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return build(gather("", false))
+}
+
+// NeedsChild reports whether item id is only known from the listener
+// probe child (see ProbeLocal).
+func NeedsChild(id string) bool {
+	switch id {
+	case IDListener, IDWaitKillableRecv, IDSyncWakeUp, IDUnderListener:
+		return true
+	}
+	return false
+}
+
+// Version is a Linux kernel version, major.minor.
+type Version struct{ Major, Minor int }
+
+// String is "major.minor".
+func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+// AtLeast reports whether v is min or newer.
+func (v Version) AtLeast(min Version) bool { return atLeast(v.Major, v.Minor, min.Major, min.Minor) }
+
+// KernelVersion is the running kernel's version, from uname.
+func KernelVersion() (Version, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return Version{}, fmt.Errorf("uname: %w", err)
+	}
+	release := unix.ByteSliceToString(u.Release[:])
+	major, minor, ok := kernelVersion(release)
+	if !ok {
+		return Version{}, fmt.Errorf("uname release %q has no version number", release)
+	}
+	return Version{major, minor}, nil
+}
+
+// Since is the Linux version from which every kernel that paddock supports
+// (one with CONFIG_SECCOMP_FILTER) has feature id, and false for the
+// features that also depend on configuration or on this process's
+// environment (a listener above, Yama, cgroup mounts, IA32 emulation).
+// Tests use it to fail rather than skip where a feature must be there.
+func Since(id string) (Version, bool) {
+	switch id {
+	case IDSeccompActions, IDRetTrace:
+		return Version{4, 14}, true // actions_avail
+	case IDUserNotif:
+		return Version{5, 0}, true
+	case IDPidfdSendSignal:
+		return Version{5, 1}, true
+	case IDPidfdOpen:
+		return Version{5, 3}, true
+	case IDNotifContinue:
+		return Version{continueMajor, continueMinor}, true
+	case IDPidfdGetfd:
+		return Version{5, 6}, true
+	case IDLandlock:
+		return Version{5, 13}, true // and CONFIG_SECURITY_LANDLOCK, lsm=landlock
+	case IDWaitKillableRecv:
+		return Version{5, 19}, true
+	case IDSyncWakeUp:
+		return Version{6, 6}, true
+	case IDChildSubreaper:
+		return Version{3, 4}, true
+	}
+	return Version{}, false
+}
+
+// Unavailable is why a Report lacks a feature (see Report.Need).
+type Unavailable struct {
+	Item Item
+	// Kernel is the running kernel's version; Since the version from
+	// which the feature is always there (zero when it has none).
+	Kernel, Since Version
+	// MustHave is set when the kernel is at least Since, the item is
+	// Missing, and nothing in the environment (EPERM, EACCES: a filter or
+	// LSM above) explains it: the kernel should have the feature, so
+	// something is broken.
+	MustHave bool
+}
+
+// Error says what is missing and why.
+func (u *Unavailable) Error() string {
+	msg := fmt.Sprintf("%s is %s (%s)", u.Item.Name, u.Item.Status, u.Item.Value)
+	if u.Item.Note != "" {
+		msg += ": " + u.Item.Note
+	}
+	if u.MustHave {
+		msg += fmt.Sprintf("; but Linux %v has it since %v", u.Kernel, u.Since)
+	}
+	return msg
+}
+
+// Need returns nil when the report has feature id, else an *Unavailable
+// saying why not and whether the kernel is new enough that it must be
+// there. An id the report does not list is an error too.
+func (r Report) Need(id string) error {
+	it, ok := r.Item(id)
+	if !ok {
+		return fmt.Errorf("features: no item %q", id)
+	}
+	if it.Status == OK {
+		return nil
+	}
+	u := &Unavailable{Item: it}
+	major, minor, verOK := kernelVersion(r.Kernel)
+	u.Kernel = Version{major, minor}
+	since, has := Since(id)
+	if has {
+		u.Since = since
+	}
+	refused := strings.Contains(it.Value, "EPERM") || strings.Contains(it.Value, "EACCES")
+	u.MustHave = has && verOK && it.Status == Missing && !refused && u.Kernel.AtLeast(since)
+	return u
 }
 
 // facts is everything Probe reads; build turns it into a Report.
@@ -183,8 +309,9 @@ const (
 	configGzPath = "/proc/config.gz"
 )
 
-// gather reads and tries everything, on the calling (locked) thread.
-func gather(self string) facts {
+// gather reads and tries everything, on the calling (locked) thread; the
+// listener probe child only when child is set.
+func gather(self string, child bool) facts {
 	f := facts{arch: runtime.GOARCH, ptraceScope: -1}
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
@@ -199,17 +326,18 @@ func gather(self string) facts {
 	}
 	tid := unix.Gettid()
 	f.seccompMode, f.seccompFilters, f.seccompErr = procfs.FS{Root: "/proc/self/task"}.Seccomp(tid)
-	f.probe = runProbe(self)
+	f.probe = ListenerProbe{Error: errNotProbed}
+	if child {
+		f.probe = runProbe(self)
+	}
 	f.pidfdOpen, f.pidfdSendSignal, f.pidfdGetfd = tryPidfds()
-	var sub int32
-	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&sub)), 0, 0, 0); err != nil {
+	if _, err := sys.ChildSubreaper(); err != nil {
 		f.subreaper = fmt.Errorf("prctl(PR_GET_CHILD_SUBREAPER): %w", err)
 	}
-	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		f.landlockErr = fmt.Errorf("landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION): %w", errno)
+	if abi, err := sys.LandlockABI(); err != nil {
+		f.landlockErr = fmt.Errorf("landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION): %w", err)
 	} else {
-		f.landlockABI = int(r)
+		f.landlockABI = abi
 	}
 	if _, err := os.Stat(cgroup2Path); err != nil {
 		f.cgroup2Err = err
@@ -443,10 +571,9 @@ func errValue(err error) string {
 	return err.Error()
 }
 
-// MaybeRunProbe runs the listener probe when this process was started as
-// the probe child (os.Args[1] == ProbeArg), and never returns in that case.
-// Every binary whose path is given to Probe must call it first thing in
-// main (or TestMain).
+// ProbeChild is the listener probe as a job of package reexec. Every binary
+// whose path is given to Probe must serve it: reexec.Run(features.ProbeChild(),
+// ...) first thing in main (or TestMain).
 //
 // The child sets no_new_privs, installs on its locked thread a
 // one-instruction filter that allows everything with
@@ -455,15 +582,17 @@ func errValue(err error) string {
 // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP on the listener, prints a
 // ListenerProbe as one JSON object on stdout and exits 0. The filter traps
 // nothing, so nothing in the child ever waits on the listener.
-func MaybeRunProbe() {
-	if len(os.Args) < 2 || os.Args[1] != ProbeArg {
-		return
-	}
+func ProbeChild() reexec.Child {
+	return reexec.Child{Name: ProbeArg, Main: probeMain}
+}
+
+// probeMain is the probe child's main.
+func probeMain([]string) int {
 	if err := json.NewEncoder(os.Stdout).Encode(probeListener()); err != nil {
 		fmt.Fprintf(os.Stderr, "paddock: listener probe: write the result: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
-	os.Exit(0)
+	return 0
 }
 
 // probeListener installs a listener on the calling thread, which it locks
@@ -503,18 +632,15 @@ func probeListener() ListenerProbe {
 // its answer. Every way it can fail is an Error, never a success.
 func runProbe(self string) ListenerProbe {
 	if os.Getenv(envProbeChild) != "" {
-		return ListenerProbe{Error: fmt.Sprintf("this process is itself a probe child that did not run the probe (%s=%s is set): its binary does not call features.MaybeRunProbe first thing in main", envProbeChild, os.Getenv(envProbeChild))}
-	}
-	path, argv0 := self, self
-	if self == "" {
-		// argv[0] as this process got it: a multi-call binary (testscript's
-		// copies of a test binary) dispatches on it.
-		path, argv0 = "/proc/self/exe", os.Args[0]
+		return ListenerProbe{Error: fmt.Sprintf("this process is itself a probe child that did not run the probe (%s=%s is set): its binary does not serve features.ProbeChild (reexec.Run first thing in main)", envProbeChild, os.Getenv(envProbeChild))}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, ProbeArg)
-	cmd.Args[0] = argv0
+	cmd := reexec.CommandContext(ctx, ProbeArg)
+	if self != "" {
+		cmd.Path, cmd.Args[0] = self, self
+	}
+	path := cmd.Path
 	cmd.Env = append(os.Environ(), envProbeChild+"=1")
 	var stdout, stderr capped
 	stdout.max, stderr.max = 64<<10, 4<<10
@@ -534,7 +660,7 @@ func runProbe(self string) ListenerProbe {
 	dec := json.NewDecoder(bytes.NewReader(stdout.b.Bytes()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return ListenerProbe{Error: fmt.Sprintf("the probe child %s %s printed no result (%v); does the binary call features.MaybeRunProbe first thing in main?", path, ProbeArg, err)}
+		return ListenerProbe{Error: fmt.Sprintf("the probe child %s %s printed no result (%v); does the binary serve features.ProbeChild (reexec.Run first thing in main)?", path, ProbeArg, err)}
 	}
 	if p.Error != "" || !p.Listener && p.ListenerErrno == "" && p.ListenerError == "" {
 		return ListenerProbe{Error: fmt.Sprintf("the probe child %s %s printed an incomplete result: %s", path, ProbeArg, strings.TrimSpace(stdout.b.String()))}
@@ -822,9 +948,27 @@ func ptraceUsable(f facts) (bool, string) {
 	return true, ""
 }
 
+// FallsBackToPtrace reports whether a failed listener install (the error
+// of filter.Install or filter.InstallListener) means that no listener can
+// be had here, which `paddock run --backend auto` answers with the ptrace
+// backend: EBUSY (another listener already supervises this process; a
+// filter chain takes one) or EINVAL (no user notification). Any other
+// failure is an error of its own, and ptrace would meet it too. This is
+// the rule both the supervisor's auto choice and pickBackend apply.
+func FallsBackToPtrace(err error) bool {
+	return errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EINVAL)
+}
+
+// fallsBackErrno is FallsBackToPtrace for the errno name a ListenerProbe
+// holds.
+func fallsBackErrno(name string) bool {
+	return name == unix.ErrnoName(unix.EBUSY) || name == unix.ErrnoName(unix.EINVAL)
+}
+
 // pickBackend is `paddock run --backend auto`'s choice: seccomp where the
-// probe installed a listener, else ptrace where SECCOMP_RET_TRACE and ptrace
-// are there, else none.
+// probe installed a listener, else ptrace where the listener failed in a
+// way auto falls back from (FallsBackToPtrace; or the probe could not tell)
+// and SECCOMP_RET_TRACE and ptrace are there, else none.
 func pickBackend(f facts, retTrace, ptraceOK bool, ptraceWhy string) Backend {
 	p := f.probe
 	if p.Error == "" && p.Listener {
@@ -833,6 +977,10 @@ func pickBackend(f facts, retTrace, ptraceOK bool, ptraceWhy string) Backend {
 			why += "; without SYNC_WAKE_UP each decision costs ~30 us more"
 		}
 		return Backend{Name: "seccomp", Reason: why}
+	}
+	if p.Error == "" && !fallsBackErrno(p.ListenerErrno) {
+		return Backend{Name: "none", Reason: "paddock cannot enforce here: no seccomp listener: " + listenerWhy(p) +
+			"; --backend auto falls back to ptrace only for EBUSY or EINVAL, and the ptrace backend installs a seccomp filter too"}
 	}
 	why := "the listener probe failed (" + p.Error + ")"
 	if p.Error == "" {

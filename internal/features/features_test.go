@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,17 +16,15 @@ import (
 
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/reexec"
 )
 
-// envHelper starts the test binary as a helper instead of the tests:
-// "listener" installs a listener on its thread, then probes (underListener).
-const envHelper = "PADDOCK_FEATURES_TEST_HELPER"
+// listenerChild is the job of a test child that installs a listener on
+// its thread, then probes (underListener).
+const listenerChild = "__features_test_listener"
 
 func TestMain(m *testing.M) {
-	MaybeRunProbe()
-	if os.Getenv(envHelper) == "listener" {
-		os.Exit(underListener())
-	}
+	reexec.Run(ProbeChild(), reexec.Child{Name: listenerChild, Main: underListener})
 	os.Exit(m.Run())
 }
 
@@ -42,7 +39,7 @@ type helperOut struct {
 // under paddock run): it installs an allow-all filter with NEW_LISTENER on
 // its locked thread, keeps the listener open, and probes from that same
 // thread, so the probe child inherits the filter and its listener.
-func underListener() int {
+func underListener([]string) int {
 	runtime.LockOSThread()
 	var out helperOut
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -65,15 +62,19 @@ func underListener() int {
 	return 0
 }
 
-// needUserNotif skips a test on kernels without seccomp user notification.
+// needUserNotif skips a test on kernels without seccomp user notification,
+// and fails it on kernels that must have it: featuretest.Require, which
+// this package's own tests cannot import (it imports features).
 func needUserNotif(t *testing.T) {
 	t.Helper()
-	b, err := os.ReadFile(actionsPath)
-	if err == nil && !strings.Contains(" "+strings.TrimSpace(string(b))+" ", " user_notif ") {
-		err = fmt.Errorf("%s lists no user_notif: %s", actionsPath, strings.TrimSpace(string(b)))
-	}
-	if err != nil {
+	err := ProbeLocal().Need(IDUserNotif)
+	var u *Unavailable
+	switch {
+	case err == nil:
+	case errors.As(err, &u) && !u.MustHave:
 		t.Skipf("needs seccomp user notification: %v", err)
+	default:
+		t.Fatalf("needs seccomp user notification: %v", err)
 	}
 }
 
@@ -247,18 +248,21 @@ func TestReadPtraceScope(t *testing.T) {
 	}
 }
 
-func TestBuild(t *testing.T) {
-	yes, no := true, false
-	good := func() facts {
-		return facts{
-			arch: "amd64", release: "6.18.44-fc-v1098", machine: "x86_64",
-			actions: strings.Fields("kill_process kill_thread trap errno user_notif trace log allow"),
-			probe:   ListenerProbe{Listener: true, WaitKillableRecv: &yes, SyncWakeUp: &yes},
-			ia32:    ia32{state: "on", from: "CONFIG_IA32_EMULATION=y in /proc/config.gz"},
-			// No Yama, not under seccomp, every call works.
-			ptraceScope: -1, landlockABI: 6,
-		}
+// good is the facts of a kernel and process that give paddock everything.
+func good() facts {
+	yes := true
+	return facts{
+		arch: "amd64", release: "6.18.44-fc-v1098", machine: "x86_64",
+		actions: strings.Fields("kill_process kill_thread trap errno user_notif trace log allow"),
+		probe:   ListenerProbe{Listener: true, WaitKillableRecv: &yes, SyncWakeUp: &yes},
+		ia32:    ia32{state: "on", from: "CONFIG_IA32_EMULATION=y in /proc/config.gz"},
+		// No Yama, not under seccomp, every call works.
+		ptraceScope: -1, landlockABI: 6,
 	}
+}
+
+func TestBuild(t *testing.T) {
+	no := false
 	ebusy := ListenerProbe{ListenerErrno: "EBUSY", ListenerError: "filter: seccomp(...): device or resource busy"}
 	for _, tc := range []struct {
 		name    string
@@ -368,13 +372,14 @@ func TestBuild(t *testing.T) {
 			reason: "SECCOMP_RET_TRACE is unknown",
 		},
 		{
-			name: "seccomp refused by a filter above", backend: "ptrace",
+			name: "seccomp refused by a filter above", backend: "none",
 			change: func(f *facts) {
 				f.probe = ListenerProbe{ListenerErrno: "EPERM", ListenerError: "operation not permitted"}
 				f.pidfdGetfd = fmt.Errorf("pidfd_getfd(self, 3): %w", unix.EPERM)
 			},
 			status: map[string]Status{IDListener: Missing, IDUnderListener: Unknown, IDPidfdGetfd: Missing},
 			notes:  map[string]string{IDPidfdGetfd: "refused", IDListener: "EPERM"},
+			reason: "falls back to ptrace only for EBUSY or EINVAL",
 		},
 		{
 			name: "arm64, no config, cgroup v1, unreadable yama", backend: "seccomp",
@@ -466,8 +471,7 @@ func TestProbeHere(t *testing.T) {
 // EBUSY, and auto falls back to ptrace.
 func TestProbeUnderListener(t *testing.T) {
 	needUserNotif(t)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), envHelper+"=listener")
+	cmd := reexec.Command(listenerChild)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -558,7 +562,63 @@ func TestProbeFailureIsNotSuccess(t *testing.T) {
 func TestProbeChildDoesNotProbeAgain(t *testing.T) {
 	t.Setenv(envProbeChild, "1")
 	r := Probe(os.Args[0])
-	if !strings.Contains(r.Probe.Error, "does not call features.MaybeRunProbe") {
+	if !strings.Contains(r.Probe.Error, "does not serve features.ProbeChild") {
 		t.Errorf("probe %+v", r.Probe)
+	}
+}
+
+// TestNeed checks when a missing feature is merely absent (a test skips)
+// and when the kernel is new enough that it must be there (a test fails).
+func TestNeed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		change   func(f *facts)
+		id       string
+		ok       bool
+		mustHave bool
+	}{
+		{name: "present", change: func(*facts) {}, id: IDPidfdGetfd, ok: true},
+		{name: "absent on an old kernel", id: IDPidfdGetfd, change: func(f *facts) {
+			f.release, f.pidfdGetfd = "5.4.0", fmt.Errorf("pidfd_getfd: %w", unix.ENOSYS)
+		}},
+		{name: "absent on a kernel that has it", id: IDPidfdGetfd, mustHave: true, change: func(f *facts) {
+			f.pidfdGetfd = fmt.Errorf("pidfd_getfd: %w", unix.ENOSYS)
+		}},
+		{name: "refused by a filter above", id: IDPidfdGetfd, change: func(f *facts) {
+			f.pidfdGetfd = fmt.Errorf("pidfd_getfd: %w", unix.EPERM)
+		}},
+		{name: "sync wake-up missing on 6.18", id: IDSyncWakeUp, mustHave: true, change: func(f *facts) {
+			no := false
+			f.probe.SyncWakeUp, f.probe.SyncWakeUpErrno = &no, "EINVAL"
+		}},
+		{name: "sync wake-up missing on 6.1", id: IDSyncWakeUp, change: func(f *facts) {
+			no := false
+			f.release, f.probe.SyncWakeUp, f.probe.SyncWakeUpErrno = "6.1.0", &no, "EINVAL"
+		}},
+		{name: "not probed is unknown, not missing", id: IDSyncWakeUp, change: func(f *facts) {
+			f.probe = ListenerProbe{Error: errNotProbed}
+		}},
+		{name: "environmental: another listener", id: IDListener, change: func(f *facts) {
+			f.probe = ListenerProbe{ListenerErrno: "EBUSY", ListenerError: "busy"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := good()
+			tc.change(&f)
+			err := build(f).Need(tc.id)
+			if (err == nil) != tc.ok {
+				t.Fatalf("Need(%s) = %v, want ok %v", tc.id, err, tc.ok)
+			}
+			if err == nil {
+				return
+			}
+			var u *Unavailable
+			if !errors.As(err, &u) || u.MustHave != tc.mustHave {
+				t.Errorf("Need(%s) = %v (%+v), want MustHave %v", tc.id, err, u, tc.mustHave)
+			}
+		})
+	}
+	if err := build(good()).Need("no such id"); err == nil {
+		t.Error("Need of an unknown id succeeded")
 	}
 }

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
 )
 
 // errNoSlice: /proc/PID/sched has no se.slice line (no EEVDF scheduler).
@@ -43,7 +47,7 @@ func sliceOf(t *testing.T, tid int) time.Duration {
 	d, err := readSlice(tid)
 	switch {
 	case errors.Is(err, errNoSlice):
-		t.Skip("needs the EEVDF scheduler (Linux 6.6+): no se.slice in /proc/PID/sched")
+		featuretest.RequireSince(t, features.Version{Major: 6, Minor: 6}, "the EEVDF scheduler (se.slice in /proc/PID/sched)", err)
 	case err != nil:
 		t.Skipf("needs /proc/PID/sched (CONFIG_SCHED_DEBUG): %v", err)
 	}
@@ -89,7 +93,7 @@ func onNewThread() (tid int, slice time.Duration, nice int, err error) {
 func customSlices(t *testing.T, tid int, def time.Duration) {
 	t.Helper()
 	if got := sliceOf(t, tid); got == def && def != SupervisorSlice {
-		t.Skipf("needs custom scheduler slices (Linux 6.12+): the slice stayed %v", got)
+		featuretest.RequireSince(t, features.Version{Major: 6, Minor: 12}, "custom scheduler slices", fmt.Errorf("the slice stayed %v", got))
 	}
 }
 

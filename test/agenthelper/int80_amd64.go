@@ -1,15 +1,17 @@
 package main
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
 
-// int80 enters the kernel through the i386 compat ABI (int $0x80).
-func int80(nr, a1, a2, a3 uintptr) uintptr
+	"github.com/paddock-dev/paddock/internal/int80"
+)
 
 // i386 syscall number of kill.
 const i386Kill = 37
 
+// int80Kill is kill(pid, sig) through the i386 compat ABI (int $0x80).
 func int80Kill(pid, sig int) error {
-	r := int32(int80(i386Kill, uintptr(uint32(int32(pid))), uintptr(sig), 0))
+	r := int32(int80.Syscall(i386Kill, uintptr(uint32(int32(pid))), uintptr(sig), 0))
 	if r < 0 {
 		return unix.Errno(-r)
 	}

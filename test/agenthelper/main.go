@@ -30,11 +30,11 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 func main() {
@@ -98,23 +98,10 @@ func run(verb string, a []int) error {
 		return errnoOf(e)
 	case "tgkill":
 		return unix.Tgkill(a[0], a[1], unix.Signal(a[2]))
-	case "sigqueue", "tgsigqueue":
-		// siginfo_t for SI_QUEUE: signo, errno, code, then pid and uid.
-		var info struct {
-			signo, errno, code, _ int32
-			pid                   int32
-			uid                   uint32
-			_                     [104]byte
-		}
-		info.signo = int32(a[len(a)-1])
-		info.code = -1 // SI_QUEUE
-		info.pid, info.uid = int32(os.Getpid()), uint32(os.Getuid())
-		if verb == "sigqueue" {
-			_, _, e := unix.RawSyscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(a[0]), uintptr(a[1]), uintptr(unsafe.Pointer(&info)))
-			return errnoOf(e)
-		}
-		_, _, e := unix.RawSyscall6(unix.SYS_RT_TGSIGQUEUEINFO, uintptr(a[0]), uintptr(a[1]), uintptr(a[2]), uintptr(unsafe.Pointer(&info)), 0, 0)
-		return errnoOf(e)
+	case "sigqueue":
+		return sys.RtSigqueueinfo(a[0], a[1])
+	case "tgsigqueue":
+		return sys.RtTgsigqueueinfo(a[0], a[1], a[2])
 	case "pidfd":
 		fd, err := unix.PidfdOpen(a[0], 0)
 		if err != nil {
@@ -142,9 +129,7 @@ func run(verb string, a []int) error {
 	case "setown", "setown-ex", "fiosetown":
 		return setOwner(verb, a[0], a[1])
 	case "tiocsti":
-		c := byte('x')
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(a[0]), unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
-		return errnoOf(e)
+		return sys.IoctlTIOCSTI(a[0], 'x')
 	case "tiocsig-own-pty":
 		return tiocsigOwnPty(unix.Signal(a[0]))
 	case "int80-kill":
@@ -172,14 +157,13 @@ func listenExec(args []string) error {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	prog := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW}}
-	fprog := unix.SockFprog{Len: 1, Filter: &prog[0]}
-	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return fmt.Errorf("seccomp(NEW_LISTENER): %w", errno)
+	fd, err := sys.SeccompSetModeFilter(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	if err != nil {
+		return fmt.Errorf("seccomp(NEW_LISTENER): %w", err)
 	}
 	// The kernel forgets a listener whose last fd closes, and the fd is
 	// close-on-exec: keep it open in PROG, as a sandbox's supervisor would.
-	if _, err := unix.FcntlInt(fd, unix.F_SETFD, 0); err != nil {
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
 		return fmt.Errorf("keep the listener open across exec: %w", err)
 	}
 	path, err := exec.LookPath(args[0])
@@ -206,10 +190,9 @@ func shadowKill(a []int) error {
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_USER_NOTIF},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return fmt.Errorf("seccomp(NEW_LISTENER): %s", unix.ErrnoName(errno))
+	fd, err := sys.SeccompSetModeFilter(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	if err != nil {
+		return fmt.Errorf("seccomp(NEW_LISTENER): %s", unix.ErrnoName(err.(unix.Errno))) // sys returns the bare errno
 	}
 	go func() {
 		// Another OS thread, without the filter: answer every notification
@@ -217,13 +200,13 @@ func shadowKill(a []int) error {
 		runtime.LockOSThread()
 		for {
 			var n seccomp.Notif
-			if err := seccomp.Recv(int(fd), &n); err != nil {
+			if err := seccomp.Recv(fd, &n); err != nil {
 				if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
 					continue
 				}
 				return
 			}
-			_ = seccomp.Send(int(fd), n.ID, 0)
+			_ = seccomp.Send(fd, n.ID, 0)
 		}
 	}()
 	_, _, e := unix.RawSyscall(unix.SYS_KILL, uintptr(a[0]), uintptr(a[1]), 0)
@@ -246,13 +229,9 @@ func setOwner(how string, pid, sig int) error {
 	case "setown":
 		_, err = unix.FcntlInt(uintptr(p[0]), unix.F_SETOWN, pid)
 	case "setown-ex":
-		owner := struct{ typ, pid int32 }{1, int32(pid)} // F_OWNER_PID
-		_, _, e := unix.Syscall(unix.SYS_FCNTL, uintptr(p[0]), unix.F_SETOWN_EX, uintptr(unsafe.Pointer(&owner)))
-		err = errnoOf(e)
+		err = sys.FcntlSetOwnEx(p[0], 1 /* F_OWNER_PID */, pid)
 	case "fiosetown":
-		v := int32(pid)
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(p[0]), 0x8901 /* FIOSETOWN */, uintptr(unsafe.Pointer(&v)))
-		err = errnoOf(e)
+		err = unix.IoctlSetPointerInt(p[0], 0x8901 /* FIOSETOWN */, pid)
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,102 @@
+package sys
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// LandlockABI is landlock_create_ruleset(NULL, 0,
+// LANDLOCK_CREATE_RULESET_VERSION): the highest Landlock ABI version this
+// kernel has (Linux 5.13+). ENOSYS: no Landlock; EOPNOTSUPP: built in but
+// not enabled.
+func LandlockABI() (int, error) {
+	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), nil
+}
+
+// ChildSubreaper is prctl(PR_GET_CHILD_SUBREAPER): whether this process is
+// a child subreaper.
+func ChildSubreaper() (bool, error) {
+	var v int32
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&v)), 0, 0, 0); err != nil {
+		return false, err
+	}
+	return v != 0, nil
+}
+
+// SiginfoPid is si_pid of a siginfo that waitid(2) filled in (or of a
+// SIGCHLD): golang.org/x/sys keeps that union opaque. The union starts
+// after si_signo, si_errno and si_code, 8-aligned on 64-bit platforms;
+// si_pid is its first member.
+func SiginfoPid(info *unix.Siginfo) int {
+	b := (*[unsafe.Sizeof(unix.Siginfo{})]byte)(unsafe.Pointer(info))
+	off := 12
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		off = 16
+	}
+	return int(*(*int32)(unsafe.Pointer(&b[off])))
+}
+
+// siginfoQueue is the head of a siginfo_t for SI_QUEUE: si_signo, si_errno,
+// si_code, the 64-bit pad, then si_pid and si_uid; 128 bytes in all.
+type siginfoQueue struct {
+	signo, errno, code, _ int32
+	pid                   int32
+	uid                   uint32
+	_                     [104]byte
+}
+
+var _ [128 - unsafe.Sizeof(siginfoQueue{})]byte
+
+// newSiginfoQueue is what sigqueue(3) would send: SI_QUEUE from this process.
+func newSiginfoQueue(sig int) siginfoQueue {
+	return siginfoQueue{signo: int32(sig), code: -1 /* SI_QUEUE */, pid: int32(unix.Getpid()), uid: uint32(unix.Getuid())}
+}
+
+// RtSigqueueinfo is rt_sigqueueinfo(tgid, sig, info) with the siginfo
+// sigqueue(3) sends (SI_QUEUE, this process's pid and uid). x/sys has no
+// wrapper; paddock's end-to-end tests make this call as an agent would.
+func RtSigqueueinfo(tgid, sig int) error {
+	info := newSiginfoQueue(sig)
+	_, _, e := unix.RawSyscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(tgid), uintptr(sig), uintptr(unsafe.Pointer(&info)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// RtTgsigqueueinfo is rt_tgsigqueueinfo(tgid, tid, sig, info) with the
+// siginfo of RtSigqueueinfo.
+func RtTgsigqueueinfo(tgid, tid, sig int) error {
+	info := newSiginfoQueue(sig)
+	_, _, e := unix.RawSyscall6(unix.SYS_RT_TGSIGQUEUEINFO, uintptr(tgid), uintptr(tid), uintptr(sig), uintptr(unsafe.Pointer(&info)), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// FcntlSetOwnEx is fcntl(fd, F_SETOWN_EX, {typ, pid}): typ is F_OWNER_TID,
+// F_OWNER_PID or F_OWNER_PGRP. x/sys has no struct f_owner_ex.
+func FcntlSetOwnEx(fd, typ, pid int) error {
+	owner := struct{ typ, pid int32 }{int32(typ), int32(pid)}
+	_, _, e := unix.Syscall(unix.SYS_FCNTL, uintptr(fd), unix.F_SETOWN_EX, uintptr(unsafe.Pointer(&owner)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// IoctlTIOCSTI is ioctl(fd, TIOCSTI, &c): it pushes c into the input queue
+// of terminal fd, as if typed.
+func IoctlTIOCSTI(fd int, c byte) error {
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+// Package policytest is an in-memory policy.World for tests and
+// benchmarks of policy.Decide: processes by pid, threads by tid, pidfds and
+// terminals by (tid, fd), all in maps that the caller fills.
+package policytest
+
+import (
+	"errors"
+	"sort"
+
+	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/vram"
+)
+
+// ErrBroken is what Lookup and Pgrp return for a pid in World.Broken.
+var ErrBroken = errors.New("read /proc/x/stat: input/output error")
+
+// World is a table-driven policy.World. The zero value is an empty world;
+// nil maps read as empty.
+type World struct {
+	Procs   map[int]policy.Target // processes by pid
+	Groups  map[int]int           // pid -> process group
+	Threads map[int]int           // tid -> pid, for non-leader threads only
+	Fds     map[[2]int]int        // (tid, fd) -> pid a pidfd refers to (-1: reaped)
+	Ttys    map[[2]int]int        // (tid, fd) -> foreground process group of the pty
+	Absent  map[string]bool       // paths that do not exist
+	Broken  map[int]bool          // Lookup and Pgrp fail for these pids
+	Policy  guard.Policy          // what Guard returns
+	Budget  *vram.Budget          // what VRAM returns
+}
+
+var _ policy.World = World{}
+
+// Lookup implements policy.World: a thread reads as its process with its
+// own pid; an unknown pid is Gone.
+func (w World) Lookup(pid int) (policy.Target, error) {
+	if w.Broken[pid] {
+		return policy.Target{}, ErrBroken
+	}
+	if t, ok := w.Procs[pid]; ok {
+		return t, nil
+	}
+	if tg, ok := w.Threads[pid]; ok {
+		t := w.Procs[tg]
+		t.Pid = pid
+		return t, nil
+	}
+	return policy.Target{Pid: pid, Rel: ownership.Gone}, nil
+}
+
+// Pgrp implements policy.World.
+func (w World) Pgrp(pid int) (int, error) {
+	if w.Broken[pid] {
+		return 0, ErrBroken
+	}
+	if tg, ok := w.Threads[pid]; ok {
+		pid = tg
+	}
+	return w.Groups[pid], nil
+}
+
+// ThreadOf implements policy.World.
+func (w World) ThreadOf(tid, pid int) bool { return tid == pid || w.Threads[tid] == pid }
+
+// Tgid implements policy.World.
+func (w World) Tgid(tid int) (int, error) {
+	if _, ok := w.Procs[tid]; ok {
+		return tid, nil
+	}
+	return w.Threads[tid], nil
+}
+
+// pids is every process's pid, in order, so that lists are deterministic.
+func (w World) pids() []int {
+	out := make([]int, 0, len(w.Procs))
+	for pid := range w.Procs {
+		out = append(out, pid)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Group implements policy.World, in pid order.
+func (w World) Group(pgid int) ([]policy.Target, error) {
+	var out []policy.Target
+	for _, pid := range w.pids() {
+		if w.Groups[pid] == pgid {
+			out = append(out, w.Procs[pid])
+		}
+	}
+	return out, nil
+}
+
+// FdPid implements policy.World.
+func (w World) FdPid(tid, fd int) (int, error) {
+	if pid, ok := w.Fds[[2]int{tid, fd}]; ok {
+		return pid, nil
+	}
+	return 0, errors.New("not a pidfd")
+}
+
+// Missing implements policy.World.
+func (w World) Missing(tid int, path string) bool { return w.Absent[path] }
+
+// TermPgrp implements policy.World.
+func (w World) TermPgrp(tid, fd int) (int, error) {
+	if pgrp, ok := w.Ttys[[2]int{tid, fd}]; ok {
+		return pgrp, nil
+	}
+	return 0, errors.New("inappropriate ioctl for device")
+}
+
+// Guard implements policy.World.
+func (w World) Guard() guard.Policy { return w.Policy }
+
+// VRAM implements policy.World.
+func (w World) VRAM() *vram.Budget { return w.Budget }
+
+// Files implements policy.World: no files.
+func (w World) Files(int) vram.Files { return vram.Files{} }
+
+// Owned implements policy.World: the agent root and owned processes, in
+// pid order.
+func (w World) Owned(max int) []policy.Target {
+	var out []policy.Target
+	for _, pid := range w.pids() {
+		if t := w.Procs[pid]; len(out) < max && (t.Rel == ownership.Owned || t.Rel == ownership.AgentRoot) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
