@@ -22,8 +22,7 @@ const superviseArg = "__bench_supervise_signals"
 
 func TestMain(m *testing.M) {
 	// The supervisor re-executes this binary as the agent's init.
-	supervisor.MaybeRunInit()
-	reexec.Run(reexec.Child{Name: superviseArg, Main: superviseSignalsOnly})
+	reexec.Run(supervisor.InitChild(), reexec.Child{Name: superviseArg, Main: superviseSignalsOnly})
 	os.Exit(m.Run())
 }
 

@@ -16,7 +16,7 @@ import (
 
 // Start a command under supervision, signal it through the session handle,
 // and collect its exit status (128+N for a death by signal N). The program
-// using this package must call supervisor.MaybeRunInit first thing in main.
+// using this package must serve supervisor.InitChild first thing in main (reexec.Run).
 func ExampleStart() {
 	path, _ := exec.LookPath("sleep")
 	s, err := supervisor.Start(supervisor.Config{Path: path, Args: []string{"sleep", "30"}, Log: zerolog.Nop(), Stdout: devNull()})

@@ -10,7 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/handoff"
+	"github.com/paddock-dev/paddock/internal/reexec"
 )
 
 // InitArg is argv[1] of the re-executed paddock binary that becomes the
@@ -22,16 +24,21 @@ const InitArg = "__paddock_init"
 const handoffFd = 3
 
 // MaybeRunInit runs the init side when this process was started as one and
-// never returns in that case. Every binary that starts sessions (the paddock
-// CLI, tests, programs using this package as a library) must call it first
-// thing in main (or TestMain), before doing anything else.
-func MaybeRunInit() {
-	if len(os.Args) < 2 || os.Args[1] != InitArg {
-		return
-	}
-	code, err := runInit(os.Args[2:])
-	fmt.Fprintf(os.Stderr, "paddock: %v\n", err)
-	os.Exit(code)
+// never returns in that case. Every program outside this module that
+// starts sessions (using this package as a library) must call it first
+// thing in main (or TestMain), before doing anything else. Binaries of this
+// module that serve other jobs too list InitChild in their reexec.Run.
+func MaybeRunInit() { reexec.Run(InitChild()) }
+
+// InitChild is the agent's init as a job of this binary (internal/reexec),
+// for the binaries of this module that re-execute themselves for other
+// jobs too: reexec.Run(supervisor.InitChild(), ...).
+func InitChild() reexec.Child {
+	return reexec.Child{Name: InitArg, Main: func(args []string) int {
+		code, err := runInit(args)
+		fmt.Fprintf(os.Stderr, "paddock: %v\n", err)
+		return code
+	}}
 }
 
 // runInit expects: --backend auto|seccomp|ptrace [--trap-exec] [--trap-power]
@@ -93,7 +100,7 @@ func runInit(args []string) (int, error) {
 			// The agent must never hold its own listener: if the supervisor
 			// dies, the listener must close so that trapped syscalls fail (ENOSYS).
 			unix.Close(listener)
-		case backend == BackendAuto && noListener(err):
+		case backend == BackendAuto && features.FallsBackToPtrace(err):
 			traced = true
 			if err := sendTraceRequest("seccomp listener unavailable: " + err.Error()); err != nil {
 				return 126, err

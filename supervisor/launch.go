@@ -14,7 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/handoff"
+	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/ownership"
 )
@@ -116,7 +118,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 		}
 		fd, err := listen(prog)
 		if err != nil {
-			if backend == BackendAuto && noListener(err) {
+			if backend == BackendAuto && features.FallsBackToPtrace(err) {
 				err = fmt.Errorf("%w: %w", errNoListener, err)
 			}
 			listenerc <- listenerResult{err: err}
@@ -181,13 +183,6 @@ func listen(prog []unix.SockFilter) (int, error) {
 		return -1, fmt.Errorf("install seccomp filter with a listener: %w", err)
 	}
 	return fd, nil
-}
-
-// noListener reports whether a listener install failed because none can be
-// had here (EBUSY: another listener supervises this process; EINVAL: no
-// user notification), which --backend auto answers with ptrace.
-func noListener(err error) bool {
-	return errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EINVAL)
 }
 
 // hardenAgent hardens the calling thread for a root agent unless keepCaps
@@ -326,19 +321,18 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 		return 0, fmt.Errorf("supervisor: socketpair: %w", err)
 	}
 	defer unix.Close(pair[0])
-	self := s.cfg.Self
-	if self == "" {
-		self = "/proc/self/exe"
-	}
-	argv := []string{"paddock", InitArg, "--backend", string(backend)}
+	args := []string{"--backend", string(backend)}
 	if s.cfg.TrapExec {
-		argv = append(argv, "--trap-exec", "--trap-power")
+		args = append(args, "--trap-exec", "--trap-power")
 	}
 	if s.cfg.KeepCaps {
-		argv = append(argv, "--keep-caps")
+		args = append(args, "--keep-caps")
 	}
-	argv = append(argv, "--", s.cfg.Path)
-	argv = append(argv, s.cfg.Args...)
+	args = append(append(args, "--", s.cfg.Path), s.cfg.Args...)
+	self, argv := reexec.Argv(InitArg, args...)
+	if s.cfg.Self != "" {
+		self = s.cfg.Self
+	}
 	env := agentEnv(s.cfg.Env, s.control.path)
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,

@@ -4,12 +4,14 @@ import (
 	"os"
 	"testing"
 
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/supervisor"
 )
 
 // TestMain lets this test binary serve as the re-executed init of the
 // sessions the examples start.
 func TestMain(m *testing.M) {
-	supervisor.MaybeRunInit()
+	reexec.Run(supervisor.InitChild(), features.ProbeChild())
 	os.Exit(m.Run())
 }

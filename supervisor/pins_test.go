@@ -9,6 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
@@ -138,6 +140,7 @@ func TestPinCacheNotKeptWhileLeasesExist(t *testing.T) {
 }
 
 func TestPinCacheBounded(t *testing.T) {
+	featuretest.Require(t, features.IDPidfdOpen)
 	self := os.Getpid()
 	dead := exec.Command("true")
 	if err := dead.Start(); err != nil {
@@ -145,7 +148,7 @@ func TestPinCacheBounded(t *testing.T) {
 	}
 	deadFd, err := unix.PidfdOpen(dead.Process.Pid, 0)
 	if err != nil {
-		t.Skipf("needs pidfd_open: %v", err)
+		t.Fatalf("pidfd_open: %v", err)
 	}
 	_ = dead.Wait()
 	c := newPinCache()

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"os"
 	"os/signal"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/sys"
 	"github.com/paddock-dev/paddock/tracer"
 )
 
@@ -60,7 +60,7 @@ func (s *Session) waitNext(flags int, info *unix.Siginfo) error {
 			return unix.Waitid(unix.P_ALL, 0, info, flags, nil)
 		}
 		*info = unix.Siginfo{}
-		if err := unix.Waitid(unix.P_ALL, 0, info, flags|unix.WNOHANG, nil); err != nil || siginfoPid(info) != 0 {
+		if err := unix.Waitid(unix.P_ALL, 0, info, flags|unix.WNOHANG, nil); err != nil || sys.SiginfoPid(info) != 0 {
 			return err
 		}
 		select {
@@ -114,7 +114,7 @@ func (s *Session) reap(root int) {
 			}
 			return
 		}
-		next := siginfoPid(&info)
+		next := sys.SiginfoPid(&info)
 		if info.Code == cldTrapped || info.Code == cldStopped {
 			var ws unix.WaitStatus
 			if _, err := unix.Wait4(next, &ws, unix.WALL|unix.WUNTRACED, nil); err == nil && s.tracer != nil {
@@ -174,15 +174,3 @@ const (
 	cldTrapped = 4
 	cldStopped = 5
 )
-
-// siginfoPid is si_pid of a waitid result (x/sys keeps that union opaque).
-func siginfoPid(info *unix.Siginfo) int {
-	// struct siginfo: signo, errno, code (3 x int32), then on 64-bit a 4-byte
-	// pad, then the union whose first member for SIGCHLD is si_pid.
-	b := (*[128]byte)(unsafe.Pointer(info))
-	off := 12
-	if unsafe.Sizeof(uintptr(0)) == 8 {
-		off = 16
-	}
-	return int(*(*int32)(unsafe.Pointer(&b[off])))
-}

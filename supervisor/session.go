@@ -49,7 +49,7 @@ type Config struct {
 	// workload, so GPU detection never delays the agent's start.
 	VRAM func() *vram.Budget
 	// Self is the binary re-executed as the agent's init for the ptrace
-	// backend ("" means /proc/self/exe); it must call MaybeRunInit first
+	// backend ("" means /proc/self/exe); it must serve InitChild first
 	// thing.
 	Self string
 	// Stdin, Stdout, Stderr of the agent (nil: this process's).

@@ -21,8 +21,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
-	supervisor.MaybeRunInit()
-	reexec.Run(features.ProbeChild())
+	reexec.Run(supervisor.InitChild(), features.ProbeChild())
 	os.Exit(execute(os.Args[1:]))
 }
 

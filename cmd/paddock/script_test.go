@@ -19,8 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	supervisor.MaybeRunInit()
-	reexec.Run(features.ProbeChild())
+	reexec.Run(supervisor.InitChild(), features.ProbeChild())
 	os.Exit(testscript.RunMain(m, map[string]func() int{"paddock": func() int { return execute(os.Args[1:]) }}))
 }
 
