@@ -36,6 +36,7 @@ var scenarios = []struct {
 	{"AgentCommandRefusedAtExec", agentCommandRefusedAtExec},
 	{"MissingPowerCommandIsENOENT", missingPowerCommandIsENOENT},
 	{"VRAMPreflightAtExec", vramPreflightAtExec},
+	{"UnreadableModelHoldsNothingUp", unreadableModelHoldsNothingUp},
 	// Adoption and the control socket.
 	{"AdoptThenSignal", adoptThenSignal},
 	{"AdoptPsJSON", adoptPsJSON},

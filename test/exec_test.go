@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -243,5 +244,76 @@ func agentCommandRefusedAtExec(t *testing.T, b backend) {
 	t.Setenv("PADDOCK_ALLOW_POWER_CONTROL", "1")
 	if r := b.runPaddock(t, "--", "reboot", "now"); r.code != 0 || markerLines(marker) != "reboot now\n" {
 		t.Errorf("with the opt-in: exit %d, stand-in said %q\n%s", r.code, markerLines(marker), r)
+	}
+}
+
+// unreadableModelHoldsNothingUp: an agent starts a llama.cpp server on a
+// named pipe nobody writes, on a pipe that holds data and never ends (a
+// file that never finishes reading), and on /dev/zero. Its next signal is
+// answered at once, and the exec's decision ends well within the read
+// deadline: refused, since nothing says how big the model is, with a
+// message naming the file and why it could not be read.
+func unreadableModelHoldsNothingUp(t *testing.T, b backend) {
+	b.require(t)
+	dir, marker := standins(t, "llama-server")
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skipf("needs sleep: %v", err)
+	}
+	if err := os.Symlink(sleep, filepath.Join(dir, "sleep")); err != nil {
+		t.Fatal(err)
+	}
+	prof := filepath.Join(t.TempDir(), "profile.toml")
+	if err := os.WriteFile(prof, []byte("name = \"test-gpu\"\ntotal_vram_gb = 24.0\ndesktop_headroom_gb = 4.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "model")
+	full := filepath.Join(t.TempDir(), "model")
+	for _, p := range []string{empty, full} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skipf("needs mkfifo: %v", err)
+		}
+	}
+	// A reader of full finds data, and never its end: the test holds the
+	// write side open.
+	w, err := os.OpenFile(full, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write([]byte("GGUF\x03\x00\x00\x00")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, model, why string }{
+		{"pipe without writer", empty, "is a named pipe, not a regular file"},
+		{"pipe without end", full, "is a named pipe, not a regular file"},
+		{"dev zero", "/dev/zero", "is a character device, not a regular file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(marker)
+			r := b.runWithPath(t, dir, []string{"--profile", prof},
+				`llama-server -m `+tc.model+` -ngl 99 & sleep 600 & kill $!; echo "kill status $?"; wait %1; echo "server status $?"`)
+			if !strings.Contains(r.stdout, "kill status 0") {
+				t.Fatalf("the agent's kill of its own sleep did not succeed\n%s", r)
+			}
+			if markerLines(marker) != "" || !strings.Contains(r.stdout, "server status 126") {
+				t.Fatalf("llama-server ran (or was not refused) though its model cannot be read\n%s", r)
+			}
+			rec := ""
+			for _, line := range strings.Split(r.journal, "\n") {
+				if strings.Contains(line, `"action":"exec_denied"`) && strings.Contains(line, `"rule":"vram_undecidable"`) {
+					rec = line
+				}
+			}
+			if rec == "" {
+				t.Fatalf("no exec_denied record with rule vram_undecidable\n%s", r)
+			}
+			for _, want := range []string{tc.model + " " + tc.why, "cannot estimate", "PADDOCK_ALLOW_OVERBUDGET_VRAM=1"} {
+				if !strings.Contains(rec, want) {
+					t.Errorf("the refusal lacks %q: %s", want, rec)
+				}
+			}
+		})
 	}
 }
