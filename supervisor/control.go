@@ -30,6 +30,7 @@ type Process = control.Process
 // Signalled is what Session.KillProcess (and `paddock kill`) signalled.
 type Signalled = control.Signalled
 
+// leaseInfo reports a lease of the ownership tree as clients see it.
 func leaseInfo(l ownership.Lease) LeaseInfo {
 	return LeaseInfo{Pid: l.Pid, Comm: l.Comm, StartTime: l.StartTime, Reason: l.Reason, AdoptedBy: l.AdoptedBy, AdoptedAt: l.AdoptedAt, LifelineOverride: l.LifelineOverride}
 }
