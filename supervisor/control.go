@@ -1,15 +1,9 @@
 package supervisor
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"time"
@@ -17,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/control"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/journal"
@@ -24,368 +19,60 @@ import (
 	"github.com/paddock-dev/paddock/policy"
 )
 
-// SocketEnv names the environment variable that tells the agent (and the
-// paddock clients it runs) where its supervisor's control socket is.
-const SocketEnv = "PADDOCK_SOCKET"
+// The session's side of the control socket (package control serves it):
+// adoption, release, listing and kill, for the socket and the library alike.
 
-// Request is one control-socket request: one JSON object per connection.
-type Request struct {
-	Op         string `json:"op"` // "adopt", "release", "ps", "kill"
-	Pid        int    `json:"pid,omitempty"`
-	Reason     string `json:"reason,omitempty"`
-	LifelineOK bool   `json:"lifeline_ok,omitempty"`
-	Signal     int    `json:"signal,omitempty"`
+// LeaseInfo is a lease as Session.Adopt reports it (and the socket's clients see it).
+type LeaseInfo = control.LeaseInfo
+
+// Process is one owned process as Session.Owned lists it (and `paddock ps` shows it).
+type Process = control.Process
+
+// Signalled is what Session.KillProcess (and `paddock kill`) signalled.
+type Signalled = control.Signalled
+
+// leaseInfo reports a lease of the ownership tree as clients see it.
+func leaseInfo(l ownership.Lease) LeaseInfo {
+	return LeaseInfo{Pid: l.Pid, Comm: l.Comm, StartTime: l.StartTime, Reason: l.Reason, AdoptedBy: l.AdoptedBy, AdoptedAt: l.AdoptedAt, LifelineOverride: l.LifelineOverride}
 }
 
-// Response is the supervisor's answer. Error holds a refusal's message.
-type Response struct {
-	OK        bool        `json:"ok"`
-	Error     string      `json:"error,omitempty"`
-	Lease     *LeaseInfo  `json:"lease,omitempty"`
-	Processes []Process   `json:"processes,omitempty"`
-	Signalled *Signalled  `json:"signalled,omitempty"`
-	Released  *LeaseInfo  `json:"released,omitempty"`
-	Session   SessionInfo `json:"session"`
-}
+// controlOps is the session as the control socket sees it: control.Ops,
+// whose method names Session's own library API already uses.
+type controlOps struct{ s *Session }
 
-// SessionInfo identifies the answering supervisor.
-type SessionInfo struct {
-	Supervisor int `json:"supervisor_pid"`
-	Agent      int `json:"agent_pid"`
-}
-
-// LeaseInfo is a lease as reported to clients.
-type LeaseInfo struct {
-	Pid              int       `json:"pid"`
-	Comm             string    `json:"comm"`
-	StartTime        uint64    `json:"start_time"`
-	Reason           string    `json:"reason"`
-	AdoptedBy        string    `json:"adopted_by"`
-	AdoptedAt        time.Time `json:"adopted_at"`
-	LifelineOverride bool      `json:"lifeline_override,omitempty"`
-}
-
-// Process is one owned process as `paddock ps` shows it.
-type Process struct {
-	Pid       int        `json:"pid"`
-	PPid      int        `json:"ppid"`
-	Comm      string     `json:"comm"`
-	StartTime uint64     `json:"start_time"`
-	OwnedBy   string     `json:"owned_by"` // "tree" or "adopted"
-	Agent     bool       `json:"agent,omitempty"`
-	Reason    string     `json:"reason,omitempty"`
-	AdoptedAt *time.Time `json:"adopted_at,omitempty"`
-	Lease     int        `json:"lease,omitempty"` // the adopted ancestor it is owned through
-}
-
-// Signalled reports what `paddock kill` signalled.
-type Signalled struct {
-	Pid     int    `json:"pid"`
-	Signal  int    `json:"signal"`
-	Group   bool   `json:"group"`
-	Members []int  `json:"members,omitempty"`
-	Comm    string `json:"comm"`
-}
-
-func leaseInfo(l ownership.Lease) *LeaseInfo {
-	return &LeaseInfo{Pid: l.Pid, Comm: l.Comm, StartTime: l.StartTime, Reason: l.Reason, AdoptedBy: l.AdoptedBy, AdoptedAt: l.AdoptedAt, LifelineOverride: l.LifelineOverride}
-}
-
-// control serves the control socket and implements the session's adoption,
-// release, listing and kill operations for the socket and the library alike.
-type control struct {
-	s        *Session
-	dir      string
-	path     string
-	listener *net.UnixListener
-	timeout  time.Duration // requestTimeout when the socket was started
-	conns    chan struct{} // one token per connection being served
-}
-
-// Bounds of the control socket. Its clients run as the session's user (or
-// root), the agent included, and are not trusted to be polite: whatever
-// they send, or fail to send, costs one goroutine and one descriptor for a
-// bounded time, and never touches the notify loop, which does not read the
-// socket.
-const (
-	// maxRequest bounds one request's size, its '\n' not counted.
-	maxRequest = 64 << 10
-	// maxConns bounds the connections served at once; past it a client is
-	// answered at once that paddock is busy, so that the socket cannot use
-	// up the descriptors the notify loop needs for its pidfds.
-	maxConns = 64
-)
-
-// requestTimeout is how long a client has to send its request, and then to
-// take the answer, before the connection is dropped (with an answer saying
-// so when it can still be written). A variable so that tests can shorten it
-// before a session starts.
-var requestTimeout = 5 * time.Second
-
-// runtimeDir is where session directories go: $XDG_RUNTIME_DIR, else the temp dir.
-func runtimeDir() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
-	}
-	return os.TempDir()
-}
-
-// maxSocketPath is the size of sockaddr_un's sun_path, terminating NUL included.
-const maxSocketPath = 108
-
-// startControl creates a fresh 0700 directory with the socket in it.
-func startControl(s *Session) (*control, error) {
-	dir, err := os.MkdirTemp(runtimeDir(), "paddock-")
+// Adopt implements control.Ops.
+func (o controlOps) Adopt(pid int, reason string, lifelineOK bool, by string) (LeaseInfo, error) {
+	l, err := o.s.adopt(pid, reason, lifelineOK, by)
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
+		return LeaseInfo{}, err
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	path := filepath.Join(dir, "control.sock")
-	if len(path) >= maxSocketPath {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %s is %d bytes long, and a unix socket's path must be shorter than %d; set XDG_RUNTIME_DIR or TMPDIR to a shorter directory (now %s)", path, len(path), maxSocketPath, runtimeDir())
-	}
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	return leaseInfo(l), nil
+}
+
+// Release implements control.Ops.
+func (o controlOps) Release(pid int, by string) (LeaseInfo, error) {
+	l, err := o.s.release(pid, by)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %w", err)
+		return LeaseInfo{}, err
 	}
-	c := &control{s: s, dir: dir, path: path, listener: l, timeout: requestTimeout, conns: make(chan struct{}, maxConns)}
-	go c.serve()
-	return c, nil
+	return leaseInfo(l), nil
 }
 
-func (c *control) close() {
-	_ = c.listener.Close()
-	_ = os.RemoveAll(c.dir)
-}
+// Owned implements control.Ops.
+func (o controlOps) Owned() ([]Process, error) { return o.s.Owned() }
 
-// serve accepts connections and serves each on a goroutine of its own.
-func (c *control) serve() {
-	for {
-		conn, err := c.listener.AcceptUnix()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			c.s.cfg.Log.Warn().Err(err).Msg("control socket accept")
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		select {
-		case c.conns <- struct{}{}:
-			go func() {
-				defer func() { <-c.conns }()
-				c.handleConn(conn)
-			}()
-		default:
-			c.busy(conn)
-		}
-	}
-}
-
-// busy answers a connection past maxConns without reading it. A fresh
-// connection's buffer is empty, so the write does not block the accept loop
-// (and its deadline makes sure of it).
-func (c *control) busy(conn *net.UnixConn) {
-	resp := Response{Error: fmt.Sprintf("paddock is busy: %d control requests are in progress on this session; try again", maxConns)}
-	if cred, err := peer(conn); err != nil || allowedPeer(cred.Uid, os.Geteuid()) != nil {
-		resp = Response{Error: "paddock refused a control request: only the session's user and root may control this session"}
-	}
-	c.reply(conn, resp)
-}
-
-// peer identifies the other end of a connection with SO_PEERCRED.
-func peer(conn *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := conn.SyscallConn()
+// Kill implements control.Ops.
+func (o controlOps) Kill(requester, pid, sig int) (Signalled, error) {
+	sd, err := o.s.kill(requester, pid, sig)
 	if err != nil {
-		return nil, err
+		return Signalled{}, err
 	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
+	return *sd, nil
 }
 
-// describePeer names a peer for the journal: "pid 4242 (bash) uid 1000".
-func describePeer(fs procfs.FS, cred *unix.Ucred) string {
-	comm := "?"
-	if st, err := fs.Stat(int(cred.Pid)); err == nil {
-		comm = st.Comm
-	}
-	return fmt.Sprintf("pid %d (%s) uid %d", cred.Pid, comm, cred.Uid)
-}
-
-// handleConn answers one connection and closes it.
-func (c *control) handleConn(conn *net.UnixConn) {
-	c.reply(conn, c.answer(conn))
-}
-
-// reply writes resp, within the timeout, and closes conn.
-func (c *control) reply(conn *net.UnixConn, resp Response) {
-	defer conn.Close()
-	resp.Session = SessionInfo{Supervisor: os.Getpid(), Agent: c.s.tree.Root().Pid}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		b, _ = json.Marshal(Response{Error: fmt.Sprintf("paddock could not encode its answer: %v", err), Session: resp.Session})
-	}
-	_ = conn.SetWriteDeadline(time.Now().Add(c.timeout))
-	if _, err := conn.Write(append(b, '\n')); err != nil {
-		c.s.cfg.Log.Debug().Err(err).Msg("control socket: the client did not take its answer")
-	}
-}
-
-// answer checks the client's user, then reads and serves its request.
-func (c *control) answer(conn *net.UnixConn) Response {
-	cred, err := peer(conn)
-	if err != nil {
-		return Response{Error: fmt.Sprintf("paddock could not identify the client (SO_PEERCRED): %v", err)}
-	}
-	if err := allowedPeer(cred.Uid, os.Geteuid()); err != nil {
-		c.s.cfg.Log.Warn().Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("control request refused: another user")
-		return Response{Error: err.Error()}
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(c.timeout))
-	return serveRequest(conn, c.timeout, c.s, int(cred.Pid), func() string { return describePeer(c.s.fs, cred) })
-}
-
-// allowedPeer decides who may use the socket: the session's own user and
-// root. The socket's 0700 directory already keeps others out; this check
-// holds even if that directory is opened up. (SO_PEERCRED names whoever
-// connected: a connection handed on to another process still counts as
-// theirs.)
-func allowedPeer(uid uint32, euid int) error {
-	if uid == 0 || int64(uid) == int64(euid) {
-		return nil
-	}
-	return fmt.Errorf("paddock refused a control request from uid %d: only uid %d (the session's user) and root may control this session", uid, euid)
-}
-
-// sessionOps is what the control socket asks of a session. *Session
-// implements it; tests substitute a recorder.
-type sessionOps interface {
-	adopt(pid int, reason string, lifelineOK bool, by string) (ownership.Lease, error)
-	release(pid int, by string) (ownership.Lease, error)
-	Owned() ([]Process, error)
-	kill(requester, pid, sig int) (*Signalled, error)
-}
-
-// serveRequest reads one request from r and carries it out on ops for the
-// client process requester, named by by (called only for a well-formed
-// request). timeout is what a read deadline on r was set to, for the error.
-func serveRequest(r io.Reader, timeout time.Duration, ops sessionOps, requester int, by func() string) Response {
-	req, err := readRequest(r, timeout)
-	if err != nil {
-		return Response{Error: err.Error()}
-	}
-	return dispatch(ops, req, requester, by())
-}
-
-// maxSignal is the largest signal number on Linux (SIGRTMAX, _NSIG-1).
-const maxSignal = 64
-
-// readRequest reads one request: a JSON object on one line, at most
-// maxRequest bytes. The '\n' may be left out by a client that closes its
-// side of the connection after the object.
-func readRequest(r io.Reader, timeout time.Duration) (Request, error) {
-	line, err := bufio.NewReader(io.LimitReader(r, maxRequest+1)).ReadBytes('\n')
-	body := bytes.TrimSuffix(line, []byte{'\n'})
-	switch {
-	case len(body) > maxRequest:
-		return Request{}, fmt.Errorf("bad request: larger than %d KiB (a request is one JSON object on one line)", maxRequest>>10)
-	case err == nil, errors.Is(err, io.EOF) && len(body) > 0:
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return Request{}, fmt.Errorf("bad request: no complete request within %v (send one JSON object, then a newline)", timeout)
-	case errors.Is(err, io.EOF):
-		return Request{}, errors.New("bad request: empty (the client sent nothing before closing its side)")
-	default:
-		return Request{}, fmt.Errorf("bad request: read: %w", err)
-	}
-	return decodeRequest(body)
-}
-
-// decodeRequest parses and checks one request line.
-func decodeRequest(b []byte) (Request, error) {
-	var req Request
-	if err := json.Unmarshal(b, &req); err != nil {
-		return Request{}, fmt.Errorf("bad request: not a JSON request object: %v", err)
-	}
-	switch req.Op {
-	case "adopt", "release", "ps":
-	case "kill":
-		if req.Signal < 0 || req.Signal > maxSignal {
-			return Request{}, fmt.Errorf("bad request: signal %d is not a signal number (0 to %d)", req.Signal, maxSignal)
-		}
-	default:
-		op := req.Op
-		if len(op) > 32 {
-			op = op[:32] + "..."
-		}
-		return Request{}, fmt.Errorf("bad request: unknown op %q (want adopt, release, ps or kill)", op)
-	}
-	return req, nil
-}
-
-// dispatch carries out a decoded request.
-func dispatch(ops sessionOps, req Request, requester int, by string) Response {
-	switch req.Op {
-	case "adopt":
-		l, err := ops.adopt(req.Pid, req.Reason, req.LifelineOK, by)
-		if err != nil {
-			return Response{Error: err.Error()}
-		}
-		return Response{OK: true, Lease: leaseInfo(l)}
-	case "release":
-		l, err := ops.release(req.Pid, by)
-		if err != nil {
-			return Response{Error: err.Error()}
-		}
-		return Response{OK: true, Released: leaseInfo(l)}
-	case "ps":
-		ps, err := ops.Owned()
-		if err != nil {
-			return Response{Error: err.Error()}
-		}
-		return Response{OK: true, Processes: ps}
-	case "kill":
-		sd, err := ops.kill(requester, req.Pid, req.Signal)
-		if err != nil {
-			return Response{Error: err.Error()}
-		}
-		return Response{OK: true, Signalled: sd}
-	}
-	return Response{Error: fmt.Sprintf("bad request: unknown op %q (want adopt, release, ps or kill)", req.Op)}
-}
-
-// Call sends one request to the control socket at path and returns the answer.
-func Call(path string, req Request) (Response, error) {
-	conn, err := net.DialTimeout("unix", path, 5*time.Second)
-	if err != nil {
-		return Response{}, fmt.Errorf("no paddock supervisor is reachable at %s: %w", path, err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	b, err := json.Marshal(req)
-	if err != nil {
-		return Response{}, err
-	}
-	if _, err := conn.Write(append(b, '\n')); err != nil {
-		return Response{}, fmt.Errorf("control socket %s: write: %w", path, err)
-	}
-	var resp Response
-	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
-		return Response{}, fmt.Errorf("control socket %s: read answer: %w", path, err)
-	}
-	return resp, nil
+// Info implements control.Ops: this supervisor and the agent root it runs.
+func (o controlOps) Info() control.SessionInfo {
+	return control.SessionInfo{Supervisor: os.Getpid(), Agent: o.s.tree.Root().Pid}
 }
 
 // adopt records a lease and journals it; an adoption that cannot be
@@ -405,9 +92,9 @@ func (s *Session) adopt(pid int, reason string, lifelineOK bool, by string) (own
 	if l.LifelineOverride {
 		fields["self_lifeline_opt_in"] = true
 	}
-	err = s.cfg.Journal.Append(journal.Record{TS: l.AdoptedAt, Action: "adopted", Pid: l.Pid, Fields: fields})
+	err = s.cfg.Journal.Append(journal.Record{TS: l.AdoptedAt, Action: audit.Adopted, Pid: l.Pid, Fields: fields})
 	if err == nil && l.LifelineOverride {
-		err = s.cfg.Journal.Append(journal.Record{TS: l.AdoptedAt, Action: "self_lifeline_override", Pid: l.Pid, Fields: map[string]any{
+		err = s.cfg.Journal.Append(journal.Record{TS: l.AdoptedAt, Action: audit.SelfLifelineOverride, Pid: l.Pid, Fields: map[string]any{
 			"reason": l.Reason, "comm": l.Comm, "adopted_by": by, "self_lifeline_opt_in": true,
 		}})
 	}
@@ -429,7 +116,7 @@ func (s *Session) release(pid int, by string) (ownership.Lease, error) {
 	if !ok {
 		return l, fmt.Errorf("release of pid %d refused: pid %d is not adopted by this session (paddock ps lists what is)", pid, pid)
 	}
-	s.journal("released", pid, map[string]any{"reason": l.Reason, "comm": l.Comm, "released_by": by})
+	s.journal(audit.Released, pid, map[string]any{"reason": l.Reason, "comm": l.Comm, "released_by": by})
 	return l, nil
 }
 
@@ -459,7 +146,7 @@ func (s *Session) sweepLeases(interval time.Duration) {
 
 func (s *Session) expireLeases() {
 	for _, e := range s.tree.Sweep() {
-		s.journal("lease_expired", e.Pid, map[string]any{"why": e.Why, "reason": e.Reason, "comm": e.Comm, "start_time": e.StartTime})
+		s.journal(audit.LeaseExpired, e.Pid, map[string]any{"why": e.Why, "reason": e.Reason, "comm": e.Comm, "start_time": e.StartTime})
 	}
 }
 

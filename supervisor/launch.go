@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/control"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/handoff"
@@ -85,7 +86,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("supervisor: build filter: %w", err)
 	}
-	env := agentEnv(s.cfg.Env, s.control.path)
+	env := agentEnv(s.cfg.Env, s.SocketPath())
 	attr := &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2)},
@@ -333,7 +334,7 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	if s.cfg.Self != "" {
 		self = s.cfg.Self
 	}
-	env := agentEnv(s.cfg.Env, s.control.path)
+	env := agentEnv(s.cfg.Env, s.SocketPath())
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2), uintptr(pair[1])},
@@ -391,12 +392,12 @@ func agentEnv(base []string, socket string) []string {
 	}
 	env := make([]string, 0, len(base)+2)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, SocketEnv+"=") || strings.HasPrefix(kv, BinEnv+"=") {
+		if strings.HasPrefix(kv, control.SocketEnv+"=") || strings.HasPrefix(kv, BinEnv+"=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	env = append(env, SocketEnv+"="+socket)
+	env = append(env, control.SocketEnv+"="+socket)
 	if exe, err := os.Executable(); err == nil {
 		env = append(env, BinEnv+"="+exe)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/control"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/sched"
@@ -86,6 +87,9 @@ type Config struct {
 	// modelFiles, when set, replaces how decisions read the model files an
 	// exec names (tests stand in a file that never finishes reading).
 	modelFiles func(tid int) vram.Files
+	// controlTimeout, when set, replaces the control socket's per-connection
+	// timeout (control.DefaultTimeout); tests shorten or lengthen it.
+	controlTimeout time.Duration
 }
 
 // DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
@@ -105,7 +109,7 @@ type Session struct {
 	cfg      Config
 	fs       procfs.FS
 	tree     *ownership.Tree
-	control  *control
+	control  *control.Server
 	adoptMu  sync.Mutex
 	rootPid  int
 	rootFd   int // pidfd of the agent root
@@ -162,7 +166,7 @@ func Start(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
 	s.reporter = newReporter(cfg.Log, cfg.Journal, cfg.NotifyStderr)
-	if s.control, err = startControl(s); err != nil {
+	if s.control, err = control.Listen(control.Options{Timeout: cfg.controlTimeout, Log: cfg.Log}, controlOps{s}); err != nil {
 		return nil, err
 	}
 
@@ -182,7 +186,7 @@ func Start(cfg Config) (*Session, error) {
 	go s.launchAndReap(started)
 	if err := <-started; err != nil {
 		signal.Stop(s.sigs)
-		s.control.close()
+		_ = s.control.Close()
 		return nil, err
 	}
 	// Only now that the agent (or its init) is forked: children inherit
@@ -240,7 +244,7 @@ func (s *Session) Adopt(pid int, reason string, lifelineOK bool) (LeaseInfo, err
 	if err != nil {
 		return LeaseInfo{}, err
 	}
-	return *leaseInfo(l), nil
+	return leaseInfo(l), nil
 }
 
 // Release drops the lease on pid.
@@ -261,7 +265,7 @@ func (s *Session) KillProcess(pid int, sig syscall.Signal) (Signalled, error) {
 }
 
 // SocketPath is the session's control socket (what the agent sees in PADDOCK_SOCKET).
-func (s *Session) SocketPath() string { return s.control.path }
+func (s *Session) SocketPath() string { return s.control.Path() }
 
 // Wait blocks until the agent root exits and returns its exit code: its
 // status, or 128+N when it died of signal N. The processes the agent left
@@ -284,7 +288,7 @@ func (s *Session) Wait() int {
 			}
 		}
 		s.reporter.flush()
-		s.control.close()
+		_ = s.control.Close()
 	})
 	return ExitCode(s.status)
 }

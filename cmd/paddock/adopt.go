@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/supervisor"
+	"github.com/paddock-dev/paddock/control"
 )
 
 func newAdoptCmd() *cobra.Command {
@@ -32,7 +32,7 @@ Exit status: 0 adopted, 1 refused, 2 usage, 3 no supervisor reachable.`,
 			if err != nil {
 				return err
 			}
-			resp, err := call("adopt", socket, supervisor.Request{Op: "adopt", Pid: pid, Reason: reason, LifelineOK: lifelineOK})
+			resp, err := call("adopt", socket, control.Request{Op: control.OpAdopt, Pid: pid, Reason: reason, LifelineOK: lifelineOK})
 			if err != nil {
 				return err
 			}
@@ -69,7 +69,7 @@ Exit status: 0 released, 1 not adopted, 2 usage, 3 no supervisor reachable.`,
 			if err != nil {
 				return err
 			}
-			resp, err := call("release", socket, supervisor.Request{Op: "release", Pid: pid})
+			resp, err := call("release", socket, control.Request{Op: control.OpRelease, Pid: pid})
 			if err != nil {
 				return err
 			}

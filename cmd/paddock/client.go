@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/supervisor"
+	"github.com/paddock-dev/paddock/control"
 )
 
 // Exit statuses of the control-socket clients (adopt, release, ps, kill).
@@ -19,20 +19,20 @@ const (
 
 // addSocketFlag gives a client command its --socket flag.
 func addSocketFlag(cmd *cobra.Command, path *string) {
-	cmd.Flags().StringVar(path, "socket", "", "control socket of the session to talk to (default $"+supervisor.SocketEnv+", set by paddock run for the agent)")
+	cmd.Flags().StringVar(path, "socket", "", "control socket of the session to talk to (default $"+control.SocketEnv+", set by paddock run for the agent)")
 }
 
 // call sends req to the session's supervisor. Refusals are printed on
 // stderr and become exit status 1; an unreachable supervisor, status 3.
-func call(verb, socket string, req supervisor.Request) (supervisor.Response, error) {
+func call(verb, socket string, req control.Request) (control.Response, error) {
 	if socket == "" {
-		socket = os.Getenv(supervisor.SocketEnv)
+		socket = os.Getenv(control.SocketEnv)
 	}
 	if socket == "" {
-		fmt.Fprintf(os.Stderr, "paddock %s: no paddock supervisor is reachable: $%s is not set. Run this inside `paddock run` (the agent's environment has it), or pass --socket PATH of a running session (its supervisor logs the path at start).\n", verb, supervisor.SocketEnv)
-		return supervisor.Response{}, exitError{code: exitUnreachable}
+		fmt.Fprintf(os.Stderr, "paddock %s: no paddock supervisor is reachable: $%s is not set. Run this inside `paddock run` (the agent's environment has it), or pass --socket PATH of a running session (its supervisor logs the path at start).\n", verb, control.SocketEnv)
+		return control.Response{}, exitError{code: exitUnreachable}
 	}
-	resp, err := supervisor.Call(socket, req)
+	resp, err := control.Call(socket, req)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "paddock %s: %v\n", verb, err)
 		return resp, exitError{code: exitUnreachable}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/control"
 	"github.com/paddock-dev/paddock/internal/signame"
 	"github.com/paddock-dev/paddock/policy"
-	"github.com/paddock-dev/paddock/supervisor"
 )
 
 func newKillCmd() *cobra.Command {
@@ -33,7 +33,7 @@ Exit status: 0 signalled, 1 refused, 2 usage, 3 no supervisor reachable.`,
 			if err != nil {
 				return err
 			}
-			resp, err := call("kill", socket, supervisor.Request{Op: "kill", Pid: pid, Signal: n})
+			resp, err := call("kill", socket, control.Request{Op: control.OpKill, Pid: pid, Signal: n})
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/supervisor"
+	"github.com/paddock-dev/paddock/control"
 )
 
 func newPsCmd() *cobra.Command {
@@ -26,14 +26,14 @@ agent, reason, adopted_at and lease (the adopted ancestor it is owned through).
 Exit status: 0, 1 on failure, 3 no supervisor reachable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			resp, err := call("ps", socket, supervisor.Request{Op: "ps"})
+			resp, err := call("ps", socket, control.Request{Op: control.OpPs})
 			if err != nil {
 				return err
 			}
 			if asJS {
 				ps := resp.Processes
 				if ps == nil {
-					ps = []supervisor.Process{}
+					ps = []control.Process{}
 				}
 				return printJSON(ps)
 			}

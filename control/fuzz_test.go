@@ -1,4 +1,4 @@
-package supervisor
+package control
 
 import (
 	"bytes"
@@ -75,8 +75,8 @@ func FuzzControlRequest(f *testing.F) {
 		wellFormed := len(line) <= maxRequest && len(line) > 0 && json.Unmarshal(line, &want) == nil
 		switch {
 		case !wellFormed:
-		case want.Op == "adopt", want.Op == "release", want.Op == "ps":
-		case want.Op == "kill" && want.Signal >= 0 && want.Signal <= maxSignal:
+		case want.Op == OpAdopt, want.Op == OpRelease, want.Op == OpPs:
+		case want.Op == OpKill && want.Signal >= 0 && want.Signal <= maxSignal:
 		default:
 			wellFormed = false
 		}
@@ -90,13 +90,13 @@ func FuzzControlRequest(f *testing.F) {
 		} else {
 			var call string
 			switch want.Op {
-			case "adopt":
+			case OpAdopt:
 				call = fmt.Sprintf("adopt %d %q %v by %s", want.Pid, want.Reason, want.LifelineOK, by)
-			case "release":
+			case OpRelease:
 				call = fmt.Sprintf("release %d by %s", want.Pid, by)
-			case "ps":
+			case OpPs:
 				call = "ps"
-			case "kill":
+			case OpKill:
 				call = fmt.Sprintf("kill %d %d from 4242", want.Pid, want.Signal)
 			}
 			if len(rec.calls) != 1 || rec.calls[0] != call {
@@ -105,7 +105,7 @@ func FuzzControlRequest(f *testing.F) {
 			if rec.err != nil && resp.Error != rec.err.Error() {
 				t.Fatalf("the session's refusal came back as %q", resp.Error)
 			}
-			if rec.err == nil && want.Op == "adopt" && (resp.Lease == nil || resp.Lease.Reason != want.Reason || resp.Lease.Pid != want.Pid) {
+			if rec.err == nil && want.Op == OpAdopt && (resp.Lease == nil || resp.Lease.Reason != want.Reason || resp.Lease.Pid != want.Pid) {
 				t.Fatalf("adopt answer %+v, want the lease of %d for %q", resp.Lease, want.Pid, want.Reason)
 			}
 

@@ -1,0 +1,275 @@
+package control
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
+)
+
+// Ops is what the control socket asks of a session. The supervisor's
+// session implements it; tests stand in a recorder. by names the client for
+// the journal ("pid 4242 (bash) uid 1000"), requester is its pid.
+type Ops interface {
+	// Adopt makes pid and its descendants owned by the session.
+	Adopt(pid int, reason string, lifelineOK bool, by string) (LeaseInfo, error)
+	// Release drops the lease on pid and returns it.
+	Release(pid int, by string) (LeaseInfo, error)
+	// Owned lists the processes the session owns now.
+	Owned() ([]Process, error)
+	// Kill signals pid as the kernel path would decide a kill(2) from requester.
+	Kill(requester, pid, sig int) (Signalled, error)
+	// Info identifies the session in every answer.
+	Info() SessionInfo
+}
+
+// Bounds of the control socket. Its clients run as the session's user (or
+// root), the agent included, and are not trusted to be polite: whatever
+// they send, or fail to send, costs one goroutine and one descriptor for a
+// bounded time, and never touches the session's notify loop, which does not
+// read the socket.
+const (
+	// MaxConns bounds the connections served at once; past it a client is
+	// answered at once that paddock is busy, so that the socket cannot use
+	// up the descriptors the supervisor needs for its pidfds.
+	MaxConns = 64
+	// DefaultTimeout is how long a client has to send its request, and then
+	// to take the answer, when Options.Timeout is zero.
+	DefaultTimeout = 5 * time.Second
+)
+
+// maxSocketPath is the size of sockaddr_un's sun_path, terminating NUL included.
+const maxSocketPath = 108
+
+// Options configure a Server.
+type Options struct {
+	// Timeout is how long a client has to send its request, and then to
+	// take the answer, before the connection is dropped (with an answer
+	// saying so when it can still be written); 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Log receives the server's warnings (refused users, accept errors).
+	Log zerolog.Logger
+}
+
+// Server serves one session's control socket.
+type Server struct {
+	ops      Ops
+	dir      string
+	path     string
+	listener *net.UnixListener
+	timeout  time.Duration
+	log      zerolog.Logger
+	fs       procfs.FS
+	conns    chan struct{} // one token per connection being served
+}
+
+// runtimeDir is where session directories go: $XDG_RUNTIME_DIR when it is
+// an absolute path to a directory, else the temp dir.
+func runtimeDir() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return os.TempDir()
+}
+
+// Listen creates a fresh 0700 directory under $XDG_RUNTIME_DIR, else the
+// temp dir, with the socket in it, and serves the socket until Close, carrying requests out on ops.
+func Listen(opts Options, ops Ops) (*Server, error) {
+	dir, err := os.MkdirTemp(runtimeDir(), "paddock-")
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	path := filepath.Join(dir, "control.sock")
+	if len(path) >= maxSocketPath {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("control socket: %s is %d bytes long, and a unix socket's path must be shorter than %d; set XDG_RUNTIME_DIR or TMPDIR to a shorter directory (now %s)", path, len(path), maxSocketPath, runtimeDir())
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	s := &Server{ops: ops, dir: dir, path: path, listener: l, timeout: timeout, log: opts.Log, fs: procfs.Default(), conns: make(chan struct{}, MaxConns)}
+	go s.serve()
+	return s, nil
+}
+
+// Path is the socket's path (what the agent sees in SocketEnv).
+func (s *Server) Path() string { return s.path }
+
+// Close stops accepting connections and removes the socket and its
+// directory. Connections being served are answered as they would be.
+func (s *Server) Close() error {
+	err := s.listener.Close()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	if rerr := os.RemoveAll(s.dir); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("control socket: close: %w", err)
+	}
+	return nil
+}
+
+// serve accepts connections and serves each on a goroutine of its own.
+func (s *Server) serve() {
+	for {
+		conn, err := s.listener.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn().Err(err).Msg("control socket accept")
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		select {
+		case s.conns <- struct{}{}:
+			go func() {
+				defer func() { <-s.conns }()
+				s.reply(conn, s.answer(conn))
+			}()
+		default:
+			s.busy(conn)
+		}
+	}
+}
+
+// busy answers a connection past MaxConns without reading it. A fresh
+// connection's buffer is empty, so the write does not block the accept loop
+// (and its deadline makes sure of it).
+func (s *Server) busy(conn *net.UnixConn) {
+	resp := Response{Error: fmt.Sprintf("paddock is busy: %d control requests are in progress on this session; try again", MaxConns)}
+	if cred, err := peer(conn); err != nil || allowedPeer(cred.Uid, os.Geteuid()) != nil {
+		resp = Response{Error: "paddock refused a control request: only the session's user and root may control this session"}
+	}
+	s.reply(conn, resp)
+}
+
+// peer identifies the other end of a connection with SO_PEERCRED.
+func peer(conn *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// describePeer names a peer for the journal: "pid 4242 (bash) uid 1000".
+func describePeer(fs procfs.FS, cred *unix.Ucred) string {
+	comm := "?"
+	if st, err := fs.Stat(int(cred.Pid)); err == nil {
+		comm = st.Comm
+	}
+	return fmt.Sprintf("pid %d (%s) uid %d", cred.Pid, comm, cred.Uid)
+}
+
+// reply writes resp, within the timeout, and closes conn.
+func (s *Server) reply(conn *net.UnixConn, resp Response) {
+	defer conn.Close()
+	resp.Session = s.ops.Info()
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(Response{Error: fmt.Sprintf("paddock could not encode its answer: %v", err), Session: resp.Session})
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(s.timeout))
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		s.log.Debug().Err(err).Msg("control socket: the client did not take its answer")
+	}
+}
+
+// answer checks the client's user, then reads and serves its request.
+func (s *Server) answer(conn *net.UnixConn) Response {
+	cred, err := peer(conn)
+	if err != nil {
+		return Response{Error: fmt.Sprintf("paddock could not identify the client (SO_PEERCRED): %v", err)}
+	}
+	if err := allowedPeer(cred.Uid, os.Geteuid()); err != nil {
+		s.log.Warn().Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("control request refused: another user")
+		return Response{Error: err.Error()}
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(s.timeout))
+	return serveRequest(conn, s.timeout, s.ops, int(cred.Pid), func() string { return describePeer(s.fs, cred) })
+}
+
+// allowedPeer decides who may use the socket: the session's own user and
+// root. The socket's 0700 directory already keeps others out; this check
+// holds even if that directory is opened up. (SO_PEERCRED names whoever
+// connected: a connection handed on to another process still counts as
+// theirs.)
+func allowedPeer(uid uint32, euid int) error {
+	if uid == 0 || int64(uid) == int64(euid) {
+		return nil
+	}
+	return fmt.Errorf("paddock refused a control request from uid %d: only uid %d (the session's user) and root may control this session", uid, euid)
+}
+
+// serveRequest reads one request from r and carries it out on ops for the
+// client process requester, named by by (called only for a well-formed
+// request). timeout is what a read deadline on r was set to, for the error.
+func serveRequest(r io.Reader, timeout time.Duration, ops Ops, requester int, by func() string) Response {
+	req, err := readRequest(r, timeout)
+	if err != nil {
+		return Response{Error: err.Error()}
+	}
+	return dispatch(ops, req, requester, by())
+}
+
+// dispatch carries out a decoded request.
+func dispatch(ops Ops, req Request, requester int, by string) Response {
+	switch req.Op {
+	case OpAdopt:
+		l, err := ops.Adopt(req.Pid, req.Reason, req.LifelineOK, by)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Lease: &l}
+	case OpRelease:
+		l, err := ops.Release(req.Pid, by)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Released: &l}
+	case OpPs:
+		ps, err := ops.Owned()
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Processes: ps}
+	case OpKill:
+		sd, err := ops.Kill(requester, req.Pid, req.Signal)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		return Response{OK: true, Signalled: &sd}
+	}
+	return Response{Error: unknownOp(req.Op).Error()}
+}
