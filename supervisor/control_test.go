@@ -74,31 +74,15 @@ func readAnswer(t *testing.T, c *net.UnixConn) control.Response {
 // that paddock is busy, and the agent's trapped syscalls are still answered:
 // the notify loop never waits on the socket.
 func TestControlSocketBusyLeavesNotifyLoopAlone(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip(err)
-	}
 	outside := exec.Command("sleep", "600")
 	if err := outside.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = outside.Process.Kill(); _ = outside.Wait() }()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inW.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
 	// SIGCONT to a sleeping process outside the session: refused (EPERM),
 	// and harmless if it were not.
 	script := fmt.Sprintf(`read go; kill -CONT %d 2>/dev/null; echo "status $?"; read end`, outside.Process.Pid)
-	s := startSession(t, time.Hour, Config{Path: sh, Args: []string{"sh", "-c", script}, Stdin: inR, Stdout: outW})
-	inR.Close()
-	outW.Close()
+	s, inW, outR := startScript(t, time.Hour, script, Config{})
 
 	idle := make([]*net.UnixConn, control.MaxConns)
 	for i := range idle {
@@ -114,7 +98,7 @@ func TestControlSocketBusyLeavesNotifyLoopAlone(t *testing.T) {
 	if _, err := inW.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(outR).ReadString('\n')
+	line, err := outR.ReadString('\n')
 	if err != nil || line != "status 1\n" {
 		t.Fatalf("agent's kill of a foreign process: %q, %v; want status 1 (refused)", line, err)
 	}
@@ -167,4 +151,30 @@ func TestControlSocketServesTheSession(t *testing.T) {
 			t.Errorf("%+v: answer names %+v, want %+v", tc.req, resp.Session, self)
 		}
 	}
+}
+
+// startScript starts `sh -c script` under supervision (startSession, with
+// cfg's other settings) with its stdin and stdout on pipes: the test writes
+// to in and reads the agent's lines from out.
+func startScript(t *testing.T, timeout time.Duration, script string, cfg Config) (s *Session, in *os.File, out *bufio.Reader) {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skipf("needs sh: %v", err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inW.Close() })
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { outR.Close() })
+	cfg.Path, cfg.Args, cfg.Stdin, cfg.Stdout = sh, []string{"sh", "-c", script}, inR, outW
+	s = startSession(t, timeout, cfg)
+	inR.Close()
+	outW.Close()
+	return s, inW, bufio.NewReader(outR)
 }

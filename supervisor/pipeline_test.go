@@ -1,11 +1,9 @@
 package supervisor
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,10 +24,6 @@ func TestWaitingExecDoesNotHoldUpSignals(t *testing.T) {
 }
 
 func waitingExecDoesNotHoldUpSignals(t *testing.T, b Backend) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip(err)
-	}
 	dir := t.TempDir()
 	server := filepath.Join(dir, "llama-server")
 	if err := os.WriteFile(server, []byte("#!/bin/sh\necho served >"+filepath.Join(dir, "served")+"\n"), 0o755); err != nil {
@@ -48,24 +42,11 @@ func waitingExecDoesNotHoldUpSignals(t *testing.T, b Backend) {
 		}
 	}
 	budget := &vram.Budget{TotalGB: 24, AvailableGB: 24, Configured: true, Source: "profile"}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inW.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
 	script := server + ` -m model.gguf & read go; sleep 600 & kill $!; echo "status $?"; wait`
-	s := startSession(t, time.Minute, Config{
-		Path: sh, Args: []string{"sh", "-c", script}, Stdin: inR, Stdout: outW,
+	s, inW, outR := startScript(t, time.Minute, script, Config{
 		TrapExec: true, Guard: guard.Policy{Supervised: true}, Backend: b,
 		VRAM: func() *vram.Budget { return budget }, modelFiles: files,
 	})
-	inR.Close()
-	outW.Close()
 	defer func() {
 		select {
 		case <-release:
@@ -84,7 +65,7 @@ func waitingExecDoesNotHoldUpSignals(t *testing.T, b Backend) {
 	}
 	lines := make(chan string, 1)
 	go func() {
-		line, _ := bufio.NewReader(outR).ReadString('\n')
+		line, _ := outR.ReadString('\n')
 		lines <- line
 	}()
 	select {
