@@ -62,6 +62,11 @@ type Exec struct {
 	Env       []string
 	Truncated bool  // the read stopped at a bound; what was read is decided on
 	Err       error // the strings could not be read: the exec is refused
+	// Watched records that the backend read the environment because the
+	// decision looks past the ordinary exec (ExecNeedsEnv, or a path only
+	// known later): the guard or the VRAM preflight will look at it, and
+	// deciding may wait on files.
+	Watched bool
 }
 
 // Target is who one process is: the facts that stay true for its whole

@@ -119,7 +119,7 @@ func (c *call) mayWait() bool {
 	if e == nil || e.Err != nil || (c.req.Syscall != filter.Execve && c.req.Syscall != filter.Execveat) {
 		return false
 	}
-	return policy.ExecNeedsEnv(e.Path, e.Argv)
+	return e.Watched // readExec asked policy.ExecNeedsEnv already
 }
 
 // moveTo hands c, read but not yet decided, over to world w (a worker's):

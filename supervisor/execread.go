@@ -407,6 +407,7 @@ func decodeExec(mem memory, sc filter.Syscall, ps int, args [6]uint64, buf []byt
 		e.Truncated = e.Truncated || t1
 		return e
 	}
+	e.Watched = needEnv != nil
 	if e.Env, t2, err = m.vector(envArg, ps, &budget, &count); err != nil {
 		e.Err = fmt.Errorf("read environment: %w", err)
 		return e

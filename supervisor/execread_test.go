@@ -78,8 +78,14 @@ func TestDecodeExec(t *testing.T) {
 		// The environment is left unread when the decision will not look at it.
 		skip := func(string, []string) bool { return false }
 		e = decodeExec(mem, filter.Execve, ps, [6]uint64{path, argv, envp}, make([]byte, execBufSize), skip)
-		if e.Err != nil || len(e.Argv) != 3 || e.Env != nil {
+		if e.Err != nil || len(e.Argv) != 3 || e.Env != nil || e.Watched {
 			t.Fatalf("ps %d: decoded %+v with the environment skipped", ps, e)
+		}
+		// ...and read, and the exec marked as watched, when it will.
+		watch := func(string, []string) bool { return true }
+		e = decodeExec(mem, filter.Execve, ps, [6]uint64{path, argv, envp}, make([]byte, execBufSize), watch)
+		if e.Err != nil || len(e.Env) != 1 || !e.Watched {
+			t.Fatalf("ps %d: decoded %+v for a decision that looks at the environment", ps, e)
 		}
 		// A NULL argv and envp are empty (Linux accepts them).
 		e = decodeExec(mem, filter.Execve, ps, [6]uint64{path, 0, 0}, make([]byte, execBufSize), nil)
