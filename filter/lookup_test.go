@@ -48,14 +48,14 @@ func TestSignalsTargets(t *testing.T) {
 			others = append(others, s)
 		}
 	}
-	if !equalSet(Signals, sigs) {
-		t.Errorf("Signals = %v, want %v", Signals, sigs)
+	if !equalSet(Signals(), sigs) {
+		t.Errorf("Signals = %v, want %v", Signals(), sigs)
 	}
-	if !equalSet(Targets, others) {
-		t.Errorf("Targets = %v, want the syscalls always trapped besides signals: %v", Targets, others)
+	if !equalSet(Targets(), others) {
+		t.Errorf("Targets = %v, want the syscalls always trapped besides signals: %v", Targets(), others)
 	}
-	if !equalSet(Channels, channels) {
-		t.Errorf("Channels = %v, want the syscalls trapped by argument: %v", Channels, channels)
+	if !equalSet(Channels(), channels) {
+		t.Errorf("Channels = %v, want the syscalls trapped by argument: %v", Channels(), channels)
 	}
 }
 

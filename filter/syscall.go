@@ -123,17 +123,19 @@ func (s Syscall) SignalArg() (int, bool) {
 }
 
 // Signals lists the signal syscalls, which Build always traps (signal 0
-// excepted). It is a copy for callers; changing it does not change Build.
-var Signals = []Syscall{Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal}
+// excepted), in a fresh slice: changing it changes nothing else.
+func Signals() []Syscall {
+	return []Syscall{Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal}
+}
 
 // Targets lists the syscalls that act on another process without a signal
-// (ptrace, process_vm_writev, pidfd_getfd), which Build always traps. It is
-// a copy for callers; changing it does not change Build.
-var Targets = []Syscall{Ptrace, ProcessVMWritev, PidfdGetfd}
+// (ptrace, process_vm_writev, pidfd_getfd), which Build always traps, in a
+// fresh slice.
+func Targets() []Syscall { return []Syscall{Ptrace, ProcessVMWritev, PidfdGetfd} }
 
 // Channels lists the syscalls Build traps for some commands only (see
-// ArgFilter). It is a copy for callers; changing it does not change Build.
-var Channels = []Syscall{Fcntl, Fcntl64, Ioctl}
+// ArgFilter), in a fresh slice.
+func Channels() []Syscall { return []Syscall{Fcntl, Fcntl64, Ioctl} }
 
 // trapped reports whether the program built from o traps s (before the
 // signal-0 fast path).

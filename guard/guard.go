@@ -95,8 +95,9 @@ const (
 // intent for power control and protected services, preferred first.
 var optInVars = [...]string{"PADDOCK_ALLOW_POWER_CONTROL", "RLM_ALLOW_POWER_CONTROL", "PRIME_ALLOW_POWER_CONTROL"}
 
-// OptInVars returns the names of the opt-in variables, preferred first.
-func OptInVars() []string { return optInVars[:] }
+// OptInVars returns the names of the opt-in variables, preferred first, in
+// a fresh slice.
+func OptInVars() []string { return append([]string(nil), optInVars[:]...) }
 
 // defaultServices is the protected list used when the profile sets none.
 var defaultServices = [...]string{

@@ -96,13 +96,24 @@ type Config struct {
 const DefaultGrace = 5 * time.Second
 
 // interactiveSignals are forwarded to the agent in every mode.
-var interactiveSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+func interactiveSignals() []os.Signal {
+	return []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH}
+}
 
-// initSignals are what a container's init forwards (tini's set): every
-// signal but the synchronous ones, SIGCHLD, SIGKILL and SIGSTOP, and those
-// the Go runtime uses itself (SIGURG for preemption, SIGPROF, SIGPIPE).
-var initSignals = append([]os.Signal{unix.SIGALRM, unix.SIGCONT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU,
-	unix.SIGVTALRM, unix.SIGXCPU, unix.SIGXFSZ, unix.SIGPWR, unix.SIGSTKFLT, unix.SIGIO}, interactiveSignals...)
+// initSignals are what a container's init forwards, tini's set: every
+// asynchronous signal but SIGCHLD, SIGKILL and SIGSTOP, SIGTTIN and SIGTTOU
+// (caught and dropped: see initDropped), and those the Go runtime uses
+// itself (SIGURG for preemption, SIGPROF for profiling).
+func initSignals() []os.Signal {
+	return append(interactiveSignals(), unix.SIGALRM, unix.SIGCONT, unix.SIGTSTP, unix.SIGVTALRM, unix.SIGXCPU,
+		unix.SIGXFSZ, unix.SIGPWR, unix.SIGSTKFLT, unix.SIGIO, unix.SIGPIPE)
+}
+
+// initDropped are caught by an init and dropped, as tini does: they would
+// stop paddock if left to their default action, and the agent has no use
+// for them (they concern a terminal's background jobs). Caught, not
+// ignored, so that the agent starts with its default action for them.
+func initDropped() []os.Signal { return []os.Signal{unix.SIGTTIN, unix.SIGTTOU} }
 
 // Session is one supervised command.
 type Session struct {
@@ -175,9 +186,9 @@ func Start(cfg Config) (*Session, error) {
 	// forwarded, instead of killing paddock by default under a running agent.
 	s.sigs = make(chan os.Signal, 16)
 	if cfg.Init || os.Getpid() == 1 {
-		signal.Notify(s.sigs, initSignals...)
+		signal.Notify(s.sigs, append(initSignals(), initDropped()...)...)
 	} else {
-		signal.Notify(s.sigs, interactiveSignals...)
+		signal.Notify(s.sigs, interactiveSignals()...)
 	}
 
 	started := make(chan error, 1)
@@ -209,6 +220,9 @@ func (s *Session) forward() {
 	for {
 		select {
 		case sig := <-s.sigs:
+			if sig == unix.SIGTTIN || sig == unix.SIGTTOU {
+				continue // initDropped
+			}
 			if s.cfg.ForwardToGroup {
 				// The agent leads its own group (Setpgid), so this never reaches paddock.
 				_ = unix.Kill(-s.rootPid, sig.(syscall.Signal))

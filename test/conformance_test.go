@@ -50,6 +50,7 @@ var scenarios = []struct {
 	{"ExitStatusAndSignalForwarding", exitStatusAndSignalForwarding},
 	{"PID1ReapsOrphans", pid1ReapsOrphans},
 	{"PID1ForwardsSIGTERM", pid1ForwardsSIGTERM},
+	{"InitForwardsTinisSet", initForwardsTinisSet},
 	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
 	{"ForwardToGroup", forwardToGroup},
 	{"JobControl", jobControl},

@@ -226,12 +226,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // pidAlive reports whether pid exists and is not a zombie.
 func pidAlive(pid int) bool {
+	st := procState(pid)
+	return st != 0 && st != 'Z'
+}
+
+// procState is the state letter of pid's /proc stat line (0: no such process).
+func procState(pid int) byte {
 	b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return 0
 	}
 	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+	if i < 0 || len(b) <= i+2 {
+		return 0
+	}
+	return b[i+2]
 }
 
 // readFile returns a file's contents ("" when it cannot be read).

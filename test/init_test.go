@@ -203,3 +203,34 @@ func forwardToGroup(t *testing.T, b backend) {
 		return err == nil
 	})
 }
+
+// initForwardsTinisSet: with --init, SIGPIPE sent to paddock reaches the
+// agent, while SIGTTIN and SIGTTOU are dropped (as tini drops them): the
+// agent never sees them, and paddock is not stopped by them.
+func initForwardsTinisSet(t *testing.T, b backend) {
+	b.require(t)
+	got := filepath.Join(t.TempDir(), "got")
+	script := `for s in PIPE TTIN TTOU USR2; do trap "echo $s >> ` + got + `" $s; done
+echo ready >> ` + got + `
+while :; do sleep 0.05; done`
+	cmd, _ := b.paddockCmd(t, "--init", "--", "bash", "-c", script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the agent's traps", func() bool { return strings.Contains(readFile(got), "ready") })
+	for _, sig := range []syscall.Signal{syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE, syscall.SIGUSR2} {
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// USR2 comes last and is forwarded: once the agent has it, the signals
+	// sent before it have been forwarded or dropped.
+	waitFor(t, "SIGUSR2 forwarded", func() bool { return strings.Contains(readFile(got), "USR2") })
+	if lines := readFile(got); !strings.Contains(lines, "PIPE") || strings.Contains(lines, "TTIN") || strings.Contains(lines, "TTOU") {
+		t.Fatalf("the agent saw %q; want PIPE and USR2, and neither TTIN nor TTOU", lines)
+	}
+	if st := procState(cmd.Process.Pid); st == 'T' {
+		t.Fatal("paddock is stopped")
+	}
+}
