@@ -22,6 +22,24 @@ type wantTable struct {
 	untrapped map[string]uint32  // syscalls the program must allow
 }
 
+// nativeTable is the expected table of the native ABI, whose numbers
+// golang.org/x/sys/unix has for every architecture paddock builds for.
+func nativeTable(name string, arch uint32, xsys string) wantTable {
+	return wantTable{
+		name: name, arch: arch, xsys: xsys,
+		nrs: map[Syscall]uint32{
+			Kill: unix.SYS_KILL, Tkill: unix.SYS_TKILL, Tgkill: unix.SYS_TGKILL,
+			RtSigqueueinfo: unix.SYS_RT_SIGQUEUEINFO, RtTgsigqueueinfo: unix.SYS_RT_TGSIGQUEUEINFO,
+			PidfdSendSignal: unix.SYS_PIDFD_SEND_SIGNAL, Ptrace: unix.SYS_PTRACE,
+			ProcessVMWritev: unix.SYS_PROCESS_VM_WRITEV, PidfdGetfd: unix.SYS_PIDFD_GETFD,
+			Execve: unix.SYS_EXECVE, Execveat: unix.SYS_EXECVEAT, Reboot: unix.SYS_REBOOT,
+			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD, Seccomp: unix.SYS_SECCOMP,
+			Fcntl: unix.SYS_FCNTL, Ioctl: unix.SYS_IOCTL,
+		},
+		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
+	}
+}
+
 // nr returns the seccomp_data.nr the kernel reports for number n.
 func (w wantTable) nr(n uint32) int32 {
 	if w.x32 {

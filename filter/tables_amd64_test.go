@@ -6,19 +6,7 @@ import "golang.org/x/sys/unix"
 // golang.org/x/sys/unix, x32 and i386 from the kernel's syscall_64.tbl and
 // syscall_32.tbl.
 var wantTables = []wantTable{
-	{
-		name: "x86_64", arch: unix.AUDIT_ARCH_X86_64, xsys: "amd64",
-		nrs: map[Syscall]uint32{
-			Kill: unix.SYS_KILL, Tkill: unix.SYS_TKILL, Tgkill: unix.SYS_TGKILL,
-			RtSigqueueinfo: unix.SYS_RT_SIGQUEUEINFO, RtTgsigqueueinfo: unix.SYS_RT_TGSIGQUEUEINFO,
-			PidfdSendSignal: unix.SYS_PIDFD_SEND_SIGNAL, Ptrace: unix.SYS_PTRACE,
-			ProcessVMWritev: unix.SYS_PROCESS_VM_WRITEV, PidfdGetfd: unix.SYS_PIDFD_GETFD,
-			Execve: unix.SYS_EXECVE, Execveat: unix.SYS_EXECVEAT, Reboot: unix.SYS_REBOOT,
-			KexecLoad: unix.SYS_KEXEC_LOAD, KexecFileLoad: unix.SYS_KEXEC_FILE_LOAD, Seccomp: unix.SYS_SECCOMP,
-			Fcntl: unix.SYS_FCNTL, Ioctl: unix.SYS_IOCTL,
-		},
-		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
-	},
+	nativeTable("x86_64", unix.AUDIT_ARCH_X86_64, "amd64"),
 	{
 		name: "x32", arch: unix.AUDIT_ARCH_X86_64, x32: true,
 		nrs: map[Syscall]uint32{

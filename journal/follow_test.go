@@ -259,12 +259,7 @@ func TestFollowAppend(t *testing.T) {
 }
 
 func TestFollowJournalAppend(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.jsonl")
-	j, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j, path := openTemp(t)
 	fl := &Follower{Path: path}
 	fw := startFollow(t, fl, func(ctx context.Context, emit func([]byte) error) error {
 		return fl.Follow(ctx, 0, emit)

@@ -279,12 +279,7 @@ func TestRecordFormat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "j.jsonl")
-			j, err := Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer j.Close()
+			j, path := openTemp(t)
 			before := time.Now()
 			if err := j.Append(tt.rec); err != nil {
 				t.Fatal(err)
@@ -389,13 +384,8 @@ func TestAppendRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "j.jsonl")
-			j, err := Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer j.Close()
-			err = j.Append(tt.rec)
+			j, path := openTemp(t)
+			err := j.Append(tt.rec)
 			if err == nil {
 				t.Fatal("Append succeeded, want error")
 			}
@@ -562,12 +552,7 @@ func TestRotationOversizedRecord(t *testing.T) {
 }
 
 func TestAppendAfterRemoval(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.jsonl")
-	j, err := Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j, path := openTemp(t)
 	if err := j.Append(Record{Action: "one"}); err != nil {
 		t.Fatal(err)
 	}
@@ -879,4 +864,17 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		})
 	}
+}
+
+// openTemp opens a journal with default options in a fresh temporary
+// directory, closed when the test ends.
+func openTemp(t *testing.T) (*Journal, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	j, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j, path
 }
