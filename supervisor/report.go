@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/policy"
 )
@@ -31,6 +32,7 @@ type refusal struct {
 // or disk can stall a decision.
 type reporter struct {
 	log          zerolog.Logger
+	fs           procfs.FS
 	journal      *journal.Journal // nil: no journal
 	notifyStderr bool
 	queue        chan refusal
@@ -152,8 +154,8 @@ const (
 	burstTotal = 20
 )
 
-func newReporter(log zerolog.Logger, j *journal.Journal, notifyStderr bool) *reporter {
-	r := &reporter{log: log, journal: j, notifyStderr: notifyStderr,
+func newReporter(log zerolog.Logger, fs procfs.FS, j *journal.Journal, notifyStderr bool) *reporter {
+	r := &reporter{log: log, fs: fs, journal: j, notifyStderr: notifyStderr,
 		queue: make(chan refusal, queueLen), limits: map[int]*callerLimit{},
 		tells: make(chan tellJob, tellQueueLen)}
 	go r.run()
@@ -204,13 +206,45 @@ func (r *reporter) tell(f refusal) {
 	t.Stop()
 }
 
-// teller writes the messages, one at a time, off the notify loop.
+// teller writes the messages, one at a time, off the notify loop, through
+// each caller's own descriptor 2 (tell.go).
 func (r *reporter) teller() {
+	stuck := map[int]chan struct{}{} // callers with a write still blocked
+	held := map[int]int{}            // messages not written to them meanwhile
 	for job := range r.tells {
-		fd, err := unix.Open("/proc/"+strconv.Itoa(job.caller)+"/fd/2", unix.O_WRONLY|unix.O_APPEND|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			_, _ = unix.Write(fd, []byte(job.msg))
+		for caller, ch := range stuck {
+			select {
+			case <-ch:
+				delete(stuck, caller)
+			default:
+			}
+		}
+		if _, blocked := stuck[job.caller]; blocked || len(stuck) >= maxStuckWrites {
+			held[job.caller]++
+			close(job.done)
+			continue
+		}
+		msg := job.msg
+		if n := held[job.caller]; n > 0 {
+			msg = "paddock: " + strconv.Itoa(n) + " more refusals to this process were not shown while its standard error was blocked; see the journal\n" + msg
+			delete(held, job.caller)
+		}
+		fd, err := callerStderr(r.fs, job.caller)
+		if err != nil {
+			r.log.Debug().Err(err).Int("caller", job.caller).Msg("refusal message not written to the caller's standard error")
+			close(job.done)
+			continue
+		}
+		written := make(chan struct{})
+		go func() {
+			_ = writeAll(fd, []byte(msg))
 			unix.Close(fd)
+			close(written)
+		}()
+		select {
+		case <-written:
+		case <-time.After(tellWrite):
+			stuck[job.caller] = written
 		}
 		close(job.done)
 	}

@@ -176,7 +176,7 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
-	s.reporter = newReporter(cfg.Log, cfg.Journal, cfg.NotifyStderr)
+	s.reporter = newReporter(cfg.Log, fs, cfg.Journal, cfg.NotifyStderr)
 	if s.control, err = control.Listen(control.Options{Timeout: cfg.controlTimeout, Log: cfg.Log}, controlOps{s}); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,10 @@ var scenarios = []struct {
 	{"TargetsExitingMidDecision", targetsExitingMidDecision},
 	{"PidReusedAfterCachedDecision", pidReusedAfterCachedDecision},
 	{"JournalReadOnlyStopsBeforeStart", journalReadOnlyStopsBeforeStart},
+	// The refusal's message, where the agent's harness reads it.
+	{"MessageThroughHarnessPipes", messageThroughHarnessPipes},
+	{"MessageInRedirectedFile", messageInRedirectedFile},
+	{"NoMessageIntoReadOnlyStderr", noMessageIntoReadOnlyStderr},
 	// Exec guards.
 	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},
 	{"ProtectedServicesRefusedAtExec", protectedServicesRefusedAtExec},
