@@ -80,7 +80,7 @@ func messageInRedirectedFile(t *testing.T, b backend) {
 	if before != 0 || msg < 0 || after < msg {
 		t.Fatalf("the file holds %q; want before, the message, after, in that order\n%s", got, r)
 	}
-	if line := got[msg:strings.Index(got[msg:], "\n")+msg]; !strings.Contains(line, "Way out:") {
+	if line := got[msg : strings.Index(got[msg:], "\n")+msg]; !strings.Contains(line, "Way out:") {
 		t.Fatalf("the message was cut or overwritten: %q", line)
 	}
 }
