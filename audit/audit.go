@@ -34,10 +34,13 @@ const (
 	SeccompDenied Action = "seccomp_denied"
 	// OptInUsed: an explicit opt-in let a guarded call through.
 	OptInUsed Action = "opt_in_used"
+	// ExecUnread: an exec ran that paddock could not read (a non-dumpable
+	// caller), so no guard looked at it.
+	ExecUnread Action = "exec_unread"
 )
 
 // actions lists every Action, in the order documentation shows them.
-var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, OptInUsed}
+var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, OptInUsed, ExecUnread}
 
 // Actions returns every action paddock journals, for tools that filter on
 // them (a fresh copy).
@@ -75,6 +78,9 @@ const (
 	// RuleShadowListener: a seccomp listener the agent tried to install,
 	// which under the ptrace backend would answer ahead of paddock.
 	RuleShadowListener Rule = "shadow_listener"
+	// RuleExecUnread: an exec allowed without its strings read (a
+	// non-dumpable caller), as configured.
+	RuleExecUnread Rule = "exec_unread"
 )
 
 // Rules of the command guards (package guard).

@@ -39,7 +39,18 @@ type Request struct {
 	// MemErr says why it could not be read (the call is then refused).
 	Mem    []byte
 	MemErr error
+	// AllowUnread lets an exec whose strings paddock may not read (Exec.Err
+	// is ErrUnreadable: a non-dumpable caller) run, reported as
+	// audit.ExecUnread, instead of refusing it as undecidable
+	// (docs/limits.md; `paddock run --strict-exec` clears it).
+	AllowUnread bool
 }
+
+// ErrUnreadable is wrapped by Exec.Err when the kernel denies paddock the
+// caller's memory (process_vm_readv and /proc/PID/mem both refused): the
+// caller made itself non-dumpable (ssh-agent, gpg-agent, some sandboxes),
+// or is another user's process that paddock has no privilege over.
+var ErrUnreadable = errors.New("paddock may not read this process's memory (it is not dumpable)")
 
 // PtrArg says which bytes of the caller's memory Decide needs for a
 // syscall, so that both backends read the same thing: size bytes at addr
@@ -142,6 +153,8 @@ const (
 	// RuleShadowListener: a seccomp listener the agent tried to install,
 	// which under the ptrace backend would answer ahead of paddock.
 	RuleShadowListener = audit.RuleShadowListener
+	// RuleExecUnread: an exec allowed unread (Request.AllowUnread).
+	RuleExecUnread = audit.RuleExecUnread
 )
 
 // Decision is Decide's answer.
@@ -166,8 +179,12 @@ type Decision struct {
 	// OptIn names the opt-in variable that allowed a guarded exec or power
 	// call ("" if none); every use is journaled as opt_in_used.
 	OptIn string
+	// Unread marks an exec allowed without its strings read (see
+	// Request.AllowUnread); it is reported like an opt-in: journaled, not
+	// shown to the caller.
+	Unread bool
 	// Action is what the journal records of a reported decision (a refusal,
-	// or an opt-in used).
+	// an opt-in used, an exec allowed unread).
 	Action audit.Action
 	// Exec is the request's exec, for the journal's exec_denied and opt_in_used records.
 	Exec *Exec
@@ -196,6 +213,8 @@ func Decide(r Request, w World) Decision {
 // reported: the opt-in it used, or the kind of call it refused.
 func ActionOf(sc filter.Syscall, d Decision) audit.Action {
 	switch {
+	case d.Unread:
+		return audit.ExecUnread
 	case !d.Refusal && d.OptIn != "":
 		return audit.OptInUsed
 	case sc == filter.Execve || sc == filter.Execveat:
@@ -413,6 +432,10 @@ func ExecNeedsEnv(path string, argv []string) bool {
 // decideExec asks the guard about an exec whose strings the backend read.
 func decideExec(r Request, w World, d Decision) Decision {
 	d.Exec = r.Exec
+	if r.Exec != nil && r.AllowUnread && errors.Is(r.Exec.Err, ErrUnreadable) {
+		d.Allow, d.Unread, d.Rule = true, true, RuleExecUnread
+		return d
+	}
 	if r.Exec == nil || r.Exec.Err != nil {
 		err := errors.New("its path and arguments were not read")
 		if r.Exec != nil {

@@ -2,10 +2,12 @@ package policy_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
@@ -216,6 +218,13 @@ func TestDecideExec(t *testing.T) {
 		{"missing path is ENOENT, not a refusal", func() Request { r := exec(nil, "reboot"); r.Exec.Path = "/usr/bin/nonexistent-reboot"; return r }(), false, syscall.ENOENT, RuleNoSuchTarget, ""},
 		{"unreadable exec fails closed", func() Request { r := req(101, filter.Execve); r.Exec = &Exec{Err: errors.New("EFAULT")}; return r }(), false, syscall.EPERM, RuleUndecidable, ""},
 		{"no exec info fails closed", req(101, filter.Execve), false, syscall.EPERM, RuleUndecidable, ""},
+		{"non-dumpable caller's exec, allowed unread", unread(true), true, 0, RuleExecUnread, ""},
+		{"non-dumpable caller's exec, strict", unread(false), false, syscall.EPERM, RuleUndecidable, ""},
+		{"unreadable for another reason is refused even when unread execs are allowed", func() Request {
+			r := unread(true)
+			r.Exec.Err = errors.New("EFAULT")
+			return r
+		}(), false, syscall.EPERM, RuleUndecidable, ""},
 		{"reboot syscall refused", req(101, filter.Reboot), false, syscall.EPERM, "power_control", ""},
 		{"reboot syscall with opt-in in the caller's environment", func() Request {
 			r := req(101, filter.Reboot)
@@ -238,8 +247,20 @@ func TestDecideExec(t *testing.T) {
 			if d.Refusal && !strings.Contains(d.Message, "Way out") && !strings.Contains(d.Message, "way out") {
 				t.Errorf("refusal without a way out: %s", d.Message)
 			}
+			if wantUnread := d.Rule == RuleExecUnread; d.Unread != wantUnread || (d.Unread && d.Action != audit.ExecUnread) {
+				t.Errorf("Unread = %v, action %q; want unread %v, journaled as exec_unread", d.Unread, d.Action, wantUnread)
+			}
 		})
 	}
+}
+
+// unread is an execve whose strings the kernel would not let paddock read,
+// with the unread-exec setting allow.
+func unread(allow bool) Request {
+	r := req(101, filter.Execve)
+	r.Exec = &Exec{Err: fmt.Errorf("pid 101: read exec path: %w", ErrUnreadable)}
+	r.AllowUnread = allow
+	return r
 }
 
 // TestExecNeedsEnv: a backend may skip reading an exec's environment when

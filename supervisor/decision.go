@@ -78,6 +78,7 @@ func (w *liveWorld) read(tid int, arch uint32, nr int32, args [6]uint64, listene
 		req.Syscall = filter.Unknown
 		req.ABI = fmt.Sprintf("arch %#x nr %d", arch, nr)
 	}
+	req.AllowUnread = !w.strictExec
 	c := w.begin(req, listener, id)
 	switch sc {
 	case filter.Execve, filter.Execveat:
@@ -172,7 +173,7 @@ func (c *call) decide() (d policy.Decision, errno unix.Errno, waiting bool) {
 }
 
 // reports says whether decision d is reported (message, log, journal).
-func reports(d policy.Decision) bool { return d.Refusal || d.OptIn != "" }
+func reports(d policy.Decision) bool { return d.Refusal || d.OptIn != "" || d.Unread }
 
 // touch records that the decision read something of thread tid.
 func (c *call) touch(tid int) {

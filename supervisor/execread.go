@@ -226,6 +226,9 @@ func (m *procMem) procRead(p []byte, addr uint64, vmErr error) (int, error) {
 	if m.memFd < 0 {
 		fd, oerr := unix.Open("/proc/"+strconv.Itoa(m.tid)+"/mem", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if oerr != nil {
+			if errors.Is(vmErr, unix.EPERM) && (errors.Is(oerr, unix.EACCES) || errors.Is(oerr, unix.EPERM)) {
+				return 0, fmt.Errorf("%w: process_vm_readv: %v; open /proc/%d/mem: %v", policy.ErrUnreadable, vmErr, m.tid, oerr)
+			}
 			return 0, fmt.Errorf("process_vm_readv: %v; open /proc/%d/mem: %w", vmErr, m.tid, oerr)
 		}
 		m.memFd = fd

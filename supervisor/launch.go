@@ -305,7 +305,7 @@ func (s *Session) recordRoot(p rootPin) error {
 // newWorld is a world for one of the session's deciding goroutines.
 func (s *Session) newWorld() *liveWorld {
 	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM)
-	w.files = s.cfg.modelFiles
+	w.files, w.strictExec = s.cfg.modelFiles, s.cfg.StrictExec
 	return w
 }
 

@@ -292,8 +292,13 @@ func (r *reporter) run() {
 		}
 		d := f.d
 		if !d.Refusal {
-			// An honoured opt-in: journaled and logged, nothing to tell the caller.
-			r.log.Info().Str("syscall", d.Syscall).Int("caller", f.caller).Str("opt_in", d.OptIn).Str("rule", string(d.Rule)).Msg("opt-in honoured")
+			// An honoured opt-in, or an exec allowed unread: journaled and
+			// logged, nothing to tell the caller.
+			if d.Unread {
+				r.log.Info().Str("syscall", d.Syscall).Int("caller", f.caller).Str("rule", string(d.Rule)).Msg("exec allowed unread: the caller is not dumpable, so no guard looked at it")
+			} else {
+				r.log.Info().Str("syscall", d.Syscall).Int("caller", f.caller).Str("opt_in", d.OptIn).Str("rule", string(d.Rule)).Msg("opt-in honoured")
+			}
 			if r.journal != nil {
 				if err := r.journal.Append(journalRecord(f)); err != nil {
 					r.log.Error().Err(err).Msg("paddock could not write the audit journal")
@@ -392,6 +397,9 @@ func journalRecord(f refusal) journal.Record {
 	}
 	if d.Action == audit.OptInUsed {
 		fields["opt_in"] = d.OptIn
+	}
+	if d.Unread && d.Exec != nil && d.Exec.Err != nil {
+		fields["why"] = d.Exec.Err.Error()
 	}
 	return journal.Record{TS: f.when, Action: d.Action, Pid: f.caller, Fields: fields}
 }

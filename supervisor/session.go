@@ -43,6 +43,10 @@ type Config struct {
 	// TrapExec also traps execve/execveat and the reboot/kexec syscalls, so
 	// that Guard decides them.
 	TrapExec bool
+	// StrictExec refuses an exec whose path and arguments paddock may not
+	// read (a caller that made itself non-dumpable) as undecidable; by
+	// default such an exec runs and is journaled as exec_unread.
+	StrictExec bool
 	// Guard is the host policy for exec and power decisions.
 	Guard guard.Policy
 	// VRAM returns the GPU memory budget execs are preflighted against (nil

@@ -31,6 +31,9 @@ type liveWorld struct {
 	// files reads the model files an exec names, as its caller sees them;
 	// nil: vram.SafeFiles over the caller's root and working directory.
 	files func(tid int) vram.Files
+	// strictExec refuses the execs of callers whose memory paddock may not
+	// read (Config.StrictExec).
+	strictExec bool
 	// buf is scratch space for reading a caller's memory.
 	buf [execBufSize]byte
 	// pins, when set, keeps pins across notifications (see pinCache).
@@ -64,7 +67,7 @@ func (w *liveWorld) keepPins() *liveWorld {
 // nothing in it is shared with the loop that made it.
 func (w *liveWorld) spare() *liveWorld {
 	s := newLiveWorld(w.tree, w.fs, w.guard, w.vram)
-	s.files = w.files
+	s.files, s.strictExec = w.files, w.strictExec
 	return s
 }
 

@@ -41,6 +41,7 @@ var scenarios = []struct {
 	{"MissingPowerCommandIsENOENT", missingPowerCommandIsENOENT},
 	{"VRAMPreflightAtExec", vramPreflightAtExec},
 	{"UnreadableModelHoldsNothingUp", unreadableModelHoldsNothingUp},
+	{"NonDumpableCallerExecs", nonDumpableCallerExecs},
 	// Adoption and the control socket.
 	{"AdoptThenSignal", adoptThenSignal},
 	{"AdoptPsJSON", adoptPsJSON},

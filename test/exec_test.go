@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -315,5 +317,59 @@ func unreadableModelHoldsNothingUp(t *testing.T, b backend) {
 				}
 			}
 		})
+	}
+}
+
+// nonDumpableCallerExecs: a caller that made itself non-dumpable (as
+// ssh-agent and gpg-agent do) execs a program, with paddock and the agent
+// running as the same unprivileged user, so that paddock may not read the
+// exec's strings. By default the exec runs and is journaled as
+// exec_unread; with --strict-exec it is refused as undecidable.
+func nonDumpableCallerExecs(t *testing.T, b backend) {
+	b.require(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to switch to an unprivileged user with setpriv")
+	}
+	for _, tool := range []string{"setpriv", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "paddock-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for _, d := range []string{dir, bins.dir} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := `import ctypes, os
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+try:
+    os.execv("/bin/echo", ["echo", "ran" + "-unread"])
+except OSError as e:
+    print("exec failed:", e.strerror)`
+	for _, strict := range []bool{false, true} {
+		journal := filepath.Join(dir, "journal-"+strconv.FormatBool(strict)+".jsonl")
+		args := []string{"--reuid=65534", "--regid=65534", "--clear-groups", bins.paddock, "run", "--backend", string(b), "--journal", journal}
+		if strict {
+			args = append(args, "--strict-exec")
+		}
+		cmd := exec.Command("setpriv", append(args, "--", "python3", "-c", script)...)
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		records := readFile(journal)
+		// Whole lines of the agent's stdout: paddock's log goes to stderr.
+		lines := strings.Split(stdout.String(), "\n")
+		switch {
+		case !strict && (!slices.Contains(lines, "ran-unread") || !strings.Contains(records, `"action":"exec_unread"`)):
+			t.Errorf("the non-dumpable caller's exec did not run, or was not journaled as exec_unread\nstdout:\n%s\nstderr:\n%s\njournal:\n%s", &stdout, &stderr, records)
+		case strict && (slices.Contains(lines, "ran-unread") || !strings.Contains(stdout.String(), "exec failed: Operation not permitted") || !strings.Contains(records, `"rule":"undecidable"`)):
+			t.Errorf("--strict-exec: the non-dumpable caller's exec was not refused as undecidable\nstdout:\n%s\nstderr:\n%s\njournal:\n%s", &stdout, &stderr, records)
+		}
 	}
 }

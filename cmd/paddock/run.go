@@ -33,6 +33,7 @@ type runFlags struct {
 	reportFormat   string
 	backend        string
 	keepCaps       bool
+	strictExec     bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -61,6 +62,7 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 	cmd.Flags().BoolVar(&f.forwardToGroup, "forward-to-group", false, "start CMD in its own process group and forward signals to the whole group")
 	cmd.Flags().DurationVar(&f.grace, "grace", supervisor.DefaultGrace, "when CMD exits, processes it left running get SIGTERM, then SIGKILL after `DURATION`")
 	cmd.Flags().BoolVar(&f.keepOrphans, "keep-orphans", false, "leave the processes CMD left running alone when it exits")
+	cmd.Flags().BoolVar(&f.strictExec, "strict-exec", false, "refuse an exec paddock may not read (a caller that made itself non-dumpable) instead of letting it run journaled as exec_unread")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit non-zero (1, or CMD's own non-zero status) when anything was refused, even if CMD succeeded (CI mode)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write a summary of the refusals to `FILE` at exit")
 	cmd.Flags().StringVar(&f.reportFormat, "report-format", "json", "format of --report: json or junit")
@@ -176,7 +178,7 @@ func runRun(f runFlags, args []string) error {
 	}
 	s, err := supervisor.Start(supervisor.Config{
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
-		TrapExec: true, Guard: gp, VRAM: budgets.Budget,
+		TrapExec: true, StrictExec: f.strictExec, Guard: gp, VRAM: budgets.Budget,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
 		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
@@ -197,8 +199,12 @@ func runRun(f runFlags, args []string) error {
 		// Its exec failed (the error is on stderr); the status says how.
 		msg = "agent command could not be executed"
 	}
+	unreadExec := "allowed, journaled as exec_unread (--strict-exec refuses them)"
+	if f.strictExec {
+		unreadExec = "refused (--strict-exec)"
+	}
 	log.Info().Int("pid", s.Pid()).Str("backend", string(used)).Str("backend_reason", why).Str("profile", profName).
-		Str("socket", s.SocketPath()).Str("journal", journalPath).
+		Str("socket", s.SocketPath()).Str("journal", journalPath).Str("unreadable_execs", unreadExec).
 		Str("command", strings.Join(args, " ")).Msg(msg)
 	started := time.Now()
 	status := s.Wait()
