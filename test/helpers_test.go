@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/features/featuretest"
+	"github.com/paddock-dev/paddock/journal"
 )
 
 // bins holds the binaries built once for the whole package.
@@ -52,7 +53,61 @@ func buildAndRun(m *testing.M) int {
 			return 1
 		}
 	}
-	return m.Run()
+	return runIsolated(m)
+}
+
+// runIsolated runs the tests with paddock's defaults pointed into a
+// temporary directory (the journal and the profile a paddock run finds
+// when no flag names them), and fails the run if the user's own journal or
+// profile changed meanwhile: tests write nothing outside their temporary
+// directories. HOME stays, so that go and the tools the tests run keep
+// their caches.
+func runIsolated(m *testing.M) int {
+	home, _ := os.UserHomeDir()
+	var watched []string
+	if p, err := journal.DefaultPath("", os.Getenv, home); err == nil {
+		watched = append(watched, p)
+	}
+	if p := os.Getenv("PADDOCK_PROFILE"); p != "" {
+		watched = append(watched, p)
+	}
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		watched = append(watched, filepath.Join(x, "paddock", "profile.toml"))
+	} else if home != "" {
+		watched = append(watched, filepath.Join(home, ".config", "paddock", "profile.toml"))
+	}
+	before := make([]string, len(watched))
+	for i, p := range watched {
+		before[i] = fileState(p)
+	}
+	dir, err := os.MkdirTemp("", "paddock-e2e-home-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	os.Unsetenv("PADDOCK_JOURNAL")
+	os.Unsetenv("PADDOCK_PROFILE")
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	code := m.Run()
+	for i, p := range watched {
+		if now := fileState(p); now != before[i] {
+			fmt.Fprintf(os.Stderr, "FAIL: the tests changed %s (%s before, %s after): a test wrote outside its temporary directory\n", p, before[i], now)
+			code = 1
+		}
+	}
+	return code
+}
+
+// fileState sums up a file for runIsolated: its size and modification
+// time, or that it is missing.
+func fileState(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "missing"
+	}
+	return fmt.Sprintf("%d bytes, modified %s", st.Size(), st.ModTime().Format(time.RFC3339Nano))
 }
 
 // backend is the --backend every paddock run of a conformance scenario gets.
