@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/control"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/vram"
@@ -31,8 +32,8 @@ func newCheckCmd() *cobra.Command {
 		Long: `Say whether paddock's command guards would let a command run: power control
 (reboot, poweroff, suspend, ...), protected desktop services (systemctl stop,
 restart, mask, ... of a unit in services_to_survive; systemctl isolate), and,
-when no paddock supervisor is reachable ($PADDOCK_SOCKET unset), broad kill
-commands (pkill, killall, kill PID).
+when no paddock supervisor answers on $PADDOCK_SOCKET (unset, or a session
+that has ended), broad kill commands (pkill, killall, kill PID).
 
   -- CMD [ARG...]   an argv, with paddock check's own environment
   --shell STRING    a shell command line: wrappers (sudo, env, nohup, timeout,
@@ -138,9 +139,22 @@ func checkPolicy(flagValue string) (guard.Policy, vram.Budget, error) {
 		return guard.Policy{}, vram.Budget{}, err
 	}
 	pol := prof.GuardPolicy()
-	pol.Supervised = os.Getenv("PADDOCK_SOCKET") != ""
+	pol.Supervised = supervisorReachable()
 	budget, _ := hostBudget(vram.LiveSources(), vramSettings(prof))
 	return pol, budget, nil
+}
+
+// supervisorReachable reports whether a paddock supervisor answers on
+// $PADDOCK_SOCKET: only then does the kernel decide each kill's targets. A
+// variable left behind by a session that ended (or set by hand) names a
+// socket nobody answers on, and counts as no supervisor.
+func supervisorReachable() bool {
+	socket := os.Getenv(control.SocketEnv)
+	if socket == "" {
+		return false
+	}
+	_, err := control.Call(socket, control.Request{Op: control.OpPs})
+	return err == nil
 }
 
 // checkVRAM runs the VRAM preflight on each command the guard let through:
