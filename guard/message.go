@@ -21,19 +21,26 @@ func (r *reader) decideAll(p *Policy) []Checked {
 	return out
 }
 
-// optIn returns the first opt-in variable set to a true value in env.
+// findOptIn returns the first opt-in variable set to a true value in env.
 func findOptIn(env map[string]string) (string, string) {
 	for _, k := range optInVars {
-		v, ok := env[k]
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "1", "true", "yes", "on":
+		if v, ok := env[k]; ok && OptInValue(v) {
 			return k, v
 		}
 	}
 	return "", ""
+}
+
+// OptInValue is the one rule for every opt-in variable paddock reads (power
+// control, protected services, the VRAM budget): 1, true, yes or on, in any
+// case and with surrounding blanks, declare the intent; anything else
+// (0, false, no, off, empty) does not.
+func OptInValue(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 const powerList = "reboot, poweroff, halt, shutdown, suspend, hibernate, kexec, init 0/6, systemctl and loginctl power verbs, login1 power calls over D-Bus"

@@ -46,11 +46,11 @@ type Verdict struct {
 	OptIn string
 }
 
-// OptedIn returns the opt-in variable set to exactly "1" in env ("" when
-// none is).
+// OptedIn returns the opt-in variable set to a true value in env
+// (guard.OptInValue, the one rule for every opt-in), "" when none is.
 func OptedIn(env map[string]string) string {
 	for _, k := range []string{OptInEnv, OptInAliasEnv} {
-		if strings.TrimSpace(env[k]) == "1" {
+		if guard.OptInValue(env[k]) {
 			return k
 		}
 	}

@@ -105,9 +105,17 @@ func TestSeedGPUCommandOverBudgetAllowedWithOptIn(t *testing.T) {
 		}
 		mustContain(t, v.Message, "allowed by "+tc.want+"=1")
 	}
-	// Only "1" opts in; and a host may switch the opt-in off.
-	if v, _, _ := PreflightCommand(argv("PADDOCK_ALLOW_OVERBUDGET_VRAM=yes vllm serve meta-llama/Llama-3-70B"), nil, b, nil, true); v.Allow {
-		t.Errorf("=yes opted in: %+v", v)
+	// The one opt-in rule (guard.OptInValue): 1, true, yes, on opt in, and
+	// nothing else does; and a host may switch the opt-in off.
+	for _, val := range []string{"yes", "TRUE", " on "} {
+		if v, _, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), []string{OptInEnv + "=" + val}, b, nil, true); !v.Allow {
+			t.Errorf("=%q did not opt in: %+v", val, v)
+		}
+	}
+	for _, val := range []string{"0", "no", "off", "", "2"} {
+		if v, _, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), []string{OptInEnv + "=" + val}, b, nil, true); v.Allow {
+			t.Errorf("=%q opted in: %+v", val, v)
+		}
 	}
 	v, _, _ := PreflightCommand(argv("RLM_ALLOW_OVERBUDGET_VRAM=1 vllm serve meta-llama/Llama-3-70B"), nil, b, nil, false)
 	if v.Allow {
