@@ -356,8 +356,8 @@ func (s *Session) answer(c *call) (errno unix.Errno, waiting bool) {
 	d, errno, waiting := c.decide()
 	if waiting && reports(d) {
 		f := refusal{when: time.Now(), caller: c.req.Tid, abi: c.req.ABI, d: d}
+		f.shown = s.reporter.tell(f)
 		s.reporter.report(f)
-		s.reporter.tell(f)
 	}
 	return errno, waiting
 }

@@ -25,14 +25,19 @@ type refusal struct {
 	d       policy.Decision
 	// quiet: the requester already has the message (a control-socket answer).
 	quiet bool
+	// shown: the message went to the caller's stderr on the terminal
+	// paddock logs to, so the log line would repeat it there.
+	shown bool
 }
 
 // reporter takes refusals off the notify loop: the loop only enqueues, and a
 // full queue drops (and counts) rather than blocks, so nobody's slow stderr
 // or disk can stall a decision.
 type reporter struct {
-	log          zerolog.Logger
-	fs           procfs.FS
+	log zerolog.Logger
+	fs  procfs.FS
+	// logTTY is the terminal the log goes to (0: none, or not known).
+	logTTY       terminal
 	journal      *journal.Journal // nil: no journal
 	notifyStderr bool
 	queue        chan refusal
@@ -43,7 +48,7 @@ type reporter struct {
 
 	// tells carries messages to the teller goroutine; limits rate-limits
 	// them per caller (under limitMu).
-	tells   chan tellJob
+	tells   chan *tellJob
 	limitMu sync.Mutex
 	limits  map[int]*callerLimit
 	told    callerLimit // all callers together (under limitMu)
@@ -157,17 +162,20 @@ const (
 func newReporter(log zerolog.Logger, fs procfs.FS, j *journal.Journal, notifyStderr bool) *reporter {
 	r := &reporter{log: log, fs: fs, journal: j, notifyStderr: notifyStderr,
 		queue: make(chan refusal, queueLen), limits: map[int]*callerLimit{},
-		tells: make(chan tellJob, tellQueueLen)}
+		tells: make(chan *tellJob, tellQueueLen)}
 	go r.run()
 	go r.teller()
 	return r
 }
 
-// tellJob is one message for one caller's stderr.
+// tellJob is one message for one caller's stderr. The teller sets
+// logTerminal, before it closes done, when it wrote the message to the
+// terminal the log goes to.
 type tellJob struct {
-	caller int
-	msg    string
-	done   chan struct{}
+	caller      int
+	msg         string
+	done        chan struct{}
+	logTerminal bool
 }
 
 const (
@@ -183,27 +191,30 @@ const (
 // tell writes a refusal's message to the caller's own stderr (so that it
 // shows in the agent's tool output) before the caller is answered, waiting
 // at most tellWait. Messages are rate-limited per caller; what the limit
-// holds back is counted in the next message that goes out.
-func (r *reporter) tell(f refusal) {
+// holds back is counted in the next message that goes out. It reports
+// whether the message went to the terminal the log goes to.
+func (r *reporter) tell(f refusal) (logTerminal bool) {
 	if !r.notifyStderr || f.quiet || !f.d.Refusal {
-		return
+		return false
 	}
 	msg, ok := r.limit(f)
 	if !ok {
-		return
+		return false
 	}
-	job := tellJob{caller: f.caller, msg: msg, done: make(chan struct{})}
+	job := &tellJob{caller: f.caller, msg: msg, done: make(chan struct{})}
 	select {
 	case r.tells <- job:
 	default:
-		return // a storm: the journal and the log still have it
+		return false // a storm: the journal and the log still have it
 	}
 	t := time.NewTimer(tellWait)
+	defer t.Stop()
 	select {
 	case <-job.done:
+		return job.logTerminal
 	case <-t.C:
+		return false
 	}
-	t.Stop()
 }
 
 // teller writes the messages, one at a time, off the notify loop, through
@@ -235,6 +246,7 @@ func (r *reporter) teller() {
 			close(job.done)
 			continue
 		}
+		job.logTerminal = r.logTTY != 0 && terminalFd(fd) == r.logTTY
 		written := make(chan struct{})
 		go func() {
 			_ = writeAll(fd, []byte(msg))
@@ -312,6 +324,11 @@ func (r *reporter) run() {
 		}
 		if r.logged.sent >= burstTotal {
 			r.logged.suppressed++
+			r.journalRefusal(f)
+			continue
+		}
+		if f.shown {
+			// The user has just read the message on this very terminal.
 			r.journalRefusal(f)
 			continue
 		}

@@ -38,6 +38,11 @@ type Config struct {
 	Journal *journal.Journal
 	// Log receives one structured line per refusal.
 	Log zerolog.Logger
+	// LogFile is the file Log writes to, when it writes to one (nil: not
+	// known). A refusal whose message went to the caller's stderr on the
+	// same terminal gets no log line of its own there: the user would
+	// read it twice. The journal has every refusal either way.
+	LogFile *os.File
 	// NotifyStderr writes each refusal's message to the caller's stderr.
 	NotifyStderr bool
 	// TrapExec also traps execve/execveat and the reboot/kexec syscalls, so
@@ -181,6 +186,7 @@ func Start(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
 	s.reporter = newReporter(cfg.Log, fs, cfg.Journal, cfg.NotifyStderr)
+	s.reporter.logTTY = terminalOf(cfg.LogFile)
 	if s.control, err = control.Listen(control.Options{Timeout: cfg.controlTimeout, Log: cfg.Log}, controlOps{s}); err != nil {
 		return nil, err
 	}

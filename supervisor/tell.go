@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -78,4 +79,27 @@ func writeAll(fd int, b []byte) error {
 		b = b[n:]
 	}
 	return nil
+}
+
+// terminal identifies a terminal device (its st_rdev); 0 is none.
+type terminal uint64
+
+// terminalOf is the terminal f is, or 0 when f is nil or not a terminal.
+func terminalOf(f *os.File) terminal {
+	if f == nil {
+		return 0
+	}
+	return terminalFd(int(f.Fd()))
+}
+
+// terminalFd is the terminal descriptor fd is, or 0.
+func terminalFd(fd int) terminal {
+	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+		return 0
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return 0
+	}
+	return terminal(st.Rdev)
 }

@@ -33,6 +33,7 @@ var scenarios = []struct {
 	{"MessageThroughHarnessPipes", messageThroughHarnessPipes},
 	{"MessageInRedirectedFile", messageInRedirectedFile},
 	{"NoMessageIntoReadOnlyStderr", noMessageIntoReadOnlyStderr},
+	{"OneLinePerRefusalOnSharedTerminal", oneLinePerRefusalOnSharedTerminal},
 	// Exec guards.
 	{"PowerControlRefusedAtExec", powerControlRefusedAtExec},
 	{"ProtectedServicesRefusedAtExec", protectedServicesRefusedAtExec},

@@ -309,3 +309,22 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// readAll reads a pty master until every slave is closed (EIO), for at
+// most a minute.
+func readAll(t *testing.T, master *os.File) string {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(master)
+		done <- b.String()
+	}()
+	select {
+	case out := <-done:
+		return out
+	case <-time.After(time.Minute):
+		t.Fatal("the terminal was not released in a minute")
+		return ""
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/internal/ptytest"
 )
 
 // refusalMessage is the start of paddock's message for a refused kill of
@@ -102,5 +104,29 @@ func noMessageIntoReadOnlyStderr(t *testing.T, b backend) {
 	}
 	if got := readFile(ro); got != content {
 		t.Fatalf("paddock wrote into the agent's read-only descriptor: %q", got)
+	}
+}
+
+// oneLinePerRefusalOnSharedTerminal: when paddock's stderr and the agent's
+// are the same terminal (an interactive session), a refusal shows there
+// once, as the message the agent sees; paddock's log line for it would only
+// repeat it. (The journal still has it.)
+func oneLinePerRefusalOnSharedTerminal(t *testing.T, b backend) {
+	b.require(t)
+	f := startForeign(t, "sleep", "300")
+	master, slave := ptytest.Open(t)
+	cmd, journal := b.paddockCmd(t, "--", "bash", "-c", "kill -TERM "+itoa(f.pid())+"; echo done")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	out := readAll(t, master)
+	_ = cmd.Wait()
+	if n := strings.Count(out, refusalMessage(f.pid())); n != 1 || !strings.Contains(out, "done") {
+		t.Fatalf("the terminal shows the refusal %d times, want once:\n%s", n, out)
+	}
+	if !strings.Contains(readFile(journal), `"action":"signal_denied"`) {
+		t.Fatalf("the journal lacks the refusal:\n%s", readFile(journal))
 	}
 }

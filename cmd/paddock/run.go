@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/journal"
@@ -87,11 +88,30 @@ func newLogger(format, level string) (zerolog.Logger, error) {
 	case "json":
 		l = zerolog.New(os.Stderr)
 	case "console":
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: !colour(os.Stderr, os.Getenv)})
 	default:
 		return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json or console", format)
 	}
-	return l.Level(lvl).With().Timestamp().Str("component", "paddock").Logger(), nil
+	return l.Level(lvl).Hook(timeHook{}).With().Str("component", "paddock").Logger(), nil
+}
+
+// timeHook stamps each log line with its time in RFC 3339 with
+// nanoseconds, in UTC: refusals a few milliseconds apart stay apart.
+type timeHook struct{}
+
+// Run implements zerolog.Hook.
+func (timeHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str(zerolog.TimestampFieldName, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// colour says whether console logs to f get colours: only on a terminal,
+// and never when NO_COLOR is set (https://no-color.org).
+func colour(f *os.File, getenv func(string) string) bool {
+	if getenv("NO_COLOR") != "" {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // openJournal opens the journal: a path given with --journal must work, the
@@ -178,7 +198,7 @@ func runRun(f runFlags, args []string) error {
 	}
 	s, err := supervisor.Start(supervisor.Config{
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
-		TrapExec: true, StrictExec: f.strictExec, Guard: gp, VRAM: budgets.Budget,
+		TrapExec: true, StrictExec: f.strictExec, Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
 		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
