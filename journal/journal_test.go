@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -296,8 +297,11 @@ func TestRecordFormat(t *testing.T) {
 			if tt.wantRaw != "" && !bytes.Contains(raw, []byte(tt.wantRaw)) {
 				t.Errorf("raw line %s lacks %s", raw, tt.wantRaw)
 			}
-			if got := keyOrder(t, raw); !reflect.DeepEqual(got, tt.wantKeys) {
-				t.Errorf("key order = %q, want %q", got, tt.wantKeys)
+			// The journal adds "prev" last: a fresh journal's first
+			// record links to Genesis.
+			wantKeys := append(slices.Clone(tt.wantKeys), "prev")
+			if got := keyOrder(t, raw); !reflect.DeepEqual(got, wantKeys) {
+				t.Errorf("key order = %q, want %q", got, wantKeys)
 			}
 
 			recs := readFile(t, path)
@@ -331,9 +335,12 @@ func TestRecordFormat(t *testing.T) {
 			}
 			fields := map[string]any{}
 			for k, v := range rec {
-				if k != "ts" && k != "action" && k != "pid" {
+				if k != "ts" && k != "action" && k != "pid" && k != "prev" {
 					fields[k] = v
 				}
+			}
+			if rec["prev"] != Genesis {
+				t.Errorf("prev = %#v, want Genesis", rec["prev"])
 			}
 			want := tt.wantFields
 			if want == nil {
@@ -578,6 +585,7 @@ func TestShortWriteLeavesNoFragment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	line = withPrev(line, Genesis)     // every record links to one: same length
 	limit := 5*len(line) + len(line)/2 // the 6th record is cut mid-line
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelper+"=fsize", envPath+"="+path, envLimit+"="+strconv.Itoa(limit))
@@ -741,13 +749,13 @@ func TestOpenModes(t *testing.T) {
 			t.Errorf("%s mode = %v, want %v", name, fi.Mode(), want)
 		}
 	}
-	// The descriptor is append-only, write-only and close-on-exec.
+	// The descriptor is append-only and close-on-exec (read-write: Append reads the last record to link to it).
 	fl, err := unix.FcntlInt(uintptr(j.fd), unix.F_GETFL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fl&unix.O_ACCMODE != unix.O_WRONLY || fl&unix.O_APPEND == 0 {
-		t.Errorf("file flags %#o, want O_WRONLY|O_APPEND", fl)
+	if fl&unix.O_ACCMODE != unix.O_RDWR || fl&unix.O_APPEND == 0 {
+		t.Errorf("file flags %#o, want O_RDWR|O_APPEND (read: the last record, to link to)", fl)
 	}
 	fdfl, err := unix.FcntlInt(uintptr(j.fd), unix.F_GETFD, 0)
 	if err != nil {
