@@ -459,6 +459,10 @@ func TestConcurrentWriters(t *testing.T) {
 					t.Errorf("%s exists: no rotation expected at the default MaxBytes", name)
 				}
 			}
+			// Every writer linked its records under the lock: one chain.
+			if v := verifyClean(t, path); v.Records != concWriters*concRecords || v.Anchor != "" {
+				t.Errorf("Verify: %d records, anchor %q; want %d, none", v.Records, v.Anchor, concWriters*concRecords)
+			}
 		})
 	}
 }
@@ -474,6 +478,7 @@ func TestRotation(t *testing.T) {
 		{"one writer", 1, 600, runGoroutineWriters},
 		{"goroutines each with own Journal", 4, 300, runGoroutineWriters},
 		{"separate processes", 4, 300, spawnWriters},
+		{"eight separate processes", concWriters, 150, spawnWriters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -530,6 +535,10 @@ func TestRotation(t *testing.T) {
 				if last := seqs[len(seqs)-1]; last != tt.count-1 {
 					t.Errorf("writer %d: last kept seq %d, want %d", w, last, tt.count-1)
 				}
+			}
+			// One chain across the files, whose start was rotated out.
+			if v := verifyClean(t, path); v.Anchor == "" || v.Records != len(all) {
+				t.Errorf("Verify: %d records, anchor %q; want %d, and an anchor (the oldest files are gone)", v.Records, v.Anchor, len(all))
 			}
 		})
 	}
