@@ -265,7 +265,7 @@ func Verify(path, head string) (*Verification, error) {
 				v.Legacy++
 			case !has:
 				bad(fmt.Sprintf("no prev, but %s before it is chained: an unchained record was inserted, or this one's prev removed", where(name, lastLine)))
-			case !isStr || !isHash(ps):
+			case !isStr || !IsHash(ps):
 				bad(fmt.Sprintf("prev %s is not a SHA-256 in lowercase hex: the record was edited", Excerpt(fmt.Appendf(nil, "%v", p), 80)))
 				chained = true
 			case lastFile == "":
@@ -300,8 +300,9 @@ func Verify(path, head string) (*Verification, error) {
 	return v, nil
 }
 
-// isHash reports whether s is a SHA-256 in lowercase hex.
-func isHash(s string) bool {
+// IsHash reports whether s has the form of a chain hash (and of a head): a
+// SHA-256 in lowercase hex, 64 characters. Tools check --head with it.
+func IsHash(s string) bool {
 	if len(s) != sha256.Size*2 {
 		return false
 	}

@@ -359,7 +359,7 @@ func runJournal(cmd *cobra.Command, f journalFlags) error {
 // runVerify is paddock journal --verify: the chain's findings on stderr, a
 // summary on stdout.
 func runVerify(cmd *cobra.Command, f journalFlags) error {
-	if f.head != "" && !isHexHash(f.head) {
+	if f.head != "" && !journal.IsHash(f.head) {
 		return usageError(fmt.Sprintf("--head %q: want a SHA-256 in lowercase hex (64 characters), as paddock run logs it", f.head))
 	}
 	home, _ := os.UserHomeDir()
@@ -407,17 +407,4 @@ func runVerify(cmd *cobra.Command, f journalFlags) error {
 	}
 	fmt.Fprintln(stdout, "chain intact")
 	return nil
-}
-
-// isHexHash reports whether s is a SHA-256 in lowercase hex.
-func isHexHash(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
