@@ -9,6 +9,12 @@
 // a writer that finds the path now names a different file (another process
 // rotated it, or someone removed it) reopens the path before writing. Within
 // one process, a mutex serialises goroutines sharing a Journal.
+//
+// The records form a hash chain (see chain.go): each carries, as "prev", the
+// SHA-256 of the record before it, so that Verify finds a record removed,
+// edited, reordered or inserted. And since an agent may share the journal's
+// directory, the journal never follows a symbolic link and appends only to a
+// regular file of paddock's own (see owner.go).
 package journal
 
 import (
@@ -43,7 +49,8 @@ const (
 // Record is one journal entry. TS, Action and Pid are always written (keys
 // "ts", "action", "pid"), in that order; Fields holds the rest (for example
 // "target", "signal", "syscall", "rule", "message", "reason"), written after
-// them sorted by key.
+// them sorted by key; the journal itself adds "prev", last, which links the
+// record to the one before it (chain.go).
 type Record struct {
 	// TS is when the event happened; the zero value means "now". It is
 	// written as RFC 3339 in UTC with nanoseconds (time.RFC3339Nano).
@@ -53,8 +60,8 @@ type Record struct {
 	Action audit.Action
 	// Pid is the process the record is about (usually the caller).
 	Pid int
-	// Fields holds every other key. It must not contain "ts", "action" or
-	// "pid"; values are encoded with encoding/json (HTML characters are not
+	// Fields holds every other key. It must not contain "ts", "action",
+	// "pid" or "prev"; values are encoded with encoding/json (HTML characters are not
 	// escaped, so messages such as "kill <pid>" stay readable).
 	Fields map[string]any
 }
@@ -75,42 +82,76 @@ type Options struct {
 	// acknowledged record survives a crash of the machine. Without it, call
 	// Journal.Sync where durability matters.
 	Sync bool
+	// Mirror also sends every record, once written, to a log the agent
+	// cannot rewrite (journald or syslog; see mirror.go). Empty: none.
+	Mirror MirrorKind
+	// MirrorSocket is the socket the mirror sends to; empty means the
+	// kind's standard one (JournaldSocket, SyslogSocket). Tests set it.
+	MirrorSocket string
+	// MirrorError is told when the mirror fails to send a record, once per
+	// outage (the next failure after a success), so a dead log daemon does
+	// not flood the caller. A mirror failure never fails Append. Nil: not
+	// told.
+	MirrorError func(error)
 }
 
 // Journal appends records to one journal file. It is safe for concurrent use
 // by several goroutines, and several processes (or several Journals in one
 // process) may append to the same path at once without interleaving.
 type Journal struct {
-	mu    sync.Mutex
-	path  string
-	dir   string
-	max   int64
-	keep  int
-	sync  bool
-	fd    int  // -1 once closed
-	dirty bool // records written to fd since its last fsync
+	mu     sync.Mutex
+	path   string
+	dir    string
+	base   string // the file's name in dir
+	dirfd  int    // dir, opened once: later opens and renames never resolve dir's path again
+	max    int64
+	keep   int
+	sync   bool
+	euid   int
+	fd     int    // -1 once closed
+	dirty  bool   // records written to fd since its last fsync
+	head   string // hash of the last record this Journal wrote, or found at Open
+	mirror *mirror
 }
 
 // fileFlags are the flags every journal file is opened with: appends only,
-// created if missing, never inherited by the agent or any other exec'd child.
-const fileFlags = unix.O_WRONLY | unix.O_APPEND | unix.O_CREAT | unix.O_CLOEXEC
+// created if missing, never inherited by the agent or any other exec'd child,
+// never through a symbolic link, and never blocking (a FIFO fails instead).
+// It is opened for reading too, because each record links to the last one
+// in the file (chain.go).
+const fileFlags = unix.O_RDWR | unix.O_APPEND | unix.O_CREAT | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
 
 // Open opens (creating it if needed) the journal file at path for appending.
 // Missing parent directories are created with mode 0700 and a new file with
 // mode 0600, since the journal records what the agent tried to do. Open
-// refuses anything that is not a regular file, because rotation renames it.
+// refuses anything that is not a regular file of paddock's own (OpenOwned's
+// rules: no symbolic link, owned by the effective user, one link), because
+// rotation renames it and an agent could plant one; run as root, it also
+// refuses a directory other users may write (CheckDir). Open reads the
+// file's last record, so that Head is the chain's head from the start.
 func Open(path string, o Options) (*Journal, error) {
 	if path == "" {
 		return nil, errors.New("journal: empty path")
 	}
-	j := &Journal{
-		path: path,
-		dir:  filepath.Dir(path),
-		max:  o.MaxBytes,
-		keep: o.Keep,
-		sync: o.Sync,
-		fd:   -1,
+	if path[len(path)-1] == '/' {
+		return nil, fmt.Errorf("journal %s: is a directory, not a journal file", path)
 	}
+	j := &Journal{
+		path:  path,
+		dir:   filepath.Dir(path),
+		base:  filepath.Base(path),
+		max:   o.MaxBytes,
+		keep:  o.Keep,
+		sync:  o.Sync,
+		euid:  os.Geteuid(),
+		fd:    -1,
+		dirfd: -1,
+	}
+	m, err := newMirror(o)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	j.mirror = m
 	if j.max <= 0 {
 		j.max = DefaultMaxBytes
 	}
@@ -120,49 +161,85 @@ func Open(path string, o Options) (*Journal, error) {
 	if err := os.MkdirAll(j.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal %s: create directory: %w", path, err)
 	}
-	_, statErr := os.Lstat(path)
-	fd, err := j.openFile()
+	err = retryEINTR(func() (err error) {
+		j.dirfd, err = unix.Open(j.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		return err
+	})
 	if err != nil {
+		return nil, fmt.Errorf("journal %s: open directory %s: %w", path, j.dir, err)
+	}
+	fail := func(err error) (*Journal, error) {
+		if j.fd >= 0 {
+			unix.Close(j.fd)
+		}
+		unix.Close(j.dirfd)
 		return nil, err
 	}
-	j.fd = fd
+	var dst unix.Stat_t
+	if err := unix.Fstat(j.dirfd, &dst); err != nil {
+		return fail(fmt.Errorf("journal %s: stat directory %s: %w", path, j.dir, err))
+	}
+	if err := checkDir(j.dir, &dst, j.euid); err != nil {
+		return fail(fmt.Errorf("journal %s: %w", path, err))
+	}
+	var lst unix.Stat_t
+	statErr := unix.Fstatat(j.dirfd, j.base, &lst, unix.AT_SYMLINK_NOFOLLOW)
+	if j.fd, err = j.openFile(); err != nil {
+		return fail(err)
+	}
+	size, err := j.lockCurrent()
+	if err != nil {
+		return fail(err)
+	}
+	j.head, err = j.link(size)
+	j.unlock()
+	if err != nil {
+		return fail(err)
+	}
 	// Make a new file's directory entry durable, so a record later fsynced
 	// by Sync cannot be lost with a directory that forgot the file. (An
 	// existing journal's entry already is; paddock starts often.)
-	if !errors.Is(statErr, os.ErrNotExist) {
+	if !errors.Is(statErr, unix.ENOENT) {
 		return j, nil
 	}
-	if err := syncDir(j.dir); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("journal %s: sync directory: %w", path, err)
+	if err := syncDir(j.dirfd); err != nil {
+		return fail(fmt.Errorf("journal %s: sync directory: %w", path, err))
 	}
 	return j, nil
 }
 
-// openFile opens j.path and checks that it is a regular file.
+// openFile opens j.path (relative to the directory opened at Open) and
+// checks that it is a regular file of paddock's own.
 func (j *Journal) openFile() (int, error) {
-	// Check before opening too: opening a FIFO for writing would block.
-	if fi, err := os.Stat(j.path); err == nil && !fi.Mode().IsRegular() {
-		return -1, fmt.Errorf("journal %s: open: not a regular file (%v)", j.path, fi.Mode().Type())
-	}
 	var fd int
 	err := retryEINTR(func() (err error) {
-		fd, err = unix.Open(j.path, fileFlags, 0o600)
+		fd, err = unix.Openat(j.dirfd, j.base, fileFlags, 0o600)
 		return err
 	})
 	if err != nil {
-		return -1, fmt.Errorf("journal %s: open: %w", j.path, err)
+		return -1, openErr(j.path, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("journal %s: stat: %w", j.path, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if err := checkOwned(j.path, &st, j.euid); err != nil {
 		unix.Close(fd)
-		return -1, fmt.Errorf("journal %s: open: not a regular file", j.path)
+		return -1, fmt.Errorf("journal %s: open: %w", j.path, err)
 	}
 	return fd, nil
+}
+
+// Head returns the hash of the chain's last record as this Journal knows it:
+// the record it last appended, or before its first Append the file's last
+// record found at Open (Genesis for an empty journal). paddock run prints it
+// at start and exit, so that a journal cut short or rewritten afterwards can
+// be told from the one paddock left (Verify's Head).
+func (j *Journal) Head() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.head
 }
 
 // Path returns the path the journal was opened with (the live file; rotated
@@ -175,6 +252,10 @@ func (j *Journal) Path() string { return j.path }
 // error and the partial line is cut off again. If the record would take the
 // file past Options.MaxBytes, the file is rotated first. With Options.Sync
 // the file is fsynced before Append returns.
+//
+// The record is linked to the file's last record (its "prev", chain.go),
+// read under the lock, so that concurrent writers still form one chain. Once
+// written, it is sent to Options.Mirror, whose failures never fail Append.
 func (j *Journal) Append(r Record) error {
 	line, err := encode(r)
 	if err != nil {
@@ -186,14 +267,37 @@ func (j *Journal) Append(r Record) error {
 	if j.fd < 0 {
 		return fmt.Errorf("journal %s: append: %w", j.path, os.ErrClosed)
 	}
+	linked, err := j.appendLocked(line)
+	if err != nil {
+		return err
+	}
+	j.mirror.send(linked)
+	return nil
+}
 
+// appendLocked writes line, linked to the chain, and returns what it wrote
+// (without a separating newline). j.mu must be held.
+func (j *Journal) appendLocked(line []byte) ([]byte, error) {
 	var size int64
+	var err error
+	var lead []byte // "\n" to end a torn last line, so it cannot swallow ours
 	for {
 		size, err = j.lockCurrent()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if size == 0 || size+int64(len(line)) <= j.max {
+		lead = nil
+		if size > 0 {
+			end, err := j.lastByte(size)
+			if err != nil {
+				j.unlock()
+				return nil, err
+			}
+			if end != '\n' {
+				lead = []byte{'\n'}
+			}
+		}
+		if size == 0 || size+int64(len(lead)+len(line)+prevLen) <= j.max {
 			break
 		}
 		// Rotate, then loop: lockCurrent notices the path is free, opens
@@ -201,11 +305,17 @@ func (j *Journal) Append(r Record) error {
 		// process may have filled it in between).
 		if err := j.rotate(); err != nil {
 			j.unlock()
-			return err
+			return nil, err
 		}
 	}
 	defer j.unlock()
 
+	prev, err := j.link(size)
+	if err != nil {
+		return nil, err
+	}
+	linked := withPrev(line, prev)
+	line = append(lead, linked...)
 	n, err := unix.Write(j.fd, line)
 	if n < 0 {
 		n = 0
@@ -222,16 +332,17 @@ func (j *Journal) Append(r Record) error {
 				err = fmt.Errorf("%w (and removing the partial record: %v)", err, terr)
 			}
 		}
-		return fmt.Errorf("journal %s: write: %w", j.path, err)
+		return nil, fmt.Errorf("journal %s: write: %w", j.path, err)
 	}
 	j.dirty = true
+	j.head = hashLine(linked[:len(linked)-1])
 	if j.sync {
 		if err := unix.Fsync(j.fd); err != nil {
-			return fmt.Errorf("journal %s: sync: %w", j.path, err)
+			return linked, fmt.Errorf("journal %s: sync: %w", j.path, err)
 		}
 		j.dirty = false
 	}
-	return nil
+	return linked, nil
 }
 
 // Sync flushes the records written so far to stable storage. Callers fsync
@@ -261,6 +372,8 @@ func (j *Journal) Close() error {
 	}
 	err := unix.Close(j.fd)
 	j.fd = -1
+	unix.Close(j.dirfd)
+	j.mirror.close()
 	if err != nil {
 		return fmt.Errorf("journal %s: close: %w", j.path, err)
 	}
@@ -281,7 +394,7 @@ func (j *Journal) lockCurrent() (int64, error) {
 			j.unlock()
 			return 0, fmt.Errorf("journal %s: stat: %w", j.path, err)
 		}
-		err := unix.Stat(j.path, &pst)
+		err := unix.Fstatat(j.dirfd, j.base, &pst, unix.AT_SYMLINK_NOFOLLOW)
 		if err == nil && fst.Dev == pst.Dev && fst.Ino == pst.Ino {
 			return fst.Size, nil
 		}
@@ -323,15 +436,15 @@ func (j *Journal) reopen() error {
 // must also hold, so rotations never overlap. j.mu must be held.
 func (j *Journal) rotate() error {
 	for i := j.keep - 1; i >= 1; i-- {
-		from, to := j.path+"."+strconv.Itoa(i), j.path+"."+strconv.Itoa(i+1)
-		if err := os.Rename(from, to); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("journal %s: rotate: %w", j.path, err)
+		from, to := j.base+"."+strconv.Itoa(i), j.base+"."+strconv.Itoa(i+1)
+		if err := unix.Renameat(j.dirfd, from, j.dirfd, to); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("journal %s: rotate %s to %s: %w", j.path, from, to, err)
 		}
 	}
-	if err := os.Rename(j.path, j.path+".1"); err != nil {
-		return fmt.Errorf("journal %s: rotate: %w", j.path, err)
+	if err := unix.Renameat(j.dirfd, j.base, j.dirfd, j.base+".1"); err != nil {
+		return fmt.Errorf("journal %s: rotate to %s.1: %w", j.path, j.base, err)
 	}
-	if err := syncDir(j.dir); err != nil {
+	if err := syncDir(j.dirfd); err != nil {
 		return fmt.Errorf("journal %s: rotate: sync directory: %w", j.path, err)
 	}
 	return nil
@@ -360,7 +473,7 @@ func encode(r Record) ([]byte, error) {
 	keys := make([]string, 0, len(r.Fields))
 	for k := range r.Fields {
 		switch k {
-		case "ts", "action", "pid":
+		case "ts", "action", "pid", "prev":
 			return nil, fmt.Errorf("field %q is reserved: set it through Record's own field", k)
 		}
 		keys = append(keys, k)
@@ -404,16 +517,7 @@ func encode(r Record) ([]byte, error) {
 
 // syncDir fsyncs a directory so that creations and renames in it survive a
 // crash. Filesystems that cannot fsync directories are tolerated.
-func syncDir(dir string) error {
-	var fd int
-	err := retryEINTR(func() (err error) {
-		fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
+func syncDir(fd int) error {
 	if err := unix.Fsync(fd); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOTSUP) {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -296,8 +297,11 @@ func TestRecordFormat(t *testing.T) {
 			if tt.wantRaw != "" && !bytes.Contains(raw, []byte(tt.wantRaw)) {
 				t.Errorf("raw line %s lacks %s", raw, tt.wantRaw)
 			}
-			if got := keyOrder(t, raw); !reflect.DeepEqual(got, tt.wantKeys) {
-				t.Errorf("key order = %q, want %q", got, tt.wantKeys)
+			// The journal adds "prev" last: a fresh journal's first
+			// record links to Genesis.
+			wantKeys := append(slices.Clone(tt.wantKeys), "prev")
+			if got := keyOrder(t, raw); !reflect.DeepEqual(got, wantKeys) {
+				t.Errorf("key order = %q, want %q", got, wantKeys)
 			}
 
 			recs := readFile(t, path)
@@ -331,9 +335,12 @@ func TestRecordFormat(t *testing.T) {
 			}
 			fields := map[string]any{}
 			for k, v := range rec {
-				if k != "ts" && k != "action" && k != "pid" {
+				if k != "ts" && k != "action" && k != "pid" && k != "prev" {
 					fields[k] = v
 				}
+			}
+			if rec["prev"] != Genesis {
+				t.Errorf("prev = %#v, want Genesis", rec["prev"])
 			}
 			want := tt.wantFields
 			if want == nil {
@@ -452,6 +459,10 @@ func TestConcurrentWriters(t *testing.T) {
 					t.Errorf("%s exists: no rotation expected at the default MaxBytes", name)
 				}
 			}
+			// Every writer linked its records under the lock: one chain.
+			if v := verifyClean(t, path); v.Records != concWriters*concRecords || v.Anchor != "" {
+				t.Errorf("Verify: %d records, anchor %q; want %d, none", v.Records, v.Anchor, concWriters*concRecords)
+			}
 		})
 	}
 }
@@ -467,6 +478,7 @@ func TestRotation(t *testing.T) {
 		{"one writer", 1, 600, runGoroutineWriters},
 		{"goroutines each with own Journal", 4, 300, runGoroutineWriters},
 		{"separate processes", 4, 300, spawnWriters},
+		{"eight separate processes", concWriters, 150, spawnWriters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -524,6 +536,10 @@ func TestRotation(t *testing.T) {
 					t.Errorf("writer %d: last kept seq %d, want %d", w, last, tt.count-1)
 				}
 			}
+			// One chain across the files, whose start was rotated out.
+			if v := verifyClean(t, path); v.Anchor == "" || v.Records != len(all) {
+				t.Errorf("Verify: %d records, anchor %q; want %d, and an anchor (the oldest files are gone)", v.Records, v.Anchor, len(all))
+			}
 		})
 	}
 }
@@ -578,6 +594,7 @@ func TestShortWriteLeavesNoFragment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	line = withPrev(line, Genesis)     // every record links to one: same length
 	limit := 5*len(line) + len(line)/2 // the 6th record is cut mid-line
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelper+"=fsize", envPath+"="+path, envLimit+"="+strconv.Itoa(limit))
@@ -741,13 +758,13 @@ func TestOpenModes(t *testing.T) {
 			t.Errorf("%s mode = %v, want %v", name, fi.Mode(), want)
 		}
 	}
-	// The descriptor is append-only, write-only and close-on-exec.
+	// The descriptor is append-only and close-on-exec (read-write: Append reads the last record to link to it).
 	fl, err := unix.FcntlInt(uintptr(j.fd), unix.F_GETFL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fl&unix.O_ACCMODE != unix.O_WRONLY || fl&unix.O_APPEND == 0 {
-		t.Errorf("file flags %#o, want O_WRONLY|O_APPEND", fl)
+	if fl&unix.O_ACCMODE != unix.O_RDWR || fl&unix.O_APPEND == 0 {
+		t.Errorf("file flags %#o, want O_RDWR|O_APPEND (read: the last record, to link to)", fl)
 	}
 	fdfl, err := unix.FcntlInt(uintptr(j.fd), unix.F_GETFD, 0)
 	if err != nil {

@@ -28,6 +28,8 @@ type journalFlags struct {
 	wide    bool
 	since   string
 	actions []string
+	verify  bool
+	head    string
 }
 
 func newJournalCmd() *cobra.Command {
@@ -56,7 +58,26 @@ flag or separate them with commas):
 --follow keeps printing records as they are appended, across rotations, until
 interrupted (SIGINT or SIGTERM); a journal that does not exist yet is waited for.
 
-Exit status:
+--verify checks the journal's hash chain instead of printing it: every record
+carries, as "prev", the SHA-256 (hex) of the record before it, its bytes as
+stored with the trailing newline, across rotated files (oldest first). It
+names each record after which the chain breaks, that is where a record was
+removed, edited, reordered or inserted ("FILE: line 7: prev is X, but line 6
+hashes to Y"). Records without prev at the very start (written before the
+chain existed) are accepted as unchained legacy records; one after a chained
+record is tampering. A torn last line (a write cut short) and a line that is
+not JSON but that the chain passes over are warnings, not tampering. The chain
+cannot show records cut off its end, nor a chain rewritten with fresh hashes:
+--head HASH (the head paddock run logged) checks that the chain still holds
+that record, and --journal-mirror keeps a copy the agent cannot rewrite.
+
+Exit status with --verify:
+  0  the chain is intact (warnings, if any, on stderr).
+  1  tampering found (each break on stderr), the --head record is not in
+     the chain, or there is no journal to verify or it could not be read.
+  2  usage error.
+
+Exit status without --verify:
   0  the journal was read. Also when it does not exist yet (nothing has been
      recorded; a note on stderr says so), and when its last line is
      incomplete, which is what a writer interrupted mid-record leaves behind
@@ -78,6 +99,8 @@ Exit status:
 	fl.BoolVar(&f.wide, "wide", false, "do not cut table rows; add each record's message")
 	fl.StringVar(&f.since, "since", "", "only records from the last `DURATION` (10m, 2h, 7d) or since an RFC 3339 time")
 	fl.StringSliceVar(&f.actions, "action", nil, "only records with action `A` (repeatable, or comma-separated)")
+	fl.BoolVar(&f.verify, "verify", false, "check the journal's hash chain instead of printing it; exit 1 naming the first break")
+	fl.StringVar(&f.head, "head", "", "with --verify: also check that the record with this chain `HASH` (logged by paddock run) is in the chain")
 	return cmd
 }
 
@@ -219,6 +242,15 @@ func (p *journalPrinter) readFile(f *os.File) (int64, error) {
 }
 
 func runJournal(cmd *cobra.Command, f journalFlags) error {
+	if f.verify {
+		if f.json || f.follow || f.wide || f.since != "" || len(f.actions) > 0 {
+			return usageError("--verify checks the whole journal: it takes only --journal and --head")
+		}
+		return runVerify(cmd, f)
+	}
+	if f.head != "" {
+		return usageError("--head goes with --verify")
+	}
 	actions, err := parseActions(f.actions)
 	if err != nil {
 		return err
@@ -322,4 +354,57 @@ func runJournal(cmd *cobra.Command, f journalFlags) error {
 		return fail(err)
 	}
 	return status()
+}
+
+// runVerify is paddock journal --verify: the chain's findings on stderr, a
+// summary on stdout.
+func runVerify(cmd *cobra.Command, f journalFlags) error {
+	if f.head != "" && !journal.IsHash(f.head) {
+		return usageError(fmt.Sprintf("--head %q: want a SHA-256 in lowercase hex (64 characters), as paddock run logs it", f.head))
+	}
+	home, _ := os.UserHomeDir()
+	path, err := journal.DefaultPath(f.journal, os.Getenv, home)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	v, err := journal.Verify(path, f.head)
+	if err != nil {
+		fmt.Fprintf(stderr, "paddock: %v\n", err)
+		return exitError{code: 1}
+	}
+	for _, w := range v.Warnings {
+		fmt.Fprintf(stderr, "paddock: warning: %v\n", w)
+	}
+	for _, b := range v.Breaks {
+		fmt.Fprintf(stderr, "paddock: %v\n", b)
+	}
+	fmt.Fprintf(stdout, "journal %s: %d records in %d files\n", path, v.Records, len(v.Files))
+	if v.Legacy > 0 {
+		fmt.Fprintf(stdout, "%d unchained legacy records at the start (written before the journal was chained)\n", v.Legacy)
+	}
+	if v.Anchor != "" {
+		fmt.Fprintf(stdout, "the first chained record links to %s, a record in a rotated file no longer kept\n", v.Anchor)
+	}
+	if v.Head != "" {
+		fmt.Fprintf(stdout, "head %s\n", v.Head)
+	}
+	bad := false
+	if len(v.Breaks) > 0 {
+		first := v.Breaks[0]
+		fmt.Fprintf(stdout, "TAMPERED: the chain breaks %d times; the first break is at %s line %d\n", len(v.Breaks), first.File, first.Line)
+		bad = true
+	}
+	if f.head != "" && !v.HeadFound {
+		fmt.Fprintf(stdout, "TAMPERED: no record hashes to --head %s: records were cut off the end, or the chain was rewritten\n", f.head)
+		bad = true
+	}
+	if bad {
+		return exitError{code: 1}
+	}
+	if f.head != "" {
+		fmt.Fprintf(stdout, "the record with head %s is in the chain\n", f.head)
+	}
+	fmt.Fprintln(stdout, "chain intact")
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/supervisor"
 )
@@ -40,8 +41,22 @@ func writeReport(path, format string, r runReport) error {
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	// Never through a link the agent planted: a regular file of paddock's
+	// own, truncated only once checked (journal.OpenOwned).
+	fl, err := journal.OpenOwned(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
 		return fmt.Errorf("report: %w", err)
+	}
+	if err := fl.Truncate(0); err != nil {
+		fl.Close()
+		return fmt.Errorf("report %s: %w", path, err)
+	}
+	if _, err := fl.Write(append(b, '\n')); err != nil {
+		fl.Close()
+		return fmt.Errorf("report %s: write: %w", path, err)
+	}
+	if err := fl.Close(); err != nil {
+		return fmt.Errorf("report %s: %w", path, err)
 	}
 	return nil
 }

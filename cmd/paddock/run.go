@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ type runFlags struct {
 	journal        string
 	journalMax     int64
 	journalKeep    int
+	journalMirror  string
 	logFormat      string
 	logLevel       string
 	noNotifyStderr bool
@@ -56,6 +58,7 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 	cmd.Flags().StringVar(&f.journal, "journal", "", "append audit records (JSON Lines) to `FILE` (default $PADDOCK_JOURNAL, else $XDG_STATE_HOME/paddock/journal.jsonl)")
 	cmd.Flags().Int64Var(&f.journalMax, "journal-max-bytes", journal.DefaultMaxBytes, "rotate the journal when it would grow past `BYTES`")
 	cmd.Flags().IntVar(&f.journalKeep, "journal-keep", journal.DefaultKeep, "rotated journal files to keep (FILE.1 .. FILE.N)")
+	cmd.Flags().StringVar(&f.journalMirror, "journal-mirror", "", "also send every journal record to `LOG`: journald or syslog (/dev/log), a copy an agent running as your user cannot rewrite (default $PADDOCK_JOURNAL_MIRROR, else none)")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().BoolVar(&f.noNotifyStderr, "no-notify-stderr", false, "do not write refusal messages to the refused process's stderr")
@@ -189,7 +192,25 @@ func runRun(f runFlags, args []string) error {
 	if f.journalMax <= 0 || f.journalKeep <= 0 {
 		return usageError(fmt.Sprintf("--journal-max-bytes %d / --journal-keep %d: both must be positive", f.journalMax, f.journalKeep))
 	}
-	j, err := openJournal(f.journal, journal.Options{MaxBytes: f.journalMax, Keep: f.journalKeep}, log)
+	mv := f.journalMirror
+	if mv == "" {
+		mv = os.Getenv(journal.EnvMirror)
+	}
+	mirror, err := journal.ParseMirror(mv)
+	if err != nil {
+		return usageError("--journal-mirror: " + err.Error())
+	}
+	if f.report != "" {
+		// Refuse now, not after the agent ran, a report directory other
+		// users could plant a link in (a root paddock only).
+		if err := journal.CheckDir(filepath.Dir(f.report)); err != nil {
+			return fmt.Errorf("--report %s: %w", f.report, err)
+		}
+	}
+	j, err := openJournal(f.journal, journal.Options{
+		MaxBytes: f.journalMax, Keep: f.journalKeep, Mirror: mirror,
+		MirrorError: func(err error) { log.Warn().Err(err).Msg("the journal mirror failed") },
+	}, log)
 	if err != nil {
 		return err
 	}
@@ -205,9 +226,9 @@ func runRun(f runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	journalPath := "none"
+	journalPath, head := "none", ""
 	if j != nil {
-		journalPath = j.Path()
+		journalPath, head = j.Path(), j.Head()
 	}
 	profName := prof.Path
 	if profName == "" {
@@ -224,12 +245,17 @@ func runRun(f runFlags, args []string) error {
 		unreadExec = "refused (--strict-exec)"
 	}
 	log.Info().Int("pid", s.Pid()).Str("backend", string(used)).Str("backend_reason", why).Str("profile", profName).
-		Str("socket", s.SocketPath()).Str("journal", journalPath).Str("unreadable_execs", unreadExec).
+		Str("socket", s.SocketPath()).Str("journal", journalPath).Str("journal_head", head).Str("unreadable_execs", unreadExec).
 		Str("command", strings.Join(args, " ")).Msg(msg)
 	started := time.Now()
 	status := s.Wait()
 	sum := s.Summary()
-	log.Info().Int("status", status).Msg(summaryLine(sum))
+	if j != nil {
+		// The chain's head as this session left it: `paddock journal
+		// --verify --head` checks the journal still holds this record.
+		head = j.Head()
+	}
+	log.Info().Int("status", status).Str("journal_head", head).Msg(summaryLine(sum))
 	code := status
 	if f.strict && code == 0 && sum.Refusals > 0 {
 		code = 1
