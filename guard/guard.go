@@ -1,8 +1,10 @@
 // Package guard decides whether a command may run: power control (reboot,
 // poweroff, suspend, ... in every spelling paddock knows), protected desktop
-// services (systemctl stop|restart|mask|... of a unit in the host profile's
-// services_to_survive, systemctl isolate), session-ending commands, and,
-// when no supervisor decides per target, broad kill commands.
+// services (systemctl stop|restart|mask|kill|... of a unit in the host
+// profile's services_to_survive or of the session units that hold the
+// user's login session, systemctl isolate), session-ending commands
+// (loginctl kill-session, writes to cgroup.kill, ...), and, when no
+// supervisor decides per target, broad kill commands.
 //
 // It answers two kinds of question:
 //
