@@ -14,43 +14,79 @@ type finding struct {
 	effect string   // "reboot this machine" (power and session rules)
 	verb   string   // systemctl verb, for protected services
 	units  []string // protected units hit
-	target string   // isolate target
+	// session: every unit hit is a session unit (sessionUnits), not one
+	// of services_to_survive
+	session bool
+	target  string // isolate target
+	hint    string // one more sentence of way out, "" if none
 }
 
 func powerF(effect string) *finding   { return &finding{rule: RulePowerControl, effect: effect} }
 func sessionF(effect string) *finding { return &finding{rule: RuleSessionControl, effect: effect} }
 
 const (
-	effReboot    = "reboot this machine"
-	effPoweroff  = "power off this machine"
-	effHalt      = "halt this machine"
-	effShutdown  = "shut down (power off, halt or reboot) this machine"
-	effKexec     = "boot straight into another kernel (a reboot)"
-	effSoft      = "soft-reboot userspace, ending every process and session on this machine"
-	effSuspend   = "suspend this machine"
-	effHibernate = "hibernate this machine"
-	effRescue    = "switch this machine to rescue mode, stopping the user's session and most services"
-	effEmergency = "switch this machine to emergency mode, stopping the user's session and nearly every service"
-	effSysrq     = "trigger a magic SysRq action (b reboots, o powers off, c crashes the kernel) at once"
-	effPowerFile = "suspend or hibernate this machine through /sys/power"
-	effLogout    = "log the user out, ending their desktop session"
-	effSession   = "end the user's login sessions and every process in them"
+	effReboot     = "reboot this machine"
+	effPoweroff   = "power off this machine"
+	effHalt       = "halt this machine"
+	effShutdown   = "shut down (power off, halt or reboot) this machine"
+	effKexec      = "boot straight into another kernel (a reboot)"
+	effSoft       = "soft-reboot userspace, ending every process and session on this machine"
+	effSuspend    = "suspend this machine"
+	effHibernate  = "hibernate this machine"
+	effRescue     = "switch this machine to rescue mode, stopping the user's session and most services"
+	effEmergency  = "switch this machine to emergency mode, stopping the user's session and nearly every service"
+	effSysrq      = "trigger a magic SysRq action (b reboots, o powers off, c crashes the kernel) at once"
+	effPowerFile  = "suspend or hibernate this machine through /sys/power"
+	effLogout     = "log the user out, ending their desktop session"
+	effSession    = "end the user's login sessions and every process in them"
+	effCgroupKill = "SIGKILL every process in that cgroup and its children at once, past any per-process check " +
+		"(user.slice, a user-UID.slice, user@UID.service or a session-N.scope holds the user's whole desktop session)"
+	hintCgroupKill = "To stop processes this session started, signal them by PID (`paddock kill PID`, or kill PID under paddock run); " +
+		"to stop a unit, use systemctl, which paddock checks unit by unit."
 )
 
-// guardedFile reports whether writing to p is power control.
+// cgroupKill is the cgroup v2 file whose write kills the whole cgroup. It
+// is guarded under any directory: the shell's working directory is not
+// known, and no other file bears the name.
+const cgroupKill = "cgroup.kill"
+
+// guardedFile reports whether writing to p is power or session control.
 func guardedFile(p string) bool {
 	switch filepath.Clean(p) {
 	case "/proc/sysrq-trigger", "/sys/power/state":
 		return true
 	}
-	return false
+	return path.Base(p) == cgroupKill
 }
 
-func fileEffect(p string) string {
-	if filepath.Clean(p) == "/proc/sysrq-trigger" {
-		return effSysrq
+// guardedTarget returns the file a write to w reaches when writing to it
+// is guarded: a known path, or a path only partly known that ends in
+// cgroup.kill after its last run-time part ("$CG/cgroup.kill",
+// "$dir"cgroup.kill).
+func guardedTarget(w word) (string, bool) {
+	if s, ok := w.lit(); ok {
+		if guardedFile(s) {
+			return filepath.Clean(s), true
+		}
+		return "", false
 	}
-	return effPowerFile
+	if tail := w.s[min(w.dynEnd, len(w.s)):]; tail == cgroupKill || strings.HasSuffix(tail, "/"+cgroupKill) {
+		return w.s, true
+	}
+	return "", false
+}
+
+// fileFinding says why writing to the guarded file p is refused.
+func fileFinding(p string) *finding {
+	switch {
+	case strings.HasSuffix(p, cgroupKill): // guarded, so cgroup.kill itself
+		f := sessionF(effCgroupKill)
+		f.hint = hintCgroupKill
+		return f
+	case filepath.Clean(p) == "/proc/sysrq-trigger":
+		return powerF(effSysrq)
+	}
+	return powerF(effPowerFile)
 }
 
 type decider func(c *cmd, args []word, p *Policy) *finding
@@ -112,7 +148,7 @@ func init() {
 // decide returns why c is guarded, or nil.
 func decide(c *cmd, p *Policy) *finding {
 	for _, w := range c.writes {
-		return powerF(fileEffect(w))
+		return fileFinding(w)
 	}
 	if c.pseudo || len(c.argv) == 0 {
 		return nil
@@ -246,10 +282,7 @@ func decideSystemctl(c *cmd, args []word, p *Policy) *finding {
 	if verb == "mask" && has(opts, "--now") {
 		gerund = "masking and stopping"
 	}
-	if hit := protectedUnits(units, p); len(hit) > 0 {
-		return &finding{rule: RuleProtectedService, verb: gerund, units: hit}
-	}
-	return nil
+	return protectedFinding(units, gerund, p)
 }
 
 // unitName adds suffix to a unit name that has none.
@@ -313,39 +346,99 @@ func trimUnit(u string) string {
 
 func isPattern(s string) bool { return strings.ContainsAny(s, "*?[") }
 
-// protectedNames returns the protected units with their aliases.
-func protectedNames(p *Policy) []string {
-	list := p.ServicesToSurvive
-	if len(list) == 0 {
-		list = defaultServices[:]
-	}
+// ownServices returns the entries of a services_to_survive list that
+// protect (not the "!" ones), as written.
+func ownServices(list []string) []string {
 	var out []string
 	for _, e := range list {
-		e = trimUnit(strings.TrimSpace(e))
-		if e == "" {
-			continue
+		if e = strings.TrimSpace(e); e != "" && !strings.HasPrefix(e, "!") {
+			out = append(out, e)
 		}
-		out = append(out, e)
-		out = append(out, aliases[e]...)
 	}
 	return out
 }
 
-// protectedUnits returns the units among us that the policy protects. A
-// unit argument may itself be a pattern, as systemctl matches them.
-func protectedUnits(us []word, p *Policy) []string {
-	names := protectedNames(p)
+// splitServices reads a services_to_survive list: the entries that protect
+// (DefaultServices when there are none), as written, and the names its "!"
+// entries drop, without .service or .socket.
+func splitServices(list []string) (base, drop []string) {
+	base = ownServices(list)
+	if len(base) == 0 {
+		base = defaultServices[:]
+	}
+	for _, e := range list {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(e), "!"); ok {
+			if t = trimUnit(strings.TrimSpace(t)); t != "" {
+				drop = append(drop, t)
+			}
+		}
+	}
+	return base, drop
+}
+
+// dropped reports whether a "!" entry drops the protected name n: it
+// equals n, or matches it as a glob.
+func dropped(n string, drop []string) bool {
+	for _, d := range drop {
+		if d == n {
+			return true
+		}
+		if m, _ := path.Match(d, n); m {
+			return true
+		}
+	}
+	return false
+}
+
+// protectedNames returns the protected names with their aliases, less those
+// the profile drops: services_to_survive's (or the defaults), and apart the
+// session units.
+func protectedNames(p *Policy) (names, session []string) {
+	base, drop := splitServices(p.ServicesToSurvive)
+	add := func(out []string, e string) []string {
+		e = trimUnit(strings.TrimSpace(e))
+		if e == "" {
+			return out
+		}
+		for _, n := range append([]string{e}, aliases[e]...) {
+			if !dropped(n, drop) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	for _, e := range base {
+		names = add(names, e)
+	}
+	for _, e := range sessionUnits {
+		session = add(session, e)
+	}
+	return names, session
+}
+
+// protectedFinding returns why acting (gerund) on the units us is refused,
+// or nil when the policy protects none of them. A unit argument may itself
+// be a pattern, as systemctl matches them.
+func protectedFinding(us []word, gerund string, p *Policy) *finding {
+	names, session := protectedNames(p)
 	var hit []string
+	onlySession := true
 	for _, u := range us {
 		s, ok := u.lit()
 		if !ok || strings.HasPrefix(s, "-") {
 			continue
 		}
-		if matchUnit(trimUnit(s), names) {
+		t := trimUnit(s)
+		inBase := matchUnit(t, names)
+		if inBase || matchUnit(t, session) {
 			hit = append(hit, s)
+			onlySession = onlySession && !inBase
 		}
 	}
-	return hit
+	if len(hit) == 0 {
+		return nil
+	}
+	return &finding{rule: RuleProtectedService, verb: gerund, units: hit, session: onlySession}
 }
 
 func matchUnit(u string, names []string) bool {
@@ -494,8 +587,8 @@ func decideDbus(c *cmd, args []word, p *Policy) *finding {
 			if gerund == "" {
 				continue
 			}
-			if hit := protectedUnits(units, p); len(hit) > 0 {
-				return &finding{rule: RuleProtectedService, verb: gerund, units: hit}
+			if f := protectedFinding(units, gerund, p); f != nil {
+				return f
 			}
 		}
 	}
@@ -588,17 +681,14 @@ func serviceAction(name string, action word, p *Policy) *finding {
 	default:
 		return nil
 	}
-	if hit := protectedUnits([]word{litWord(name)}, p); len(hit) > 0 {
-		return &finding{rule: RuleProtectedService, verb: gerund, units: hit}
-	}
-	return nil
+	return protectedFinding([]word{litWord(name)}, gerund, p)
 }
 
 func decideTee(c *cmd, args []word, p *Policy) *finding {
 	_, ops := scanOpts(args, optSpec{permute: true, long: longs("output-error")})
 	for _, o := range ops {
-		if s, ok := o.lit(); ok && guardedFile(s) {
-			return powerF(fileEffect(s))
+		if t, ok := guardedTarget(o); ok {
+			return fileFinding(t)
 		}
 	}
 	return nil
@@ -606,8 +696,14 @@ func decideTee(c *cmd, args []word, p *Policy) *finding {
 
 func decideDd(c *cmd, args []word, p *Policy) *finding {
 	for _, a := range args {
-		if s, ok := a.lit(); ok && strings.HasPrefix(s, "of=") && guardedFile(s[3:]) {
-			return powerF(fileEffect(s[3:]))
+		if !strings.HasPrefix(a.s, "of=") {
+			continue
+		}
+		of := a
+		of.s = a.s[3:]
+		of.dynEnd = max(0, a.dynEnd-3)
+		if t, ok := guardedTarget(of); ok {
+			return fileFinding(t)
 		}
 	}
 	return nil

@@ -1,8 +1,10 @@
 // Package guard decides whether a command may run: power control (reboot,
 // poweroff, suspend, ... in every spelling paddock knows), protected desktop
-// services (systemctl stop|restart|mask|... of a unit in the host profile's
-// services_to_survive, systemctl isolate), session-ending commands, and,
-// when no supervisor decides per target, broad kill commands.
+// services (systemctl stop|restart|mask|kill|... of a unit in the host
+// profile's services_to_survive or of the session units that hold the
+// user's login session, systemctl isolate), session-ending commands
+// (loginctl kill-session, writes to cgroup.kill, ...), and, when no
+// supervisor decides per target, broad kill commands.
 //
 // It answers two kinds of question:
 //
@@ -54,7 +56,11 @@ type Command struct {
 // profile.Profile.GuardPolicy; the zero Policy honours no opt-in.
 type Policy struct {
 	// ServicesToSurvive lists the protected units ("gdm", "pipewire.service",
-	// globs like "user@*"); empty means DefaultServices.
+	// globs like "user@*"); with no entry that protects, DefaultServices.
+	// The session units (SessionUnits) are protected either way. An entry
+	// "!PATTERN" protects nothing: it drops every protected name it equals
+	// or matches as a glob ("!app-*.scope", "!sshd"). EffectiveServices
+	// gives the list that results.
 	ServicesToSurvive []string
 	// AllowOptIn honours PADDOCK_ALLOW_POWER_CONTROL=1 (profile key allow_opt_in).
 	AllowOptIn bool
@@ -109,6 +115,41 @@ var defaultServices = [...]string{
 // DefaultServices returns a copy of the units protected when the profile
 // sets no services_to_survive.
 func DefaultServices() []string { return append([]string(nil), defaultServices[:]...) }
+
+// sessionUnits hold the user's login session: stopping, killing, masking or
+// restarting one ends the desktop session as surely as stopping the display
+// manager. They are protected whatever services_to_survive lists, unless a
+// "!" entry drops them.
+var sessionUnits = [...]string{
+	"user@*.service", "session-*.scope", "graphical-session.target", "gnome-session*", "plasma-*", "app-*.scope",
+}
+
+// SessionUnits returns a copy of the session units, protected in addition
+// to services_to_survive (or the defaults) unless the profile drops one with
+// a "!" entry.
+func SessionUnits() []string { return append([]string(nil), sessionUnits[:]...) }
+
+// EffectiveServices returns the units protected under a services_to_survive
+// list, in a fresh slice: the list's entries (or DefaultServices when it has
+// no entry that protects), then the session units, less every name that a
+// "!PATTERN" entry equals or matches; a name already listed (with or
+// without .service) is not repeated.
+func EffectiveServices(servicesToSurvive []string) []string {
+	base, drop := splitServices(servicesToSurvive)
+	var out []string
+	seen := map[string]bool{}
+	for _, list := range [][]string{base, sessionUnits[:]} {
+		for _, e := range list {
+			n := trimUnit(e)
+			if seen[n] || dropped(n, drop) {
+				continue
+			}
+			seen[n] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // Checked is one command of a shell string and the guard's verdict on it.
 type Checked struct {

@@ -686,3 +686,225 @@ func TestCheckShellANSIC(t *testing.T) {
 		}
 	}
 }
+
+// Issue 17 item 4: the units that hold the user's login session are
+// protected by default, through every verb that stops, kills, masks,
+// freezes or restarts them, in every spelling of the user manager.
+func TestCheckShellSessionUnits(t *testing.T) {
+	own := pol(func(p *Policy) { p.ServicesToSurvive = []string{"my-app"} })
+	dropApps := pol(func(p *Policy) { p.ServicesToSurvive = []string{"my-app", "!app-*.scope"} })
+	dropTarget := pol(func(p *Policy) { p.ServicesToSurvive = []string{"!graphical-session.target"} })
+	dropGdm := pol(func(p *Policy) { p.ServicesToSurvive = []string{"!gdm"} })
+	noOpt := pol(func(p *Policy) { p.AllowOptIn = false })
+	runShellCases(t, []shellCase{
+		// The issue's four commands.
+		{cmd: "systemctl stop user@1000.service", rule: service},
+		{cmd: "systemctl kill -s KILL session-2.scope", rule: service},
+		{cmd: "systemctl --user stop graphical-session.target", rule: service},
+		{cmd: "systemctl --user kill app-gnome-org.gnome.Terminal-4242.scope", rule: service},
+		// Every unit, every verb.
+		{cmd: "systemctl stop user@1000", rule: service, reason: "no suffix means .service"},
+		{cmd: "systemctl restart user@1000.service", rule: service},
+		{cmd: "systemctl try-restart user@1000.service", rule: service},
+		{cmd: "systemctl reload-or-restart user@1000.service", rule: service},
+		{cmd: "systemctl disable --now user@1000.service", rule: service},
+		{cmd: "systemctl mask --now user@.service", rule: service},
+		{cmd: "systemctl freeze session-2.scope", rule: service, reason: "a frozen session is a dead session"},
+		{cmd: "systemctl stop session-c1.scope", rule: service},
+		{cmd: "systemctl kill --signal=KILL session-2.scope", rule: service},
+		{cmd: "systemctl kill --signal KILL --kill-whom=all session-2.scope", rule: service},
+		{cmd: "systemctl kill --kill-whom main -s SIGKILL session-2.scope", rule: service},
+		{cmd: "systemctl kill -sKILL --kill-value=9 session-2.scope", rule: service},
+		{cmd: "systemctl --user restart graphical-session.target", rule: service},
+		{cmd: "systemctl --user stop gnome-session-manager@gnome.service", rule: service},
+		{cmd: "systemctl --user mask --now gnome-session-x11-services.target", rule: service},
+		{cmd: "systemctl --user stop plasma-kwin_wayland.service", rule: service},
+		{cmd: "systemctl --user restart plasma-workspace.target", rule: service},
+		{cmd: "systemctl --user kill -s 9 app-org.kde.konsole@abc.scope", rule: service},
+		{cmd: "systemctl --user freeze app-firefox-1.scope", rule: service},
+		{cmd: "systemctl stop 'session-*'", rule: service, reason: "systemctl matches patterns"},
+		{cmd: "systemctl --user stop 'app-*'", rule: service},
+		{cmd: "systemctl stop nginx user@1000.service", rule: service, reason: "one protected among several"},
+		{cmd: "systemctl isolate graphical-session.target", rule: iso, reason: "isolate as before"},
+		// Every spelling of the user manager, wrappers and shell strings.
+		{cmd: "systemctl -M user@ --user stop graphical-session.target", rule: service},
+		{cmd: "systemctl --machine=user@.host --user stop graphical-session.target", rule: service},
+		{cmd: "systemctl --user -M alice@ kill app-x.scope", rule: service},
+		{cmd: "sudo systemctl stop user@1000.service", rule: service},
+		{cmd: "sudo -u alice systemctl --user stop graphical-session.target", rule: service},
+		{cmd: "env XDG_RUNTIME_DIR=/run/user/1000 systemctl --user stop graphical-session.target", rule: service},
+		{cmd: "XDG_RUNTIME_DIR=/run/user/1000 systemctl --user kill -s KILL app-x.scope", rule: service},
+		{cmd: "sh -c 'systemctl --user stop graphical-session.target'", rule: service},
+		{cmd: "bash -lc \"systemctl kill -s KILL session-2.scope\"", rule: service},
+		{cmd: "timeout 5 sudo systemctl kill --signal=KILL session-2.scope", rule: service},
+		{cmd: "for s in 1 2; do systemctl stop session-$s.scope; done", rule: service},
+		{cmd: "busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager StopUnit ss user@1000.service replace", rule: service},
+		{cmd: "service user@1000 stop", rule: service},
+		// loginctl, as before.
+		{cmd: "loginctl kill-session 2 -s KILL", rule: sess},
+		{cmd: "loginctl kill-user 1000 --signal=KILL", rule: sess},
+		{cmd: "sudo loginctl kill-session --kill-whom=leader 2", rule: sess},
+		{cmd: "loginctl terminate-session 2", rule: sess},
+		{cmd: "loginctl terminate-user alice", rule: sess},
+		// Neighbours that stay allowed.
+		{cmd: "systemctl status user@1000.service", allow: true},
+		{cmd: "systemctl show -p ControlGroup session-2.scope", allow: true},
+		{cmd: "systemctl list-units 'session-*'", allow: true},
+		{cmd: "systemctl --user status graphical-session.target", allow: true},
+		{cmd: "systemctl --user start graphical-session.target", allow: true, reason: "starting is harmless"},
+		{cmd: "systemctl --user stop my-app.service", allow: true, reason: "a plain user service"},
+		{cmd: "systemctl --user restart my-app", allow: true},
+		{cmd: "systemctl --user kill -s KILL my-app.service", allow: true},
+		{cmd: "systemctl --user stop app-foo.service", allow: true, reason: "app-*.scope only"},
+		{cmd: "systemctl --user stop session-manager.service", allow: true, reason: "session-*.scope only"},
+		{cmd: "systemctl --user stop graphical-session", allow: true, reason: "that is graphical-session.service"},
+		{cmd: "loginctl list-sessions", allow: true},
+		{cmd: "loginctl show-session 2", allow: true},
+		{cmd: "loginctl lock-session", allow: true},
+		// The profile: its own list keeps the session units; "!" drops.
+		{cmd: "systemctl --user stop graphical-session.target", pol: own, rule: service, reason: "an own list keeps the session units"},
+		{cmd: "systemctl stop gdm", pol: own, allow: true, reason: "an own list replaces the defaults"},
+		{cmd: "systemctl --user kill app-x.scope", pol: dropApps, allow: true, reason: "dropped by !app-*.scope"},
+		{cmd: "systemctl --user stop graphical-session.target", pol: dropApps, rule: service},
+		{cmd: "systemctl stop my-app", pol: dropApps, rule: service},
+		{cmd: "systemctl --user stop graphical-session.target", pol: dropTarget, allow: true},
+		{cmd: "systemctl stop gdm", pol: dropTarget, rule: service, reason: "drops only: the defaults stay"},
+		{cmd: "systemctl stop gdm", pol: dropGdm, allow: true, reason: "a drop reaches the aliases"},
+		{cmd: "systemctl stop sshd", pol: dropGdm, rule: service},
+		// The opt-in, as for every protected service.
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 systemctl --user stop graphical-session.target", allow: true, rule: service, optIn: optIn},
+		{cmd: "sudo PADDOCK_ALLOW_POWER_CONTROL=1 systemctl stop user@1000.service", allow: true, rule: service, optIn: optIn},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 sudo systemctl stop user@1000.service", rule: service, reason: "sudo resets the environment"},
+		{cmd: "systemctl kill -s KILL session-2.scope", env: []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}, allow: true, rule: service, optIn: optIn},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 systemctl --user stop graphical-session.target", pol: noOpt, rule: service, reason: "allow_opt_in = false"},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 loginctl kill-session 2", allow: true, rule: sess, optIn: optIn},
+	})
+}
+
+// Writing to a cgroup v2 cgroup.kill SIGKILLs the whole cgroup, past the
+// per-process checks: refused like a session-ending command.
+func TestCheckShellCgroupKill(t *testing.T) {
+	noOpt := pol(func(p *Policy) { p.AllowOptIn = false })
+	const user = "/sys/fs/cgroup/user.slice/user-1000.slice"
+	runShellCases(t, []shellCase{
+		{cmd: "echo 1 > " + user + "/cgroup.kill", rule: sess},
+		{cmd: "echo 1 >> " + user + "/cgroup.kill", rule: sess},
+		{cmd: "printf 1 >| " + user + "/session-2.scope/cgroup.kill", rule: sess},
+		{cmd: "echo 1 &> " + user + "/cgroup.kill", rule: sess},
+		{cmd: "echo 1 1<> " + user + "/cgroup.kill", rule: sess},
+		{cmd: "echo 1 > /sys/fs/cgroup/user.slice/../user.slice/cgroup.kill", rule: sess},
+		{cmd: "echo 1 | tee " + user + "/cgroup.kill", rule: sess},
+		{cmd: "echo 1 | sudo tee -a " + user + "/user@1000.service/cgroup.kill >/dev/null", rule: sess},
+		{cmd: "dd of=" + user + "/cgroup.kill <<< 1", rule: sess},
+		{cmd: "sh -c 'echo 1 > " + user + "/cgroup.kill'", rule: sess},
+		{cmd: "bash -lc \"echo 1 > " + user + "/cgroup.kill\"", rule: sess},
+		{cmd: "cd " + user + " && echo 1 > cgroup.kill", rule: sess, reason: "any directory: the working directory is not known"},
+		{cmd: "echo 1 > \"$CG/cgroup.kill\"", rule: sess, reason: "a known last element"},
+		{cmd: "for c in " + user + "/*/; do echo 1 > \"$c\"cgroup.kill; done", rule: sess},
+		{cmd: "echo 1 | tee $CG/cgroup.kill", rule: sess},
+		{cmd: "{ echo 1; } > " + user + "/cgroup.kill", rule: sess, reason: "a compound command's redirection"},
+		{cmd: "cat " + user + "/cgroup.kill", allow: true, reason: "reading is harmless"},
+		{cmd: "cat < " + user + "/cgroup.kill", allow: true},
+		{cmd: "tee < " + user + "/cgroup.kill", allow: true},
+		{cmd: "echo $$ > " + user + "/cgroup.procs", allow: true},
+		{cmd: "echo 1 > cgroup.kill.txt", allow: true},
+		{cmd: "echo 1 > /tmp/cgroup.killer", allow: true},
+		{cmd: "grep -r cgroup.kill docs", allow: true},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 sh -c 'echo 1 > " + user + "/cgroup.kill'", allow: true, rule: sess, optIn: optIn},
+		{cmd: "echo 1 | sudo PADDOCK_ALLOW_POWER_CONTROL=1 tee " + user + "/cgroup.kill", allow: true, rule: sess, optIn: optIn},
+		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 sh -c 'echo 1 > " + user + "/cgroup.kill'", pol: noOpt, rule: sess},
+	})
+}
+
+func TestCheckCommandSessionUnits(t *testing.T) {
+	cases := []struct {
+		name  string
+		c     Command
+		allow bool
+		rule  audit.Rule
+		optIn string
+	}{
+		{"--user stop", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "--user", "stop", "graphical-session.target"}}, false, service, ""},
+		{"sudo kill -s KILL", Command{Path: "/usr/bin/sudo", Argv: []string{"sudo", "systemctl", "kill", "-s", "KILL", "session-2.scope"}}, false, service, ""},
+		{"-M user@ --user kill", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "-M", "user@", "--user", "kill", "app-x.scope"}}, false, service, ""},
+		{"stop user@", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "stop", "user@1000.service"}}, false, service, ""},
+		{"loginctl kill-user", Command{Path: "/usr/bin/loginctl", Argv: []string{"loginctl", "kill-user", "1000"}}, false, sess, ""},
+		{"tee cgroup.kill", Command{Path: "/usr/bin/tee", Argv: []string{"tee", "/sys/fs/cgroup/user.slice/cgroup.kill"}}, false, sess, ""},
+		{"opt-in in envp", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "stop", "user@1000.service"}, Env: []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}}, true, service, optIn},
+		{"status", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "status", "user@1000.service"}}, true, "", ""},
+		{"a plain user service", Command{Path: "/usr/bin/systemctl", Argv: []string{"systemctl", "--user", "stop", "my-app.service"}}, true, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := CheckCommand(tc.c, defaults)
+			if v.Allow != tc.allow || v.Rule != tc.rule || v.OptIn != tc.optIn {
+				t.Fatalf("got %+v, want allow=%v rule=%q optIn=%q", v, tc.allow, tc.rule, tc.optIn)
+			}
+		})
+	}
+}
+
+func TestSessionUnitMessages(t *testing.T) {
+	cases := []struct {
+		name, cmd string
+		env       []string
+		p         Policy
+		want      []string
+	}{
+		{"session unit", "systemctl --user stop graphical-session.target", nil, defaults, []string{
+			"paddock refused exec of `systemctl --user stop graphical-session.target`",
+			"graphical-session.target is a unit that holds the user's login session",
+			"session units, protected by default: user@*.service, session-*.scope, graphical-session.target, gnome-session*, plasma-*, app-*.scope)",
+			"stopping it ends the user's desktop session", "Way out:",
+			"`PADDOCK_ALLOW_POWER_CONTROL=1 systemctl --user stop graphical-session.target`",
+			`services_to_survive in the host profile; an entry "!PATTERN" there ("!app-*.scope") drops a session unit`}},
+		{"dropped units are not listed", "systemctl kill -s KILL session-2.scope", nil,
+			*pol(func(p *Policy) { p.ServicesToSurvive = []string{"!app-*.scope"}; p.Profile = "/etc/p.toml" }), []string{
+				"killing it", "protected by default: user@*.service, session-*.scope, graphical-session.target, gnome-session*, plasma-*);",
+				"services_to_survive in /etc/p.toml;"}},
+		{"mixed with a desktop service", "systemctl stop gdm user@1000.service", nil, defaults, []string{
+			"gdm, user@1000.service are a protected desktop service (services_to_survive by default: display-manager,"}},
+		{"drops leave the own list", "systemctl stop sway", nil,
+			*pol(func(p *Policy) { p.ServicesToSurvive = []string{"sway", "gdm", "!gdm"} }), []string{
+				"(services_to_survive in the host profile: sway);"}},
+		{"opt-in", "systemctl stop user@1000.service", []string{"PADDOCK_ALLOW_POWER_CONTROL=1"}, defaults, []string{
+			"paddock allowed exec of `systemctl stop user@1000.service` (stopping session unit user@1000.service) because PADDOCK_ALLOW_POWER_CONTROL=1"}},
+		{"cgroup.kill", "echo 1 > /sys/fs/cgroup/user.slice/cgroup.kill", nil, defaults, []string{
+			"paddock refused exec of `echo 1 > /sys/fs/cgroup/user.slice/cgroup.kill`",
+			"session-ending commands require explicit user intent", "SIGKILL every process in that cgroup",
+			"the user's whole desktop session", "Way out:", "`paddock kill PID`", "use systemctl"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mustContain(t, checkShell(t, tc.cmd, tc.env, tc.p).Message, tc.want...)
+		})
+	}
+}
+
+func TestEffectiveServices(t *testing.T) {
+	session := SessionUnits()
+	cases := []struct {
+		name string
+		list []string
+		want []string
+	}{
+		{"none", nil, append(DefaultServices(), session...)},
+		{"own list", []string{"gdm", "my-app.service"}, append([]string{"gdm", "my-app.service"}, session...)},
+		{"listed already", []string{"plasma-*", "user@*"}, []string{"plasma-*", "user@*", "session-*.scope", "graphical-session.target", "gnome-session*", "app-*.scope"}},
+		{"drops only", []string{"!*"}, nil},
+		{"drop by glob", []string{"gdm", "!*session*"}, []string{"gdm", "user@*.service", "plasma-*", "app-*.scope"}},
+		{"drop with suffix", []string{"gdm", "!user@*.service", "!gdm.service"}, session[1:]},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := EffectiveServices(tc.list); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+	s := SessionUnits()
+	s[0] = "changed"
+	if SessionUnits()[0] != "user@*.service" {
+		t.Error("SessionUnits shares its backing array")
+	}
+}

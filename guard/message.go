@@ -79,6 +79,11 @@ func verdictFor(f *finding, what, text string, env map[string]string, resetBy st
 		if len(f.units) > 1 {
 			verb = "are"
 		}
+		if f.session {
+			fmt.Fprintf(&b, "%s %s a unit that holds the user's login session (session units, protected by default: %s); %s it ends the user's desktop session and every program in it, as surely as stopping the display manager, so it requires explicit user intent.",
+				strings.Join(f.units, ", "), verb, sessionList(p), f.verb)
+			break
+		}
 		fmt.Fprintf(&b, "%s %s a protected desktop service (services_to_survive %s: %s); %s it can end the user's desktop session or cut remote access, so it requires explicit user intent.",
 			strings.Join(f.units, ", "), verb, servicesSource(p), servicesList(p), f.verb)
 	case RuleIsolate:
@@ -101,8 +106,19 @@ func verdictFor(f *finding, what, text string, env map[string]string, resetBy st
 		ex, note := example(text, resetBy)
 		fmt.Fprintf(&b, "if the user really asked for this, run it with PADDOCK_ALLOW_POWER_CONTROL=1 in its environment: `%s`%s; otherwise leave it to the user.", ex, note)
 	}
+	if f.hint != "" {
+		b.WriteString(" " + f.hint)
+	}
 	switch f.rule {
 	case RuleProtectedService:
+		if f.session {
+			where := "the host profile"
+			if p.Profile != "" {
+				where = p.Profile
+			}
+			fmt.Fprintf(&b, " Which units are protected is set by services_to_survive in %s; an entry \"!PATTERN\" there (\"!app-*.scope\") drops a session unit.", where)
+			break
+		}
 		if p.Profile != "" {
 			fmt.Fprintf(&b, " Which services are protected is set by services_to_survive in %s.", p.Profile)
 		} else {
@@ -135,6 +151,9 @@ func ruleNoun(f *finding) string {
 	case RuleSessionControl:
 		return "a session-ending command"
 	case RuleProtectedService:
+		if f.session {
+			return f.verb + " session unit " + strings.Join(f.units, ", ")
+		}
 		return f.verb + " protected desktop service " + strings.Join(f.units, ", ")
 	case RuleIsolate:
 		return "systemctl isolate " + f.target
@@ -144,7 +163,7 @@ func ruleNoun(f *finding) string {
 
 func servicesSource(p *Policy) string {
 	switch {
-	case len(p.ServicesToSurvive) == 0:
+	case len(ownServices(p.ServicesToSurvive)) == 0:
 		return "by default"
 	case p.Profile != "":
 		return "in " + p.Profile
@@ -152,11 +171,27 @@ func servicesSource(p *Policy) string {
 	return "in the host profile"
 }
 
+// servicesList is services_to_survive's own list (or the defaults) less
+// what its "!" entries drop.
 func servicesList(p *Policy) string {
-	if len(p.ServicesToSurvive) == 0 {
-		return strings.Join(defaultServices[:], ", ")
+	base, drop := splitServices(p.ServicesToSurvive)
+	return strings.Join(keep(base, drop), ", ")
+}
+
+// sessionList is the session units less what the profile drops.
+func sessionList(p *Policy) string {
+	_, drop := splitServices(p.ServicesToSurvive)
+	return strings.Join(keep(sessionUnits[:], drop), ", ")
+}
+
+func keep(list, drop []string) []string {
+	var out []string
+	for _, e := range list {
+		if !dropped(trimUnit(e), drop) {
+			out = append(out, e)
+		}
 	}
-	return strings.Join(p.ServicesToSurvive, ", ")
+	return out
 }
 
 // example shows the command with the opt-in where it reaches the command:

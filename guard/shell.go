@@ -335,8 +335,8 @@ func (r *reader) stmt(s *syntax.Stmt, sc *scope) {
 		r.substs(rd.Hdoc, sc)
 		switch {
 		case isWrite(rd.Op) && rd.Word != nil:
-			if t, ok := r.lit(rd.Word, sc, false).lit(); ok && guardedFile(t) {
-				writes = append(writes, filepath.Clean(t))
+			if t, ok := guardedTarget(r.lit(rd.Word, sc, false)); ok {
+				writes = append(writes, t)
 			}
 		case (rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc) && rd.Hdoc != nil:
 			if t, ok := r.heredoc(rd, sc); ok {

@@ -63,7 +63,8 @@ type Profile struct {
 	// DesktopHeadroomGB is the GPU memory the desktop keeps; nil: not set
 	// (the VRAM preflight's default applies).
 	DesktopHeadroomGB *float64
-	// ServicesToSurvive lists the protected units; nil: guard.DefaultServices.
+	// ServicesToSurvive is the profile's list as written, "!" entries
+	// included; nil: guard.DefaultServices. Services gives the effective list.
 	ServicesToSurvive []string
 	// Headless: nil = auto (see Detected).
 	Headless   *bool
@@ -392,6 +393,9 @@ func services(v any) ([]string, error) {
 		if s == "" || strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == '/' || r == 0x7f }) >= 0 {
 			return nil, fmt.Errorf("entry %d: %q is not a unit name", i+1, s)
 		}
+		if t, ok := strings.CutPrefix(s, "!"); ok && (t == "" || strings.HasPrefix(t, "!")) {
+			return nil, fmt.Errorf("entry %d: %q drops nothing. Way out: write \"!\" and then the unit or glob to drop, like \"!app-*.scope\"", i+1, s)
+		}
 		out = append(out, s)
 	}
 	return out, nil
@@ -535,10 +539,10 @@ func (p Profile) IsHeadless() (bool, string) {
 	return p.Detected.Headless, p.Detected.HeadlessReason
 }
 
-// Services is the effective protected list.
+// Services is the effective protected list: services_to_survive's entries
+// (or guard.DefaultServices when it lists none that protect) and the
+// session units (guard.SessionUnits), less what its "!" entries drop (see
+// guard.EffectiveServices).
 func (p Profile) Services() []string {
-	if len(p.ServicesToSurvive) == 0 {
-		return guard.DefaultServices()
-	}
-	return append([]string(nil), p.ServicesToSurvive...)
+	return guard.EffectiveServices(p.ServicesToSurvive)
 }

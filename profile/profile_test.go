@@ -56,7 +56,7 @@ func TestParseDefaults(t *testing.T) {
 	if p.Sources[KeyHeadless] != "file /p.toml:1" || p.Sources[KeyAllowOptIn] != SourceDefault {
 		t.Errorf("sources: %v", p.Sources)
 	}
-	if got := p.Services(); !reflect.DeepEqual(got, guard.DefaultServices()) {
+	if got := p.Services(); !reflect.DeepEqual(got, append(guard.DefaultServices(), guard.SessionUnits()...)) {
 		t.Errorf("effective services: %q", got)
 	}
 	if _, err := Parse("/p.toml", nil); err != nil {
@@ -64,6 +64,35 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if p, _ := Parse("/p.toml", []byte("total_vram_gb = 0\ndesktop_headroom_gb = 0\n")); *p.TotalVRAMGB != 0 {
 		t.Errorf("zero VRAM (no GPU) is a value: %+v", p)
+	}
+}
+
+// The effective list: the profile's own entries (or the defaults), the
+// session units, less what "!" entries drop.
+func TestServicesCombine(t *testing.T) {
+	session := guard.SessionUnits()
+	cases := []struct {
+		name, list string
+		want       []string
+	}{
+		{"own list keeps the session units", `["gdm", "pipewire"]`, append([]string{"gdm", "pipewire"}, session...)},
+		{"a listed session unit is not repeated", `["gdm", "user@*"]`, append([]string{"gdm", "user@*"}, session[1:]...)},
+		{"drops only: the defaults less the dropped", `["!sshd", "!app-*.scope"]`,
+			append(guard.DefaultServices()[:16], session[:5]...)},
+		{"a glob drops what it matches", `["gdm", "!*.scope"]`, []string{"gdm", "user@*.service", "graphical-session.target", "gnome-session*", "plasma-*"}},
+		{"a drop with .service", `["gdm", "!user@*.service", "!plasma-*", "!gnome-session*"]`, []string{"gdm", "session-*.scope", "graphical-session.target", "app-*.scope"}},
+		{"a drop of one unit leaves the glob", `["gdm", "!user@1000.service"]`, append([]string{"gdm"}, session...)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse("/p.toml", []byte("services_to_survive = "+tc.list+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Services(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("effective services:\n got %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -88,6 +117,8 @@ func TestParseErrors(t *testing.T) {
 		{"services empty", "services_to_survive = []\n", 1, "services_to_survive", "is empty"},
 		{"services wrong entry", "services_to_survive = [\"gdm\", 3]\n", 1, "services_to_survive", "entry 2"},
 		{"services bad name", "services_to_survive = [\"gdm sddm\"]\n", 1, "services_to_survive", "not a unit name"},
+		{"services bare drop", "services_to_survive = [\"gdm\", \"!\"]\n", 1, "services_to_survive", `entry 2: "!" drops nothing. Way out:`},
+		{"services double drop", "services_to_survive = [\"!!gdm\"]\n", 1, "services_to_survive", `"!!gdm" drops nothing`},
 		{"headless string", "headless = \"maybe\"\n", 1, "headless", `want "auto", true or false`},
 		{"headless number", "headless = 1\n", 1, "headless", `want "auto", true or false`},
 		{"allow_opt_in string", "allow_opt_in = \"yes\"\n", 1, "allow_opt_in", "want true or false"},

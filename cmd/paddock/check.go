@@ -31,9 +31,12 @@ func newCheckCmd() *cobra.Command {
 		Short: "Say whether paddock's command guards would let a command run",
 		Long: `Say whether paddock's command guards would let a command run: power control
 (reboot, poweroff, suspend, ...), protected desktop services (systemctl stop,
-restart, mask, ... of a unit in services_to_survive; systemctl isolate), and,
-when no paddock supervisor answers on $PADDOCK_SOCKET (unset, or a session
-that has ended), broad kill commands (pkill, killall, kill PID).
+restart, mask, kill, ... of a unit in services_to_survive or of the user's
+session: user@*.service, session-*.scope, graphical-session.target, ...;
+systemctl isolate), session-ending commands (loginctl kill-session, writes to
+cgroup.kill, ...), and, when no paddock supervisor answers on $PADDOCK_SOCKET
+(unset, or a session that has ended), broad kill commands (pkill, killall,
+kill PID).
 
   -- CMD [ARG...]   an argv, with paddock check's own environment
   --shell STRING    a shell command line: wrappers (sudo, env, nohup, timeout,
