@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,4 +115,43 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestJournalConcurrentSessionsVerify: eight paddock runs at once, each
+// refused a kill, share one journal; their records form one chain, which
+// `paddock journal --verify` finds intact, and whose head is the last head
+// a session printed or later.
+func TestJournalConcurrentSessionsVerify(t *testing.T) {
+	b := backend("seccomp")
+	b.require(t)
+	f := startForeign(t, "sleep", "300")
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	const sessions = 8
+	errs := make(chan error, sessions)
+	for i := 0; i < sessions; i++ {
+		go func() {
+			cmd := exec.Command(bins.paddock, "run", "--journal", path, "--log-level", "error", "--",
+				"bash", "-c", "for i in 1 2 3; do kill -TERM "+itoa(f.pid())+" 2>/dev/null; done; true")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%v: %s", err, out)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < sessions; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !f.alive() {
+		t.Fatal("the foreign process was killed")
+	}
+	if n := strings.Count(readFile(path), `"action":"signal_denied"`); n != 3*sessions {
+		t.Fatalf("%d refusal records, want %d", n, 3*sessions)
+	}
+	out, err := exec.Command(bins.paddock, "journal", "--verify", "--journal", path).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "chain intact") {
+		t.Fatalf("paddock journal --verify: %v\n%s", err, out)
+	}
 }
