@@ -66,9 +66,16 @@ type Record struct {
 	Fields map[string]any
 }
 
+// SessionKey is the record key that names the session (Options.Session).
+const SessionKey = "session"
+
 // Options tunes a Journal. The zero value is usable: 64 MiB files, three
 // rotated files kept, no fsync per record.
 type Options struct {
+	// Session, when set, names the session whose records these are: every
+	// record gets it as the key "session", so that one journal shared by
+	// several sessions can be read one session at a time.
+	Session string
 	// MaxBytes is the largest a journal file may grow: a record that would
 	// take the file past it goes to a fresh file instead. A single record
 	// larger than MaxBytes is still written, alone in its own file, rather
@@ -99,19 +106,20 @@ type Options struct {
 // by several goroutines, and several processes (or several Journals in one
 // process) may append to the same path at once without interleaving.
 type Journal struct {
-	mu     sync.Mutex
-	path   string
-	dir    string
-	base   string // the file's name in dir
-	dirfd  int    // dir, opened once: later opens and renames never resolve dir's path again
-	max    int64
-	keep   int
-	sync   bool
-	euid   int
-	fd     int    // -1 once closed
-	dirty  bool   // records written to fd since its last fsync
-	head   string // hash of the last record this Journal wrote, or found at Open
-	mirror *mirror
+	mu      sync.Mutex
+	session string // Options.Session
+	path    string
+	dir     string
+	base    string // the file's name in dir
+	dirfd   int    // dir, opened once: later opens and renames never resolve dir's path again
+	max     int64
+	keep    int
+	sync    bool
+	euid    int
+	fd      int    // -1 once closed
+	dirty   bool   // records written to fd since its last fsync
+	head    string // hash of the last record this Journal wrote, or found at Open
+	mirror  *mirror
 }
 
 // fileFlags are the flags every journal file is opened with: appends only,
@@ -137,15 +145,16 @@ func Open(path string, o Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal %s: is a directory, not a journal file", path)
 	}
 	j := &Journal{
-		path:  path,
-		dir:   filepath.Dir(path),
-		base:  filepath.Base(path),
-		max:   o.MaxBytes,
-		keep:  o.Keep,
-		sync:  o.Sync,
-		euid:  os.Geteuid(),
-		fd:    -1,
-		dirfd: -1,
+		path:    path,
+		dir:     filepath.Dir(path),
+		base:    filepath.Base(path),
+		max:     o.MaxBytes,
+		keep:    o.Keep,
+		sync:    o.Sync,
+		session: o.Session,
+		euid:    os.Geteuid(),
+		fd:      -1,
+		dirfd:   -1,
 	}
 	m, err := newMirror(o)
 	if err != nil {
@@ -257,6 +266,17 @@ func (j *Journal) Path() string { return j.path }
 // read under the lock, so that concurrent writers still form one chain. Once
 // written, it is sent to Options.Mirror, whose failures never fail Append.
 func (j *Journal) Append(r Record) error {
+	if j.session != "" {
+		if _, ok := r.Fields[SessionKey]; ok {
+			return fmt.Errorf("journal %s: field %q is reserved: the journal's Options.Session sets it", j.path, SessionKey)
+		}
+		fields := make(map[string]any, len(r.Fields)+1)
+		for k, v := range r.Fields {
+			fields[k] = v
+		}
+		fields[SessionKey] = j.session
+		r.Fields = fields
+	}
 	line, err := encode(r)
 	if err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -153,5 +154,55 @@ func TestJournalConcurrentSessionsVerify(t *testing.T) {
 	out, err := exec.Command(bins.paddock, "journal", "--verify", "--journal", path).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "chain intact") {
 		t.Fatalf("paddock journal --verify: %v\n%s", err, out)
+	}
+}
+
+// TestJournalSessions: every record names its session, the start and
+// summary lines print the same id, and `paddock journal --session ID`
+// reads one session's records out of a journal two sessions share.
+func TestJournalSessions(t *testing.T) {
+	b := backend("seccomp")
+	b.require(t)
+	f := startForeign(t, "sleep", "300")
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	ids := make([]string, 2)
+	for i := range ids {
+		out, err := exec.Command(bins.paddock, "run", "--journal", path, "--log-format", "json", "--",
+			"bash", "-c", "kill -TERM "+itoa(f.pid())+" 2>/dev/null; true").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var started, summary string
+		for _, line := range strings.Split(string(out), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			id, _ := rec["session"].(string)
+			msg, _ := rec["message"].(string)
+			switch {
+			case msg == "agent started":
+				started = id
+			case strings.HasPrefix(msg, "1 refusal ("):
+				summary = id
+			}
+		}
+		if started == "" || started != summary {
+			t.Fatalf("session %d: start line names %q, summary %q\n%s", i, started, summary, out)
+		}
+		ids[i] = started
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("two sessions share the id %q", ids[0])
+	}
+	for _, id := range ids {
+		out, err := exec.Command(bins.paddock, "journal", "--journal", path, "--session", id, "--json").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], `"session":"`+id+`"`) || !strings.Contains(lines[0], `"action":"signal_denied"`) {
+			t.Fatalf("paddock journal --session %s: want its one refusal, got:\n%s", id, out)
+		}
 	}
 }

@@ -28,6 +28,7 @@ type journalFlags struct {
 	wide    bool
 	since   string
 	actions []string
+	session string
 	verify  bool
 	head    string
 }
@@ -99,18 +100,25 @@ Exit status without --verify:
 	fl.BoolVar(&f.wide, "wide", false, "do not cut table rows; add each record's message")
 	fl.StringVar(&f.since, "since", "", "only records from the last `DURATION` (10m, 2h, 7d) or since an RFC 3339 time")
 	fl.StringSliceVar(&f.actions, "action", nil, "only records with action `A` (repeatable, or comma-separated)")
+	fl.StringVar(&f.session, "session", "", "only the records of session `ID` (the session id paddock run logs at start)")
 	fl.BoolVar(&f.verify, "verify", false, "check the journal's hash chain instead of printing it; exit 1 naming the first break")
 	fl.StringVar(&f.head, "head", "", "with --verify: also check that the record with this chain `HASH` (logged by paddock run) is in the chain")
 	return cmd
 }
 
-// recordFilter selects records by action and time.
+// recordFilter selects records by action, session and time.
 type recordFilter struct {
 	actions map[string]bool // nil: any
+	session string          // "": any
 	since   time.Time       // zero: any
 }
 
 func (rf recordFilter) match(rec map[string]any) bool {
+	if rf.session != "" {
+		if s, _ := rec[journal.SessionKey].(string); s != rf.session {
+			return false
+		}
+	}
 	if rf.actions != nil {
 		a, _ := rec["action"].(string)
 		if !rf.actions[a] {
@@ -243,7 +251,7 @@ func (p *journalPrinter) readFile(f *os.File) (int64, error) {
 
 func runJournal(cmd *cobra.Command, f journalFlags) error {
 	if f.verify {
-		if f.json || f.follow || f.wide || f.since != "" || len(f.actions) > 0 {
+		if f.json || f.follow || f.wide || f.since != "" || len(f.actions) > 0 || f.session != "" {
 			return usageError("--verify checks the whole journal: it takes only --journal and --head")
 		}
 		return runVerify(cmd, f)
@@ -255,7 +263,7 @@ func runJournal(cmd *cobra.Command, f journalFlags) error {
 	if err != nil {
 		return err
 	}
-	filter := recordFilter{actions: actions}
+	filter := recordFilter{actions: actions, session: f.session}
 	if f.since != "" {
 		if filter.since, err = parseSince(f.since, time.Now()); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 
 // runReport is the --report JSON document.
 type runReport struct {
+	Session  string             `json:"session"`
 	Command  []string           `json:"command"`
 	ExitCode int                `json:"exit_code"`
 	Status   int                `json:"command_status"`
@@ -90,18 +91,23 @@ type junitFailure struct {
 // case per refusal, or one passing case when nothing was refused.
 func junit(r runReport) ([]byte, error) {
 	s := junitSuite{Name: "paddock run " + strings.Join(r.Command, " "), Time: fmt.Sprintf("%.3f", r.Finished.Sub(r.Started).Seconds())}
-	for i, it := range r.Items {
+	seen := map[string]int{}
+	for _, it := range r.Items {
+		// Case names hold no pids, so that CI tracks the same refusal
+		// across runs; a repeat within one run gets a number.
 		what := it.Syscall
 		switch {
 		case it.Path != "":
 			what += " " + strings.Join(it.Argv, " ")
 		case it.Signal != 0:
-			what = fmt.Sprintf("%s(%s) of %d", it.Syscall, policy.SignalName(it.Signal), it.Target)
-		case it.Target != 0:
-			what = fmt.Sprintf("%s of %d", it.Syscall, it.Target)
+			what = fmt.Sprintf("%s(%s)", it.Syscall, policy.SignalName(it.Signal))
+		}
+		name := fmt.Sprintf("refused %s (%s)", what, it.Rule)
+		if seen[name]++; seen[name] > 1 {
+			name += fmt.Sprintf(" #%d", seen[name])
 		}
 		s.Cases = append(s.Cases, junitCase{
-			Name:      fmt.Sprintf("refusal %d: %s from pid %d", i+1, what, it.Caller),
+			Name:      name,
 			ClassName: "paddock." + it.Rule,
 			Failure:   &junitFailure{Message: it.Message, Type: it.Rule, Text: it.Message},
 		})
@@ -136,5 +142,9 @@ func summaryLine(s supervisor.Summary) string {
 		rules = append(rules, fmt.Sprintf("%s %d", r, n))
 	}
 	sort.Strings(rules)
-	return fmt.Sprintf("%d refusals (%s); paddock journal shows them", s.Refusals, strings.Join(rules, ", "))
+	noun := "refusals"
+	if s.Refusals == 1 {
+		noun = "refusal"
+	}
+	return fmt.Sprintf("%d %s (%s); paddock journal shows them", s.Refusals, noun, strings.Join(rules, ", "))
 }

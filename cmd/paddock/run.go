@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -207,7 +209,12 @@ func runRun(f runFlags, args []string) error {
 			return fmt.Errorf("--report %s: %w", f.report, err)
 		}
 	}
+	session, err := newSessionID()
+	if err != nil {
+		return err
+	}
 	j, err := openJournal(f.journal, journal.Options{
+		Session:  session,
 		MaxBytes: f.journalMax, Keep: f.journalKeep, Mirror: mirror,
 		MirrorError: func(err error) { log.Warn().Err(err).Msg("the journal mirror failed") },
 	}, log)
@@ -244,7 +251,7 @@ func runRun(f runFlags, args []string) error {
 	if f.strictExec {
 		unreadExec = "refused (--strict-exec)"
 	}
-	log.Info().Int("pid", s.Pid()).Str("backend", string(used)).Str("backend_reason", why).Str("profile", profName).
+	log.Info().Str("session", session).Int("pid", s.Pid()).Str("backend", string(used)).Str("backend_reason", why).Str("profile", profName).
 		Str("socket", s.SocketPath()).Str("journal", journalPath).Str("journal_head", head).Str("unreadable_execs", unreadExec).
 		Str("command", strings.Join(args, " ")).Msg(msg)
 	started := time.Now()
@@ -255,13 +262,13 @@ func runRun(f runFlags, args []string) error {
 		// --verify --head` checks the journal still holds this record.
 		head = j.Head()
 	}
-	log.Info().Int("status", status).Str("journal_head", head).Msg(summaryLine(sum))
+	log.Info().Str("session", session).Int("status", status).Str("journal_head", head).Msg(summaryLine(sum))
 	code := status
 	if f.strict && code == 0 && sum.Refusals > 0 {
 		code = 1
 	}
 	if f.report != "" {
-		rep := runReport{Command: args, ExitCode: code, Status: status, Strict: f.strict, Started: started, Finished: time.Now(), Cleanup: s.Cleaned(), Summary: sum}
+		rep := runReport{Session: session, Command: args, ExitCode: code, Status: status, Strict: f.strict, Started: started, Finished: time.Now(), Cleanup: s.Cleaned(), Summary: sum}
 		if err := writeReport(f.report, f.reportFormat, rep); err != nil {
 			log.Error().Err(err).Msg("could not write the report")
 			if code == 0 {
@@ -270,6 +277,17 @@ func runRun(f runFlags, args []string) error {
 		}
 	}
 	return exitError{code: code}
+}
+
+// newSessionID names one paddock run: 12 random hex digits, in every
+// journal record of the session and in its start and summary lines
+// (`paddock journal --session ID` reads one session's records).
+func newSessionID() (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // errUnwrapExec turns exec.LookPath's error into the plain reason.

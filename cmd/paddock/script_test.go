@@ -111,6 +111,9 @@ func cmdReportCheck(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("junit counts disagree: tests=%d cases=%d failures=%d failed cases=%d", su.Tests, len(su.Cases), su.Failures, fails)
 		}
 		fmt.Fprintf(ts.Stdout(), "tests=%d failures=%d\n", su.Tests, su.Failures)
+		for _, c := range su.Cases {
+			fmt.Fprintf(ts.Stdout(), "case %s\n", c.Name)
+		}
 	default:
 		ts.Fatalf("reportcheck: unknown format %q", args[0])
 	}
