@@ -95,25 +95,12 @@ func runtimeDir() string {
 }
 
 // Listen creates a fresh 0700 directory under $XDG_RUNTIME_DIR, else the
-// temp dir, with the socket in it, and serves the socket until Close, carrying requests out on ops.
+// temp dir, with the socket in it (see listenIn for the checks), and serves
+// the socket until Close, carrying requests out on ops.
 func Listen(opts Options, ops Ops) (*Server, error) {
-	dir, err := os.MkdirTemp(runtimeDir(), "paddock-")
+	l, dir, path, err := listenIn(runtimeDir())
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	path := filepath.Join(dir, "control.sock")
-	if len(path) >= maxSocketPath {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %s is %d bytes long, and a unix socket's path must be shorter than %d; set XDG_RUNTIME_DIR or TMPDIR to a shorter directory (now %s)", path, len(path), maxSocketPath, runtimeDir())
-	}
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, err
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
