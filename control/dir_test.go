@@ -86,50 +86,43 @@ func TestCheckBase(t *testing.T) {
 func TestCheckDir(t *testing.T) {
 	euid := os.Geteuid()
 	tests := []struct {
-		name string
-		// setup returns the name to check and the directory to hold open.
-		setup func(t *testing.T, tmp string) (name, open string)
-		want  string
+		name  string
+		perm  uint32 // of tmp/d, made for every row
+		owner int    // of tmp/d; -1: this process's
+		// move, when set, returns the name to check and the directory to
+		// hold open; else both are tmp/d.
+		move func(t *testing.T, tmp, d string) (name, open string)
+		want string
 	}{
-		{"fresh", func(t *testing.T, tmp string) (string, string) {
-			d := filepath.Join(tmp, "d")
-			mkdir(t, d, 0o700, -1)
-			return d, d
-		}, ""},
-		{"mode 0755", func(t *testing.T, tmp string) (string, string) {
-			d := filepath.Join(tmp, "d")
-			mkdir(t, d, 0o755, -1)
-			return d, d
-		}, "has mode 0755, want 0700"},
-		{"a symlink to it", func(t *testing.T, tmp string) (string, string) {
-			d := filepath.Join(tmp, "d")
-			mkdir(t, d, 0o700, -1)
+		{"fresh", 0o700, -1, nil, ""},
+		{"mode 0755", 0o755, -1, nil, "has mode 0755, want 0700"},
+		{"another user's", 0o700, 65534, nil, "is owned by uid 65534"},
+		{"a symlink to it", 0o700, -1, func(t *testing.T, tmp, d string) (string, string) {
 			if err := os.Symlink(d, filepath.Join(tmp, "l")); err != nil {
 				t.Fatal(err)
 			}
 			return filepath.Join(tmp, "l"), d
 		}, "is not a real directory"},
-		{"swapped for another", func(t *testing.T, tmp string) (string, string) {
-			d := filepath.Join(tmp, "d")
-			mkdir(t, d, 0o700, -1)
+		{"swapped for another", 0o700, -1, func(t *testing.T, tmp, d string) (string, string) {
 			if err := os.Rename(d, filepath.Join(tmp, "moved")); err != nil {
 				t.Fatal(err)
 			}
 			mkdir(t, d, 0o700, -1)
 			return d, filepath.Join(tmp, "moved")
 		}, "is no longer the directory paddock made"},
-		{"another user's", func(t *testing.T, tmp string) (string, string) {
-			if euid != 0 {
-				t.Skip("needs root to give a directory to another user")
-			}
-			d := filepath.Join(tmp, "d")
-			mkdir(t, d, 0o700, 65534)
-			return d, d
-		}, "is owned by uid 65534"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			name, open := tc.setup(t, t.TempDir())
+			if tc.owner >= 0 && euid != 0 {
+				t.Skip("needs root to give a directory to another user")
+			}
+			tmp := t.TempDir()
+			d := filepath.Join(tmp, "d")
+			mkdir(t, d, tc.perm, tc.owner)
+			name, open := d, d
+			if tc.move != nil {
+				name, open = tc.move(t, tmp, d)
+			}
 			fd, err := unix.Open(open, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				t.Fatal(err)
