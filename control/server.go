@@ -30,18 +30,26 @@ type Ops interface {
 	Kill(requester, pid, sig int) (Signalled, error)
 	// Info identifies the session in every answer.
 	Info() SessionInfo
+	// Inside says whether pid, a client that just connected, belongs to
+	// the session (the agent's tree or an adopted process), whose
+	// connections count against the session's budget (MaxInsideConns)
+	// instead of the user's (MaxOutsideConns). An error means it could not
+	// be told; the connection then counts as inside.
+	Inside(pid int) (bool, error)
 }
 
 // Bounds of the control socket. Its clients run as the session's user (or
 // root), the agent included, and are not trusted to be polite: whatever
 // they send, or fail to send, costs one goroutine and one descriptor for a
 // bounded time, and never touches the session's notify loop, which does not
-// read the socket.
+// read the socket. The budgets in budget.go split the connections between
+// the session and the user.
 const (
-	// MaxConns bounds the connections served at once; past it a client is
-	// answered at once that paddock is busy, so that the socket cannot use
-	// up the descriptors the supervisor needs for its pidfds.
-	MaxConns = 64
+	// MaxConns bounds the connections served at once, both budgets
+	// together; past a budget a client is answered at once that paddock is
+	// busy, so that the socket cannot use up the descriptors the
+	// supervisor needs for its pidfds.
+	MaxConns = MaxInsideConns + MaxOutsideConns
 	// DefaultTimeout is how long a client has to send its request, and then
 	// to take the answer, when Options.Timeout is zero.
 	DefaultTimeout = 5 * time.Second
@@ -58,6 +66,9 @@ type Options struct {
 	Timeout time.Duration
 	// Log receives the server's warnings (refused users, accept errors).
 	Log zerolog.Logger
+
+	// limits replaces the budgets when set (tests).
+	limits *limits
 }
 
 // Server serves one session's control socket.
@@ -69,7 +80,7 @@ type Server struct {
 	timeout  time.Duration
 	log      zerolog.Logger
 	fs       procfs.FS
-	conns    chan struct{} // one token per connection being served
+	budget   *budget // the connections being served
 }
 
 // runtimeDir is where session directories go: $XDG_RUNTIME_DIR when it is
@@ -84,31 +95,22 @@ func runtimeDir() string {
 }
 
 // Listen creates a fresh 0700 directory under $XDG_RUNTIME_DIR, else the
-// temp dir, with the socket in it, and serves the socket until Close, carrying requests out on ops.
+// temp dir, with the socket in it (see listenIn for the checks), and serves
+// the socket until Close, carrying requests out on ops.
 func Listen(opts Options, ops Ops) (*Server, error) {
-	dir, err := os.MkdirTemp(runtimeDir(), "paddock-")
+	l, dir, path, err := listenIn(runtimeDir())
 	if err != nil {
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
-	path := filepath.Join(dir, "control.sock")
-	if len(path) >= maxSocketPath {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %s is %d bytes long, and a unix socket's path must be shorter than %d; set XDG_RUNTIME_DIR or TMPDIR to a shorter directory (now %s)", path, len(path), maxSocketPath, runtimeDir())
-	}
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("control socket: %w", err)
+		return nil, err
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	s := &Server{ops: ops, dir: dir, path: path, listener: l, timeout: timeout, log: opts.Log, fs: procfs.Default(), conns: make(chan struct{}, MaxConns)}
+	lim := defaultLimits()
+	if opts.limits != nil {
+		lim = *opts.limits
+	}
+	s := &Server{ops: ops, dir: dir, path: path, listener: l, timeout: timeout, log: opts.Log, fs: procfs.Default(), budget: newBudget(lim)}
 	go s.serve()
 	return s, nil
 }
@@ -132,7 +134,11 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// serve accepts connections and serves each on a goroutine of its own.
+// serve accepts connections and serves each on a goroutine of its own,
+// once it has been charged to its budget (see budget.go); a connection past
+// its budget, or from another user, is answered at once without being read:
+// a fresh connection's buffer is empty, so that write does not block the
+// accept loop (and its deadline makes sure of it).
 func (s *Server) serve() {
 	for {
 		conn, err := s.listener.AcceptUnix()
@@ -144,27 +150,35 @@ func (s *Server) serve() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		select {
-		case s.conns <- struct{}{}:
-			go func() {
-				defer func() { <-s.conns }()
-				s.reply(conn, s.answer(conn))
-			}()
-		default:
-			s.busy(conn)
+		cred, credErr := peer(conn)
+		if credErr == nil {
+			if err := allowedPeer(cred.Uid, os.Geteuid()); err != nil {
+				s.log.Warn().Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("control request refused: another user")
+				s.reply(conn, Response{Error: err.Error()})
+				continue
+			}
 		}
+		pid := int32(0) // unidentified connectors share one per-peer budget
+		if credErr == nil {
+			pid = cred.Pid
+		}
+		if err := s.budget.peerBusy(pid); err != nil {
+			s.reply(conn, Response{Error: err.Error()})
+			continue
+		}
+		sd, why := sideOf(s.ops, conn, cred, credErr)
+		if why != nil {
+			s.log.Debug().Err(why).Msg("control socket: connection counted as the session's")
+		}
+		if err := s.budget.take(sd, pid); err != nil {
+			s.reply(conn, Response{Error: err.Error()})
+			continue
+		}
+		go func() {
+			defer s.budget.give(sd, pid)
+			s.reply(conn, s.answer(conn, cred, credErr))
+		}()
 	}
-}
-
-// busy answers a connection past MaxConns without reading it. A fresh
-// connection's buffer is empty, so the write does not block the accept loop
-// (and its deadline makes sure of it).
-func (s *Server) busy(conn *net.UnixConn) {
-	resp := Response{Error: fmt.Sprintf("paddock is busy: %d control requests are in progress on this session; try again", MaxConns)}
-	if cred, err := peer(conn); err != nil || allowedPeer(cred.Uid, os.Geteuid()) != nil {
-		resp = Response{Error: "paddock refused a control request: only the session's user and root may control this session"}
-	}
-	s.reply(conn, resp)
 }
 
 // peer identifies the other end of a connection with SO_PEERCRED.
@@ -206,15 +220,10 @@ func (s *Server) reply(conn *net.UnixConn, resp Response) {
 	}
 }
 
-// answer checks the client's user, then reads and serves its request.
-func (s *Server) answer(conn *net.UnixConn) Response {
-	cred, err := peer(conn)
-	if err != nil {
-		return Response{Error: fmt.Sprintf("paddock could not identify the client (SO_PEERCRED): %v", err)}
-	}
-	if err := allowedPeer(cred.Uid, os.Geteuid()); err != nil {
-		s.log.Warn().Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("control request refused: another user")
-		return Response{Error: err.Error()}
+// answer reads and serves the request of a client the accept loop let in.
+func (s *Server) answer(conn *net.UnixConn, cred *unix.Ucred, credErr error) Response {
+	if credErr != nil {
+		return Response{Error: fmt.Sprintf("paddock could not identify the client (SO_PEERCRED): %v", credErr)}
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(s.timeout))
 	return serveRequest(conn, s.timeout, s.ops, int(cred.Pid), func() string { return describePeer(s.fs, cred) })

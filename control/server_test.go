@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,11 +22,13 @@ import (
 	"github.com/paddock-dev/paddock/internal/sockettest"
 )
 
-// recorder is an Ops that records the calls made on it.
+// recorder is an Ops that records the calls made on it. inside, when set,
+// answers Inside; else every client is outside.
 type recorder struct {
-	mu    sync.Mutex
-	calls []string
-	err   error
+	mu     sync.Mutex
+	calls  []string
+	err    error
+	inside func(pid int) (bool, error)
 }
 
 func (r *recorder) record(call string) {
@@ -65,6 +68,13 @@ func (r *recorder) Kill(requester, pid, sig int) (Signalled, error) {
 var recorderSession = SessionInfo{Supervisor: 4000, Agent: 4001}
 
 func (r *recorder) Info() SessionInfo { return recorderSession }
+
+func (r *recorder) Inside(pid int) (bool, error) {
+	if r.inside == nil {
+		return false, nil
+	}
+	return r.inside(pid)
+}
 
 func TestServeRequest(t *testing.T) {
 	tests := []struct {
@@ -377,43 +387,210 @@ func TestControlSocketReadDeadline(t *testing.T) {
 	}
 }
 
-// With every connection slot held by idle clients, the next client is told
-// at once that paddock is busy; a slot freed is a slot served.
-func TestControlSocketBusy(t *testing.T) {
-	s, _ := listen(t, time.Hour)
-	idle := make([]*net.UnixConn, MaxConns)
-	for i := range idle {
-		idle[i] = sockettest.Dial(t, s.Path())
+// The budgets count by side and by connector, refuse past their sizes with
+// an answer that says which was full, and give back what they took.
+func TestBudget(t *testing.T) {
+	type step struct {
+		give bool
+		sd   side
+		pid  int32
+		want string // "" = taken (or given)
 	}
-	// The accept loop hands connections out in order, so once a later
-	// connection is refused as busy, all the idle ones hold their slots.
-	busy := sockettest.Dial(t, s.Path())
-	want := fmt.Sprintf("paddock is busy: %d control requests are in progress on this session; try again", MaxConns)
-	if resp := readAnswer(t, busy); resp.OK || resp.Error != want || resp.Session != recorderSession {
-		t.Fatalf("client %d: %+v, want %q", MaxConns+1, resp, want)
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"per peer", []step{
+			{false, outside, 7, ""}, {false, inside, 7, ""},
+			{false, outside, 7, "pid 7 already has 2 control requests in progress on this session (at most 2 per process)"},
+			{false, outside, 8, ""},
+			{true, outside, 7, ""}, {false, inside, 7, ""},
+		}},
+		{"inside full, outside served", []step{
+			{false, inside, 1, ""}, {false, inside, 2, ""}, {false, inside, 3, ""},
+			{false, inside, 4, "3 control requests from the session's own processes are in progress on this session (at most 3)"},
+			{false, outside, 4, ""}, {false, outside, 5, ""},
+			{true, inside, 2, ""}, {false, inside, 4, ""},
+		}},
+		{"outside full, inside served", []step{
+			{false, outside, 1, ""}, {false, outside, 2, ""},
+			{false, outside, 3, "2 control requests from processes outside the session are in progress on this session (at most 2)"},
+			{false, inside, 3, ""},
+		}},
 	}
-	for i, c := range idle {
-		if !sockettest.StillOpen(c) {
-			t.Fatalf("idle client %d was answered or closed", i)
-		}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBudget(limits{inside: 3, outside: 2, perPeer: 2})
+			for i, st := range tc.steps {
+				if st.give {
+					b.give(st.sd, st.pid)
+					continue
+				}
+				err := b.take(st.sd, st.pid)
+				if st.want == "" && err != nil || st.want != "" && (err == nil || !strings.Contains(err.Error(), st.want) || !strings.HasPrefix(err.Error(), "paddock is busy: ")) {
+					t.Fatalf("step %d, take(%v, %d): %v; want %q", i, st.sd, st.pid, err, st.want)
+				}
+			}
+			if t.Failed() {
+				return
+			}
+			for pid, n := range b.peers {
+				if n <= 0 {
+					t.Errorf("pid %d left with a count of %d", pid, n)
+				}
+			}
+		})
 	}
+}
 
-	_ = idle[0].CloseWrite()
-	if resp := readAnswer(t, idle[0]); resp.OK || !strings.HasPrefix(resp.Error, "bad request: empty") {
-		t.Fatalf("closed idle client: %+v", resp)
+// mode is what a classifying recorder says of every client.
+type mode int32
+
+const (
+	asOutside mode = iota
+	asInside
+	asError
+)
+
+// classifier returns an Inside for a recorder that answers as m says.
+func classifier(m *atomic.Int32) func(int) (bool, error) {
+	return func(int) (bool, error) {
+		switch mode(m.Load()) {
+		case asInside:
+			return true, nil
+		case asError:
+			return false, errors.New("cannot tell (the test)")
+		}
+		return false, nil
 	}
-	for i := 0; ; i++ {
-		resp, err := Call(s.Path(), Request{Op: OpPs})
-		if err != nil {
-			t.Fatal(err)
+}
+
+// With one budget held full by idle clients, the next client charged to it
+// is told at once that paddock is busy, and which budget; a client charged
+// to the other is served; a slot freed is a slot served. A client that
+// cannot be classified is charged to the session, never the user.
+func TestControlSocketBudgets(t *testing.T) {
+	small := &limits{inside: 4, outside: 4, perPeer: 100}
+	self := os.Getpid()
+	tests := []struct {
+		name     string
+		lim      *limits // nil: the defaults
+		hold     mode
+		n        int
+		busy     mode
+		busyWant string
+		served   mode
+	}{
+		{"per peer", nil, asOutside, MaxPeerConns, asOutside,
+			fmt.Sprintf("paddock is busy: pid %d already has %d control requests in progress on this session (at most %d per process); try again", self, MaxPeerConns, MaxPeerConns), -1},
+		{"inside full", small, asInside, 4, asInside,
+			"paddock is busy: 4 control requests from the session's own processes are in progress on this session (at most 4); try again", asOutside},
+		{"unclassified counts inside", small, asInside, 4, asError,
+			"paddock is busy: 4 control requests from the session's own processes", asOutside},
+		{"outside full", small, asOutside, 4, asOutside,
+			"paddock is busy: 4 control requests from processes outside the session are in progress on this session (at most 4); try again", asInside},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var m atomic.Int32
+			rec := &recorder{inside: classifier(&m)}
+			s, err := Listen(Options{Timeout: time.Hour, Log: zerolog.Nop(), limits: tc.lim}, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+
+			m.Store(int32(tc.hold))
+			idle := make([]*net.UnixConn, tc.n)
+			for i := range idle {
+				idle[i] = sockettest.Dial(t, s.Path())
+			}
+			// The accept loop takes connections in order, so once a later
+			// connection is answered, all the idle ones hold their slots.
+			m.Store(int32(tc.busy))
+			busy := sockettest.Dial(t, s.Path())
+			if resp := readAnswer(t, busy); resp.OK || !strings.HasPrefix(resp.Error, tc.busyWant) || resp.Session != recorderSession {
+				t.Fatalf("client %d: %+v, want %q", tc.n+1, resp, tc.busyWant)
+			}
+			if tc.served >= 0 {
+				m.Store(int32(tc.served))
+				if resp, err := Call(s.Path(), Request{Op: OpPs}); err != nil || !resp.OK {
+					t.Fatalf("a client charged to the other budget: %+v, %v", resp, err)
+				}
+			}
+			for i, c := range idle {
+				if !sockettest.StillOpen(c) {
+					t.Fatalf("idle client %d was answered or closed", i)
+				}
+			}
+
+			_ = idle[0].CloseWrite()
+			if resp := readAnswer(t, idle[0]); resp.OK || !strings.HasPrefix(resp.Error, "bad request: empty") {
+				t.Fatalf("closed idle client: %+v", resp)
+			}
+			m.Store(int32(tc.hold))
+			for i := 0; ; i++ {
+				resp, err := Call(s.Path(), Request{Op: OpPs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.OK {
+					break
+				}
+				if !strings.HasPrefix(resp.Error, "paddock is busy: ") || i == 100 {
+					t.Fatalf("after a slot was freed: %+v", resp)
+				}
+				time.Sleep(10 * time.Millisecond) // the handler frees its slot just after its answer
+			}
+		})
+	}
+}
+
+// sideOf charges the user's budget only for a connector the session says is
+// outside; every doubt is charged to the session.
+func TestSideOf(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sockettest.Dial(t, filepath.Join(dir, "s"))
+	conn, err := l.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cred, err := peer(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(cred.Pid) != os.Getpid() {
+		t.Fatalf("SO_PEERCRED pid %d, want this process, %d", cred.Pid, os.Getpid())
+	}
+	gone := *cred
+	gone.Pid = 0
+	tests := []struct {
+		name    string
+		cred    *unix.Ucred
+		credErr error
+		m       mode
+		want    side
+		why     string // "" = no reason given
+	}{
+		{"outside", cred, nil, asOutside, outside, ""},
+		{"inside", cred, nil, asInside, inside, ""},
+		{"classification error", cred, nil, asError, inside, "cannot tell (the test)"},
+		{"no credentials", nil, unix.ENOTCONN, asOutside, inside, "SO_PEERCRED"},
+		{"pid 0", &gone, nil, asOutside, inside, "not visible in paddock's PID namespace"},
+	}
+	for _, tc := range tests {
+		var m atomic.Int32
+		m.Store(int32(tc.m))
+		got, why := sideOf(&recorder{inside: classifier(&m)}, conn, tc.cred, tc.credErr)
+		if got != tc.want || (why == nil) != (tc.why == "") || why != nil && !strings.Contains(why.Error(), tc.why) {
+			t.Errorf("%s: %v, %v; want %v, %q", tc.name, got, why, tc.want, tc.why)
 		}
-		if resp.OK {
-			break
-		}
-		if resp.Error != want || i == 100 {
-			t.Fatalf("after a slot was freed: %+v", resp)
-		}
-		time.Sleep(10 * time.Millisecond) // the handler frees its slot just after its answer
 	}
 }
 

@@ -75,6 +75,24 @@ func (o controlOps) Info() control.SessionInfo {
 	return control.SessionInfo{Supervisor: os.Getpid(), Agent: o.s.tree.Root().Pid}
 }
 
+// Inside implements control.Ops: the agent's tree and adopted processes
+// (with their descendants) are the session's; a process that is gone, or
+// whose relation cannot be established, is counted as the session's too
+// (the control socket then charges the agent's budget, never the user's).
+func (o controlOps) Inside(pid int) (bool, error) {
+	rel, _, err := o.s.tree.Classify(pid)
+	if err != nil {
+		return true, fmt.Errorf("ownership of pid %d: %w", pid, err)
+	}
+	switch rel {
+	case ownership.Owned, ownership.AgentRoot:
+		return true, nil
+	case ownership.Gone:
+		return true, fmt.Errorf("pid %d is gone", pid)
+	}
+	return false, nil
+}
+
 // adopt records a lease and journals it; an adoption that cannot be
 // journaled (and fsync'd) is refused, since an unaudited widening of what the
 // agent may signal is exactly what the journal exists to prevent.

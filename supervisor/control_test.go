@@ -2,10 +2,14 @@ package supervisor
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/control"
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/features/featuretest"
+	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/internal/sockettest"
 )
 
@@ -70,9 +75,9 @@ func readAnswer(t *testing.T, c *net.UnixConn) control.Response {
 	return resp
 }
 
-// With every connection slot held by idle clients, the next client is told
-// that paddock is busy, and the agent's trapped syscalls are still answered:
-// the notify loop never waits on the socket.
+// With every connection slot this process may hold taken by idle clients,
+// the next client is told that paddock is busy, and the agent's trapped
+// syscalls are still answered: the notify loop never waits on the socket.
 func TestControlSocketBusyLeavesNotifyLoopAlone(t *testing.T) {
 	outside := exec.Command("sleep", "600")
 	if err := outside.Start(); err != nil {
@@ -84,7 +89,7 @@ func TestControlSocketBusyLeavesNotifyLoopAlone(t *testing.T) {
 	script := fmt.Sprintf(`read go; kill -CONT %d 2>/dev/null; echo "status $?"; read end`, outside.Process.Pid)
 	s, inW, outR := startScript(t, time.Hour, script, Config{})
 
-	idle := make([]*net.UnixConn, control.MaxConns)
+	idle := make([]*net.UnixConn, control.MaxPeerConns)
 	for i := range idle {
 		idle[i] = sockettest.Dial(t, s.SocketPath())
 	}
@@ -92,7 +97,7 @@ func TestControlSocketBusyLeavesNotifyLoopAlone(t *testing.T) {
 	// connection is refused as busy, all the idle ones hold their slots.
 	busy := sockettest.Dial(t, s.SocketPath())
 	if resp := readAnswer(t, busy); resp.OK || !strings.HasPrefix(resp.Error, "paddock is busy") {
-		t.Fatalf("client %d: %+v, want busy", control.MaxConns+1, resp)
+		t.Fatalf("client %d: %+v, want busy", control.MaxPeerConns+1, resp)
 	}
 
 	if _, err := inW.Write([]byte("go\n")); err != nil {
@@ -105,6 +110,152 @@ func TestControlSocketBusyLeavesNotifyLoopAlone(t *testing.T) {
 	for i, c := range idle {
 		if !sockettest.StillOpen(c) {
 			t.Fatalf("idle client %d was closed before the agent was answered: the test proves nothing", i)
+		}
+	}
+}
+
+// holdConnsName is the job of a re-executed test binary that holds idle
+// control connections (HoldConnsChild).
+const holdConnsName = "__paddock_test_hold_conns"
+
+// HoldConnsChild is the job run as `holdConnsName CHILDREN CONNS`: start
+// CHILDREN copies of itself that hold CONNS each, and open CONNS idle
+// connections to $PADDOCK_SOCKET itself; print "held H busy B other O" for
+// its own connections (busy: answered at once that paddock is busy; held:
+// no answer within 3 s), then wait for the end of stdin. Run as the agent,
+// every connection comes from a process the session owns.
+func HoldConnsChild() reexec.Child {
+	return reexec.Child{Name: holdConnsName, Main: holdConns}
+}
+
+func holdConns(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: CHILDREN CONNS")
+		return 2
+	}
+	children, err := strconv.Atoi(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	conns, err := strconv.Atoi(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var cmds []*exec.Cmd
+	for i := 0; i < children; i++ {
+		cmd := reexec.Command(holdConnsName, "0", args[1])
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		cmds = append(cmds, cmd)
+	}
+	path := os.Getenv(control.SocketEnv)
+	results := make(chan string, conns)
+	for i := 0; i < conns; i++ {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer c.Close()
+		go func() {
+			_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			var resp control.Response
+			err := json.NewDecoder(c).Decode(&resp)
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				results <- "held"
+			case err == nil && strings.HasPrefix(resp.Error, "paddock is busy: "):
+				results <- "busy"
+			default:
+				results <- fmt.Sprintf("other (%+v, %v)", resp, err)
+			}
+		}()
+	}
+	count := map[string]int{}
+	for i := 0; i < conns; i++ {
+		r := <-results
+		if strings.HasPrefix(r, "other") {
+			fmt.Fprintln(os.Stderr, r)
+			r = "other"
+		}
+		count[r]++
+	}
+	fmt.Printf("held %d busy %d other %d\n", count["held"], count["busy"], count["other"])
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, cmd := range cmds {
+		_ = cmd.Wait()
+	}
+	return 0
+}
+
+// 64 idle connections from the agent's own processes (8 processes of 8
+// connections, within the per-process bound) take the session's whole
+// budget, and no more: the user's `paddock ps` from outside the session
+// (this process, the supervisor's host) is still served.
+func TestControlSocketAgentCannotStarveTheUser(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const procs, per = 8, 8
+	script := fmt.Sprintf("exec '%s' %s %d %d", exe, holdConnsName, procs-1, per)
+	s, inW, outR := startScript(t, time.Hour, script, Config{})
+	held, busy := 0, 0
+	for i := 0; i < procs; i++ {
+		line, err := outR.ReadString('\n')
+		var h, b, o int
+		if _, serr := fmt.Sscanf(line, "held %d busy %d other %d\n", &h, &b, &o); err != nil || serr != nil || o != 0 {
+			t.Fatalf("agent process %d: %q, %v, %v", i, line, err, serr)
+		}
+		held, busy = held+h, busy+b
+	}
+	if held != control.MaxInsideConns || busy != procs*per-control.MaxInsideConns {
+		t.Errorf("the agent's %d connections: %d held, %d busy; want %d held (the session's budget), the rest busy", procs*per, held, busy, control.MaxInsideConns)
+	}
+	resp, err := control.Call(s.SocketPath(), control.Request{Op: control.OpPs})
+	if err != nil || !resp.OK {
+		t.Fatalf("the user's ps with the agent's connections held: %+v, %v", resp, err)
+	}
+	if len(resp.Processes) != procs {
+		t.Errorf("ps lists %d processes, want the agent's %d: %+v", len(resp.Processes), procs, resp.Processes)
+	}
+	inW.Close()
+}
+
+// Inside tells the control socket the session's processes from the rest,
+// and counts what it cannot tell as the session's.
+func TestControlOpsInside(t *testing.T) {
+	outside := exec.Command("sleep", "600")
+	if err := outside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = outside.Process.Kill(); _ = outside.Wait() }()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	s := startSession(t, time.Minute, Config{})
+	tests := []struct {
+		name    string
+		pid     int
+		inside  bool
+		errWant string
+	}{
+		{"agent root", s.Pid(), true, ""},
+		{"the supervisor", os.Getpid(), false, ""},
+		{"a foreign process", outside.Process.Pid, false, ""},
+		{"PID 1", 1, false, ""},
+		{"a reaped process", gone.Process.Pid, true, "is gone"},
+	}
+	for _, tc := range tests {
+		in, err := controlOps{s}.Inside(tc.pid)
+		if in != tc.inside || (err == nil) != (tc.errWant == "") || err != nil && !strings.Contains(err.Error(), tc.errWant) {
+			t.Errorf("%s (pid %d): %v, %v; want %v, %q", tc.name, tc.pid, in, err, tc.inside, tc.errWant)
 		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // TestMain lets this test binary serve as the re-executed init of the
-// sessions the examples start.
+// sessions the examples start, and as the agents' helpers.
 func TestMain(m *testing.M) {
-	reexec.Run(supervisor.InitChild(), features.ProbeChild())
+	reexec.Run(supervisor.InitChild(), features.ProbeChild(), supervisor.HoldConnsChild())
 	os.Exit(m.Run())
 }
