@@ -400,7 +400,11 @@ func runVerify(cmd *cobra.Command, f journalFlags) error {
 	bad := false
 	if len(v.Breaks) > 0 {
 		first := v.Breaks[0]
-		fmt.Fprintf(stdout, "TAMPERED: the chain breaks %d times; the first break is at %s line %d\n", len(v.Breaks), first.File, first.Line)
+		times := "once"
+		if n := len(v.Breaks); n > 1 {
+			times = strconv.Itoa(n) + " times"
+		}
+		fmt.Fprintf(stdout, "TAMPERED: the chain breaks %s; the first break is at %s line %d\n", times, first.File, first.Line)
 		bad = true
 	}
 	if f.head != "" && !v.HeadFound {
