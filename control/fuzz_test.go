@@ -57,7 +57,7 @@ func FuzzControlRequest(f *testing.F) {
 			rec.err = errors.New("refused by the test")
 		}
 		const by = "pid 4242 (bash) uid 1000"
-		resp := serveRequest(bytes.NewReader(raw), time.Second, rec, 4242, func() string { return by })
+		resp := serveRequest(bytes.NewReader(raw), time.Second, rec, client{pid: 4242, by: func() string { return by }})
 
 		if resp.OK == (resp.Error != "") {
 			t.Fatalf("answer %+v is neither plainly OK nor plainly an error", resp)
@@ -135,7 +135,7 @@ func FuzzControlRequest(f *testing.F) {
 
 		// How the bytes arrive does not matter.
 		rec2 := &recorder{err: rec.err}
-		resp2 := serveRequest(&chunkReader{data: raw, n: int(mode)%13 + 1}, time.Second, rec2, 4242, func() string { return by })
+		resp2 := serveRequest(&chunkReader{data: raw, n: int(mode)%13 + 1}, time.Second, rec2, client{pid: 4242, by: func() string { return by }})
 		if !reflect.DeepEqual(resp2, resp) || !reflect.DeepEqual(rec2.calls, rec.calls) {
 			t.Fatalf("in chunks of %d: %+v, calls %q; at once: %+v, calls %q", int(mode)%13+1, resp2, rec2.calls, resp, rec.calls)
 		}

@@ -20,8 +20,10 @@ import (
 // session implements it; tests stand in a recorder. by names the client for
 // the journal ("pid 4242 (bash) uid 1000"), requester is its pid.
 type Ops interface {
-	// Adopt makes pid and its descendants owned by the session.
-	Adopt(pid int, reason string, lifelineOK bool, by string) (LeaseInfo, error)
+	// Adopt makes pid and its descendants owned by the session; inside
+	// says whether the client belongs to the session (see Inside), for a
+	// session where only the outside may adopt.
+	Adopt(pid int, reason string, lifelineOK bool, by string, inside bool) (LeaseInfo, error)
 	// Release drops the lease on pid and returns it.
 	Release(pid int, by string) (LeaseInfo, error)
 	// Owned lists the processes the session owns now.
@@ -176,7 +178,7 @@ func (s *Server) serve() {
 		}
 		go func() {
 			defer s.budget.give(sd, pid)
-			s.reply(conn, s.answer(conn, cred, credErr))
+			s.reply(conn, s.answer(conn, cred, credErr, sd == inside))
 		}()
 	}
 }
@@ -221,12 +223,12 @@ func (s *Server) reply(conn *net.UnixConn, resp Response) {
 }
 
 // answer reads and serves the request of a client the accept loop let in.
-func (s *Server) answer(conn *net.UnixConn, cred *unix.Ucred, credErr error) Response {
+func (s *Server) answer(conn *net.UnixConn, cred *unix.Ucred, credErr error, fromInside bool) Response {
 	if credErr != nil {
 		return Response{Error: fmt.Sprintf("paddock could not identify the client (SO_PEERCRED): %v", credErr)}
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(s.timeout))
-	return serveRequest(conn, s.timeout, s.ops, int(cred.Pid), func() string { return describePeer(s.fs, cred) })
+	return serveRequest(conn, s.timeout, s.ops, client{pid: int(cred.Pid), inside: fromInside, by: func() string { return describePeer(s.fs, cred) }})
 }
 
 // allowedPeer decides who may use the socket: the session's own user and
@@ -244,19 +246,29 @@ func allowedPeer(uid uint32, euid int) error {
 // serveRequest reads one request from r and carries it out on ops for the
 // client process requester, named by by (called only for a well-formed
 // request). timeout is what a read deadline on r was set to, for the error.
-func serveRequest(r io.Reader, timeout time.Duration, ops Ops, requester int, by func() string) Response {
+func serveRequest(r io.Reader, timeout time.Duration, ops Ops, c client) Response {
 	req, err := readRequest(r, timeout)
 	if err != nil {
 		return Response{Error: err.Error()}
 	}
-	return dispatch(ops, req, requester, by())
+	return dispatch(ops, req, c)
+}
+
+// client is who sent a request: its pid, whether it belongs to the session
+// (its connection was charged to the session's budget), and how the journal
+// names it (called only for a well-formed request).
+type client struct {
+	pid    int
+	inside bool
+	by     func() string
 }
 
 // dispatch carries out a decoded request.
-func dispatch(ops Ops, req Request, requester int, by string) Response {
+func dispatch(ops Ops, req Request, c client) Response {
+	requester, by := c.pid, c.by()
 	switch req.Op {
 	case OpAdopt:
-		l, err := ops.Adopt(req.Pid, req.Reason, req.LifelineOK, by)
+		l, err := ops.Adopt(req.Pid, req.Reason, req.LifelineOK, by, c.inside)
 		if err != nil {
 			return Response{Error: err.Error()}
 		}

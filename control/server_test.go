@@ -44,7 +44,7 @@ func (r *recorder) made() []string {
 	return append([]string(nil), r.calls...)
 }
 
-func (r *recorder) Adopt(pid int, reason string, lifelineOK bool, by string) (LeaseInfo, error) {
+func (r *recorder) Adopt(pid int, reason string, lifelineOK bool, by string, inside bool) (LeaseInfo, error) {
 	r.record(fmt.Sprintf("adopt %d %q %v by %s", pid, reason, lifelineOK, by))
 	return LeaseInfo{Pid: pid, Reason: reason, AdoptedBy: by, LifelineOverride: lifelineOK, AdoptedAt: time.Unix(1764682011, 0).UTC()}, r.err
 }
@@ -99,7 +99,7 @@ func TestServeRequest(t *testing.T) {
 			rec.err = errors.New("refused by the test")
 		}
 		described := false
-		resp := serveRequest(strings.NewReader(tc.in), time.Second, rec, 9, func() string { described = true; return "pid 9 (sh) uid 0" })
+		resp := serveRequest(strings.NewReader(tc.in), time.Second, rec, client{pid: 9, by: func() string { described = true; return "pid 9 (sh) uid 0" }})
 		if !tc.check(resp) {
 			t.Errorf("%s: response %+v", tc.in, resp)
 		}

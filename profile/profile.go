@@ -37,10 +37,23 @@ const (
 	KeyServicesToSurvive = "services_to_survive"
 	KeyHeadless          = "headless"
 	KeyAllowOptIn        = "allow_opt_in"
+	KeyAdoption          = "adoption"
+)
+
+// Adoption modes: who may adopt a process into a session (key adoption).
+const (
+	// AdoptByAgent: anyone who may use the control socket, the agent
+	// included, with a reason (the default, and the seed's behaviour).
+	AdoptByAgent = "agent"
+	// AdoptFromOutside: only from outside the session (the user's own
+	// terminal, a script of theirs, root); the agent's requests are refused.
+	AdoptFromOutside = "outside"
+	// AdoptOff: no adoption at all.
+	AdoptOff = "off"
 )
 
 // Keys lists the profile keys in the order paddock prints them.
-var Keys = []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn}
+var Keys = []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption}
 
 // Sources: where a value came from (Profile.Sources values; file values are
 // "file PATH:LINE").
@@ -69,6 +82,9 @@ type Profile struct {
 	// Headless: nil = auto (see Detected).
 	Headless   *bool
 	AllowOptIn bool
+	// Adoption says who may adopt processes into a session: AdoptByAgent
+	// (default), AdoptFromOutside or AdoptOff.
+	Adoption string
 	// Sources maps each key, and "profile" (the file's path), to where its
 	// value came from: "file PATH:LINE", "env PADDOCK_PROFILE", "flag
 	// --profile", "detected", "default".
@@ -156,7 +172,7 @@ func (e *Error) Error() string {
 
 // Defaults returns the profile used when no file is found.
 func Defaults() Profile {
-	p := Profile{AllowOptIn: true, Sources: map[string]string{"profile": SourceNone}}
+	p := Profile{AllowOptIn: true, Adoption: AdoptByAgent, Sources: map[string]string{"profile": SourceNone}}
 	for _, k := range Keys {
 		p.Sources[k] = SourceDefault
 	}
@@ -321,6 +337,12 @@ func Parse(path string, data []byte) (Profile, error) {
 				return Profile{}, bad(key, "want true or false; got "+describe(v))
 			}
 			p.AllowOptIn = b
+		case KeyAdoption:
+			a, ok := v.(string)
+			if !ok || (a != AdoptByAgent && a != AdoptFromOutside && a != AdoptOff) {
+				return Profile{}, bad(key, fmt.Sprintf("want %q (the agent may adopt, with a reason), %q (only from outside the session) or %q; got %s", AdoptByAgent, AdoptFromOutside, AdoptOff, describe(v)))
+			}
+			p.Adoption = a
 		}
 		p.Sources[key] = src(key)
 	}

@@ -20,12 +20,13 @@ desktop_headroom_gb = 3.5
 services_to_survive = ["display-manager", "sway", "user@*"]
 headless = false
 allow_opt_in = false
+adoption = "outside"
 `
 	p, err := Parse("/etc/p.toml", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "desktop" || *p.TotalVRAMGB != 24 || *p.DesktopHeadroomGB != 3.5 || *p.Headless || p.AllowOptIn {
+	if p.Name != "desktop" || *p.TotalVRAMGB != 24 || *p.DesktopHeadroomGB != 3.5 || *p.Headless || p.AllowOptIn || p.Adoption != AdoptFromOutside {
 		t.Errorf("values: %+v", p)
 	}
 	if !reflect.DeepEqual(p.ServicesToSurvive, []string{"display-manager", "sway", "user@*"}) {
@@ -34,7 +35,7 @@ allow_opt_in = false
 	want := map[string]string{
 		"profile": "file", KeyName: "file /etc/p.toml:2", KeyTotalVRAMGB: "file /etc/p.toml:3",
 		KeyDesktopHeadroomGB: "file /etc/p.toml:4", KeyServicesToSurvive: "file /etc/p.toml:5",
-		KeyHeadless: "file /etc/p.toml:6", KeyAllowOptIn: "file /etc/p.toml:7",
+		KeyHeadless: "file /etc/p.toml:6", KeyAllowOptIn: "file /etc/p.toml:7", KeyAdoption: "file /etc/p.toml:8",
 	}
 	if !reflect.DeepEqual(p.Sources, want) {
 		t.Errorf("sources:\n got %v\nwant %v", p.Sources, want)
@@ -50,7 +51,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Headless != nil || !p.AllowOptIn || p.TotalVRAMGB != nil || p.DesktopHeadroomGB != nil || p.ServicesToSurvive != nil {
+	if p.Headless != nil || !p.AllowOptIn || p.Adoption != AdoptByAgent || p.TotalVRAMGB != nil || p.DesktopHeadroomGB != nil || p.ServicesToSurvive != nil {
 		t.Errorf("defaults: %+v", p)
 	}
 	if p.Sources[KeyHeadless] != "file /p.toml:1" || p.Sources[KeyAllowOptIn] != SourceDefault {
@@ -122,6 +123,8 @@ func TestParseErrors(t *testing.T) {
 		{"headless string", "headless = \"maybe\"\n", 1, "headless", `want "auto", true or false`},
 		{"headless number", "headless = 1\n", 1, "headless", `want "auto", true or false`},
 		{"allow_opt_in string", "allow_opt_in = \"yes\"\n", 1, "allow_opt_in", "want true or false"},
+		{"adoption unknown", "adoption = \"nobody\"\n", 1, "adoption", `want "agent" (the agent may adopt, with a reason), "outside" (only from outside the session) or "off"; got the string "nobody"`},
+		{"adoption not a string", "adoption = false\n", 1, "adoption", `want "agent"`},
 		{"syntax", "name = \"x\ntotal_vram_gb = 1\n", 1, "", "not valid TOML"},
 		{"duplicate", "name = \"a\"\nname = \"b\"\n", 2, "", "not valid TOML"},
 	}

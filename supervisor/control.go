@@ -41,7 +41,10 @@ func leaseInfo(l ownership.Lease) LeaseInfo {
 type controlOps struct{ s *Session }
 
 // Adopt implements control.Ops.
-func (o controlOps) Adopt(pid int, reason string, lifelineOK bool, by string) (LeaseInfo, error) {
+func (o controlOps) Adopt(pid int, reason string, lifelineOK bool, by string, inside bool) (LeaseInfo, error) {
+	if err := o.s.mayAdopt(inside); err != nil {
+		return LeaseInfo{}, err
+	}
 	l, err := o.s.adopt(pid, reason, lifelineOK, by)
 	if err != nil {
 		return LeaseInfo{}, err
@@ -96,6 +99,21 @@ func (o controlOps) Inside(pid int) (bool, error) {
 // adopt records a lease and journals it; an adoption that cannot be
 // journaled (and fsync'd) is refused, since an unaudited widening of what the
 // agent may signal is exactly what the journal exists to prevent.
+// mayAdopt applies Config.Adoption to a control-socket client: inside says
+// whether the client belongs to the session (the agent's tree or an
+// adopted process; unclassifiable clients count as inside).
+func (s *Session) mayAdopt(inside bool) error {
+	switch s.cfg.Adoption {
+	case AdoptOff:
+		return errors.New("adoption refused: adoption is off in this session (profile key adoption = \"off\"). Way out: signal only what the agent started; to change this, set adoption = \"agent\" or \"outside\" in the host profile and restart paddock run")
+	case AdoptFromOutside:
+		if inside {
+			return errors.New("adoption refused: in this session only the user may adopt, from outside it (profile key adoption = \"outside\"), and this request came from inside the session. Way out: ask the user to run `paddock adopt PID --reason \"...\" --socket " + s.SocketPath() + "` from their own terminal")
+		}
+	}
+	return nil
+}
+
 func (s *Session) adopt(pid int, reason string, lifelineOK bool, by string) (ownership.Lease, error) {
 	if s.cfg.Journal == nil {
 		return ownership.Lease{}, errors.New("adoption refused: this session has no audit journal, and adoptions must be journaled. Way out: restart paddock run with --journal FILE")

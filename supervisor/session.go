@@ -48,6 +48,12 @@ type Config struct {
 	// TrapExec also traps execve/execveat and the reboot/kexec syscalls, so
 	// that Guard decides them.
 	TrapExec bool
+	// Adoption says who may adopt processes into the session through the
+	// control socket: AdoptByAgent ("" too: anyone allowed on the socket,
+	// the agent included, with a reason), AdoptFromOutside (only clients
+	// outside the session, such as the user's own terminal) or AdoptOff.
+	// The library's own Adopt is the host program's, and always allowed.
+	Adoption Adoption
 	// StrictExec refuses an exec whose path and arguments paddock may not
 	// read (a caller that made itself non-dumpable) as undecidable; by
 	// default such an exec runs and is journaled as exec_unread.
@@ -100,6 +106,16 @@ type Config struct {
 	// timeout (control.DefaultTimeout); tests shorten or lengthen it.
 	controlTimeout time.Duration
 }
+
+// Adoption is who may adopt processes into a session (Config.Adoption).
+type Adoption string
+
+// Adoption modes; the names are the profile's (key adoption).
+const (
+	AdoptByAgent     Adoption = "agent"
+	AdoptFromOutside Adoption = "outside"
+	AdoptOff         Adoption = "off"
+)
 
 // DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
 const DefaultGrace = 5 * time.Second

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -292,5 +293,42 @@ $PADDOCK_BIN adopt `+F+` --reason "`+strings.Repeat("unaudited ", 60)+`"; echo a
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// adoptionModes: the profile's adoption key. "outside": the agent's own
+// paddock adopt is refused with a message saying who may, and the user's,
+// from outside the session, goes through; "off": neither adopts.
+func adoptionModes(t *testing.T, b backend) {
+	b.require(t)
+	for _, mode := range []string{"outside", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			f := startForeign(t, "sleep", "300")
+			F := itoa(f.pid())
+			dir := t.TempDir()
+			prof, sock, out := filepath.Join(dir, "profile.toml"), filepath.Join(dir, "socket"), filepath.Join(dir, "out")
+			if err := os.WriteFile(prof, []byte("adoption = \""+mode+"\"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd, _ := b.paddockCmd(t, "--profile", prof, "--", "bash", "-c",
+				`$PADDOCK_BIN adopt `+F+` --reason "from inside" > `+out+` 2>&1; echo "inside=$?" >> `+out+`
+echo $PADDOCK_SOCKET > `+sock+`; exec sleep 60`)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+			waitFor(t, "the agent's adoption attempt", func() bool { return strings.Contains(readFile(sock), "/") })
+			inside := readFile(out)
+			if !strings.Contains(inside, "inside=1") || !strings.Contains(inside, "adoption refused") || !strings.Contains(inside, `adoption = "`+mode+`"`) {
+				t.Fatalf("the agent's own adopt was not refused as the profile says:\n%s", inside)
+			}
+			outside, err := exec.Command(bins.paddock, "adopt", F, "--reason", "from the user's terminal", "--socket", strings.TrimSpace(readFile(sock))).CombinedOutput()
+			switch {
+			case mode == "outside" && err != nil:
+				t.Fatalf("the user's adopt from outside: %v\n%s", err, outside)
+			case mode == "off" && (err == nil || !strings.Contains(string(outside), "adoption is off")):
+				t.Fatalf("the user's adopt with adoption off: %v\n%s", err, outside)
+			}
+		})
 	}
 }

@@ -47,6 +47,7 @@ var scenarios = []struct {
 	{"AdoptThenSignal", adoptThenSignal},
 	{"AdoptPsJSON", adoptPsJSON},
 	{"AdoptRefusals", adoptRefusals},
+	{"AdoptionModes", adoptionModes},
 	{"LifelineOverrideAudited", lifelineOverrideAudited},
 	{"LeaseExpiresWhenProcessDies", leaseExpiresWhenProcessDies},
 	{"PaddockKillGroupOnlyWhenWhollyOwned", paddockKillGroupOnlyWhenWhollyOwned},

@@ -78,6 +78,7 @@ func printProfile(w io.Writer, p profile.Profile) error {
 		row(profile.KeyHeadless, why, strconv.FormatBool(h))
 	}
 	row(profile.KeyAllowOptIn, p.Sources[profile.KeyAllowOptIn], strconv.FormatBool(p.AllowOptIn))
+	row(profile.KeyAdoption, p.Sources[profile.KeyAdoption], p.Adoption)
 	dt := p.Detected.DefaultTarget
 	if dt == "" {
 		dt = "unknown"
@@ -94,6 +95,7 @@ type profileJSON struct {
 	ServicesToSurvive []string          `json:"services_to_survive"`
 	Headless          any               `json:"headless"`
 	AllowOptIn        bool              `json:"allow_opt_in"`
+	Adoption          string            `json:"adoption"`
 	Detected          detectedJSON      `json:"detected"`
 	Sources           map[string]string `json:"sources"`
 }
@@ -108,7 +110,7 @@ type detectedJSON struct {
 func printProfileJSON(w io.Writer, p profile.Profile) error {
 	out := profileJSON{
 		Name: p.Name, TotalVRAMGB: p.TotalVRAMGB, DesktopHeadroomGB: p.DesktopHeadroomGB,
-		ServicesToSurvive: p.Services(), AllowOptIn: p.AllowOptIn, Sources: p.Sources,
+		ServicesToSurvive: p.Services(), AllowOptIn: p.AllowOptIn, Adoption: p.Adoption, Sources: p.Sources,
 		Detected: detectedJSON{Headless: p.Detected.Headless, HeadlessReason: p.Detected.HeadlessReason,
 			DefaultTarget: p.Detected.DefaultTarget, DefaultTargetReason: p.Detected.DefaultTargetReason},
 	}
