@@ -28,10 +28,10 @@ const socketName = "control.sock"
 func checkBase(base string, euid int) error {
 	var st unix.Stat_t
 	if err := unix.Stat(base, &st); err != nil {
-		return fmt.Errorf("control socket: runtime directory %s: %w", base, err)
+		return fmt.Errorf("control socket: runtime directory %s (from %s): %w. Way out: set XDG_RUNTIME_DIR or TMPDIR to an existing directory", base, baseVar(base), err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return fmt.Errorf("control socket: runtime directory %s is not a directory", base)
+		return fmt.Errorf("control socket: runtime directory %s (from %s) is not a directory. Way out: set XDG_RUNTIME_DIR or TMPDIR to an existing directory", base, baseVar(base))
 	}
 	if euid != 0 {
 		return nil
@@ -131,4 +131,15 @@ func listenIn(base string) (l *net.UnixListener, dir, path string, err error) {
 		return nil, "", "", err
 	}
 	return l, dir, path, nil
+}
+
+// baseVar names where the runtime directory base came from, for errors.
+func baseVar(base string) string {
+	switch {
+	case base == os.Getenv("XDG_RUNTIME_DIR"):
+		return "$XDG_RUNTIME_DIR"
+	case base == os.Getenv("TMPDIR"):
+		return "$TMPDIR"
+	}
+	return "the default temporary directory"
 }

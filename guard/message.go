@@ -54,8 +54,9 @@ func verdictFor(f *finding, what, text string, env map[string]string, resetBy st
 			"paddock refused %s: broad kill commands (pkill, killall, killall5, kill PID) can reach processes this session does not own, "+
 				"and no paddock supervisor is reachable here ($PADDOCK_SOCKET is not set) to decide each target. "+
 				"Way out: signal a process the session owns with `paddock kill PID`; to control one it did not start, adopt it first with "+
-				"`paddock adopt PID --reason \"...\"`; for a process started through a session handle, use the handle's Kill (h.Kill()); "+
-				"or run the agent under `paddock run`, where the kernel lets such commands reach exactly the processes the session owns.",
+				"`paddock adopt PID --reason \"...\"`; or run the agent under `paddock run`, where the kernel lets such commands reach exactly "+
+				"the processes the session owns. (A program that started the process through paddock's Go library signals it with its "+
+				"session handle's Kill, h.Kill().)",
 			what))}
 	}
 	name, val := findOptIn(env)

@@ -13,6 +13,10 @@ type Settings struct {
 	HeadroomGB *float64
 	// Headless is headless: overrides display detection.
 	Headless *bool
+	// TotalFrom and HeadroomFrom say where TotalGB and HeadroomGB were set
+	// when not in the profile (a command-line flag: "--total-vram"), for
+	// messages; "" means the profile.
+	TotalFrom, HeadroomFrom string
 	// AllowOptIn: whether PADDOCK_ALLOW_OVERBUDGET_VRAM=1 (alias
 	// RLM_ALLOW_OVERBUDGET_VRAM=1) in a workload's environment may lift a
 	// refusal. Pass it on to Preflight / PreflightCommand.
@@ -63,10 +67,14 @@ type Budget struct {
 	// total and a conservative default stands in (fail closed).
 	Configured bool
 	Headless   bool
-	// Source of the total: "profile", "detected" or "default".
+	// Source of the total: "profile", "flag" (Settings.TotalFrom),
+	// "detected" or "default".
 	Source string
 	// HeadlessSource says why the host counts as desktop or headless.
 	HeadlessSource string
+	// TotalFrom says where a configured total came from ("total_vram_gb
+	// from the profile", or the flag that set it).
+	TotalFrom string
 	// HeadroomRule says where the headroom came from.
 	HeadroomRule string
 	// UsedGB is VRAM already in use on the detected GPUs (by processes the
@@ -105,6 +113,8 @@ func NewBudget(h Host, s Settings) Budget {
 		return DefaultHeadroomGB(total)
 	}
 	switch {
+	case s.HeadroomGB != nil && s.HeadroomFrom != "":
+		b.HeadroomRule = fmt.Sprintf("%s %.1f", s.HeadroomFrom, *s.HeadroomGB)
 	case s.HeadroomGB != nil:
 		b.HeadroomRule = fmt.Sprintf("desktop_headroom_gb = %.1f from the profile", *s.HeadroomGB)
 	case b.Headless:
@@ -115,7 +125,10 @@ func NewBudget(h Host, s Settings) Budget {
 
 	switch {
 	case s.TotalGB != nil:
-		b.Source, b.Configured = "profile", true
+		b.Source, b.Configured, b.TotalFrom = "profile", true, "total_vram_gb from the profile"
+		if s.TotalFrom != "" {
+			b.Source, b.TotalFrom = "flag", s.TotalFrom
+		}
 		b.TotalGB = math.Max(0, *s.TotalGB)
 		b.HeadroomGB = headroom(b.TotalGB)
 		if len(h.GPUs) > 0 {
@@ -123,7 +136,7 @@ func NewBudget(h Host, s Settings) Budget {
 			for _, g := range h.GPUs {
 				det += g.TotalMiB
 			}
-			b.Notes = append(b.Notes, fmt.Sprintf("total_vram_gb %.1f GB from the profile stands in for the %.1f GB detected on %d GPU(s)", b.TotalGB, gib(det), len(h.GPUs)))
+			b.Notes = append(b.Notes, fmt.Sprintf("%.1f GB (%s) stands in for the %.1f GB detected on %d GPU(s)", b.TotalGB, b.TotalFrom, gib(det), len(h.GPUs)))
 		}
 	case len(h.GPUs) > 0:
 		b.Source, b.Configured = "detected", true
@@ -174,6 +187,8 @@ func (b Budget) Describe() string {
 	switch b.Source {
 	case "profile":
 		src = "total from the profile (total_vram_gb)"
+	case "flag":
+		src = "total from " + b.TotalFrom
 	case "detected":
 		src = fmt.Sprintf("total detected on %d GPU(s)", len(b.PerGPU))
 	default:

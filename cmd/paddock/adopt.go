@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +32,9 @@ Exit status: 0 adopted, 1 refused, 2 usage, 3 no supervisor reachable.`,
 			pid, err := parsePID(args[0])
 			if err != nil {
 				return err
+			}
+			if strings.TrimSpace(reason) == "" {
+				return usageError("adopt: --reason TEXT is required: say why the agent must control this process (it goes to the journal)")
 			}
 			resp, err := call("adopt", socket, control.Request{Op: control.OpAdopt, Pid: pid, Reason: reason, LifelineOK: lifelineOK})
 			if err != nil {

@@ -243,7 +243,12 @@ func (p *journalPrinter) readFile(f *os.File) (int64, error) {
 			return 0, err
 		}
 	}
-	if torn != nil {
+	if torn != nil && len(lines) == 0 && !bytes.HasPrefix(bytes.TrimLeft(torn, " \t"), []byte("{")) {
+		// Not a record being written: no record at all, and not even the
+		// start of a JSON object. A binary or foreign file is damage.
+		p.warn("journal %s is not a paddock journal: it holds no record, and what it holds does not start like one (a JSON object)", f.Name())
+		p.corrupt = true
+	} else if torn != nil {
 		p.warn("%v", &journal.TornLineError{Path: f.Name(), Line: torn})
 	}
 	return int64(bytes.LastIndexByte(data, '\n') + 1), nil

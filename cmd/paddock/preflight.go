@@ -51,9 +51,9 @@ is in the environment or leads the command line. See docs/vram.md.`,
 	cmd.Flags().SetInterspersed(false)
 	fl := cmd.Flags()
 	fl.StringVar(&f.profile, "profile", "", "host profile `FILE` (TOML: total_vram_gb, desktop_headroom_gb, headless)")
-	fl.Float64Var(&f.vram, "vram", 0, "check a plain request of `GB`")
-	fl.Float64Var(&f.totalVRAM, "total-vram", 0, "host VRAM in `GB` (as the profile's total_vram_gb; overrides detection)")
-	fl.Float64Var(&f.headroom, "headroom", 0, "desktop headroom in `GB` (as the profile's desktop_headroom_gb)")
+	fl.Var(gbFlag{&f.vram}, "vram", "check a plain request of `GB`")
+	fl.Var(gbFlag{&f.totalVRAM}, "total-vram", "host VRAM in `GB` (as the profile's total_vram_gb; overrides detection)")
+	fl.Var(gbFlag{&f.headroom}, "headroom", "desktop headroom in `GB` (as the profile's desktop_headroom_gb)")
 	fl.StringVar(&f.headless, "headless", "auto", "auto, true or false (as the profile's headless)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	fl.BoolVar(&f.noDetect, "no-detect", false, "do not probe the machine: no GPUs, headless unless --headless false")
@@ -79,8 +79,6 @@ func runPreflight(cmd *cobra.Command, f preflightFlags, args []string) error {
 		return errors.New("preflight: give either --vram GB or -- CMD [ARG...], not both")
 	case !fl.Changed("vram") && len(args) == 0:
 		return errors.New("preflight: give --vram GB or -- CMD [ARG...]")
-	case fl.Changed("vram") && f.vram < 0:
-		return fmt.Errorf("preflight: --vram %g: want a size in GB, 0 or more", f.vram)
 	}
 	set, err := loadVRAMSettings(f.profile)
 	if err != nil {
@@ -90,13 +88,10 @@ func runPreflight(cmd *cobra.Command, f preflightFlags, args []string) error {
 		if f.totalVRAM <= 0 {
 			return fmt.Errorf("preflight: --total-vram %g: want a size in GB above 0", f.totalVRAM)
 		}
-		set.TotalGB = &f.totalVRAM
+		set.TotalGB, set.TotalFrom = &f.totalVRAM, "--total-vram"
 	}
 	if fl.Changed("headroom") {
-		if f.headroom < 0 {
-			return fmt.Errorf("preflight: --headroom %g: want a size in GB, 0 or more", f.headroom)
-		}
-		set.HeadroomGB = &f.headroom
+		set.HeadroomGB, set.HeadroomFrom = &f.headroom, "--headroom"
 	}
 	switch f.headless {
 	case "auto":

@@ -3,7 +3,9 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,8 +176,14 @@ func runRun(f runFlags, args []string) error {
 	gp.Supervised = true
 	path, err := exec.LookPath(args[0])
 	if err != nil {
+		// As shells answer: 127 for a command that is not there, 126 for
+		// one that is but cannot be executed (a directory, a 0644 file).
+		code := 127
+		if _, serr := os.Stat(args[0]); errors.Is(err, fs.ErrPermission) || (strings.Contains(args[0], "/") && serr == nil) {
+			code = 126
+		}
 		fmt.Fprintf(os.Stderr, "paddock: %s: %v\n", args[0], errUnwrapExec(err))
-		return exitError{code: 127}
+		return exitError{code: code}
 	}
 	if f.reportFormat != "json" && f.reportFormat != "junit" {
 		return usageError(fmt.Sprintf("--report-format %q: want json or junit", f.reportFormat))
@@ -193,6 +201,9 @@ func runRun(f runFlags, args []string) error {
 	}
 	if f.journalMax <= 0 || f.journalKeep <= 0 {
 		return usageError(fmt.Sprintf("--journal-max-bytes %d / --journal-keep %d: both must be positive", f.journalMax, f.journalKeep))
+	}
+	if f.journalMax < minJournalBytes {
+		return usageError(fmt.Sprintf("--journal-max-bytes %d: want at least %d (a file that small would rotate at nearly every record)", f.journalMax, minJournalBytes))
 	}
 	mv := f.journalMirror
 	if mv == "" {
@@ -278,6 +289,10 @@ func runRun(f runFlags, args []string) error {
 	}
 	return exitError{code: code}
 }
+
+// minJournalBytes is the smallest --journal-max-bytes: one record is a few
+// hundred bytes to a few KiB.
+const minJournalBytes = 64 << 10
 
 // newSessionID names one paddock run: 12 random hex digits, in every
 // journal record of the session and in its start and summary lines
