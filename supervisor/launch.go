@@ -407,20 +407,46 @@ func agentEnv(base []string, socket string) []string {
 // BinEnv names the environment variable holding the paddock binary's path.
 const BinEnv = "PADDOCK_BIN"
 
-// sysProcAttr is how the init is started: killed if the launching thread
-// dies, and in a process group of its own with ForwardToGroup (taking the
-// terminal's foreground when there is one).
+// sysProcAttr is how the agent (or the init) is started: killed if the
+// launching thread dies; in a session of its own when none of its standard
+// descriptors is a terminal (CI, harnesses, containers), so that every
+// group in that session is the agent's and its kill(0) reaches nothing
+// else; and, with a terminal, in a process group of its own with
+// ForwardToGroup (taking the terminal's foreground).
 func (s *Session) sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin := s.cfg.Stdin
+	if stdin == nil {
+		stdin = os.Stdin
+	}
+	if !s.agentHasTerminal() {
+		a.Setsid = true
+		return a
+	}
 	if s.cfg.ForwardToGroup {
 		a.Setpgid = true
-		stdin := s.cfg.Stdin
-		if stdin == nil {
-			stdin = os.Stdin
-		}
 		if _, err := unix.IoctlGetTermios(int(stdin.Fd()), unix.TCGETS); err == nil {
 			a.Foreground, a.Ctty = true, 0
 		}
 	}
 	return a
+}
+
+// agentHasTerminal reports whether any of the agent's standard descriptors
+// is a terminal: the agent then shares it with the user (see docs/limits.md),
+// and stays in paddock's session so that job control keeps working.
+func (s *Session) agentHasTerminal() bool {
+	for _, f := range []struct {
+		f   *os.File
+		def *os.File
+	}{{s.cfg.Stdin, os.Stdin}, {s.cfg.Stdout, os.Stdout}, {s.cfg.Stderr, os.Stderr}} {
+		file := f.f
+		if file == nil {
+			file = f.def
+		}
+		if _, err := unix.IoctlGetTermios(int(file.Fd()), unix.TCGETS); err == nil {
+			return true
+		}
+	}
+	return false
 }

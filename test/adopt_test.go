@@ -77,22 +77,25 @@ func adoptRefusals(t *testing.T, b backend) {
 	kthread := kernelThread(t)
 	tests := []struct {
 		name, args, want string
+		rc               int
 	}{
-		{"empty reason", itoa(f.pid()) + ` --reason ""`, "non-empty reason"},
-		{"blank reason", itoa(f.pid()) + ` --reason " "`, "non-empty reason"},
-		{"no reason", itoa(f.pid()), "non-empty reason"},
-		{"pid 1", `1 --reason "cannot adopt init"`, "valid non-system PID"},
-		{"negative pid", `--reason "invalid negative pid" -- -5`, "valid non-system PID"},
-		{"nonexistent pid", `999999999 --reason x`, "valid non-system PID"},
-		{"kernel thread", kthread + ` --reason x`, "valid non-system PID"},
-		{"supervisor", `$PPID --reason "attempt ppid adopt"`, "critical session lifeline"},
-		{"agent root", `$$ --reason "attempt self adopt"`, "--lifeline-ok"},
+		// A missing or blank reason is a usage error (exit 2), caught
+		// before the supervisor is asked; the rest are its refusals.
+		{"empty reason", itoa(f.pid()) + ` --reason ""`, "non-empty reason", 2},
+		{"blank reason", itoa(f.pid()) + ` --reason " "`, "non-empty reason", 2},
+		{"no reason", itoa(f.pid()), "non-empty reason", 2},
+		{"pid 1", `1 --reason "cannot adopt init"`, "valid non-system PID", 1},
+		{"negative pid", `--reason "invalid negative pid" -- -5`, "valid non-system PID", 1},
+		{"nonexistent pid", `999999999 --reason x`, "valid non-system PID", 1},
+		{"kernel thread", kthread + ` --reason x`, "valid non-system PID", 1},
+		{"supervisor", `$PPID --reason "attempt ppid adopt"`, "critical session lifeline", 1},
+		{"agent root", `$$ --reason "attempt self adopt"`, "--lifeline-ok", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := b.sh(t, `$PADDOCK_BIN adopt `+tc.args+`; echo rc=$?`)
-			if !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stdout, "rc=1") {
-				t.Fatalf("want exit 1 and %q\n%s", tc.want, r)
+			if !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stdout, "rc="+itoa(tc.rc)+"\n") {
+				t.Fatalf("want exit %d and %q\n%s", tc.rc, tc.want, r)
 			}
 			for _, rec := range r.records(t) {
 				if rec["action"] == "adopted" {

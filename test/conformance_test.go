@@ -19,6 +19,7 @@ var scenarios = []struct {
 	{"PkillMatchingOwnedAndForeign", pkillMatchingOwnedAndForeign},
 	{"KillallMatchingOwnedAndForeign", killallMatchingOwnedAndForeign},
 	{"KillMinusOneInPidNamespace", killMinusOneInPidNamespace},
+	{"KillZeroFromAgentRoot", killZeroFromAgentRoot},
 	{"SupervisorIsOutOfReach", supervisorIsOutOfReach},
 	{"SupervisorIsNotDumpable", supervisorIsNotDumpable},
 	{"SupervisorKilledFromOutside", supervisorKilledFromOutside},

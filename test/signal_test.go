@@ -102,6 +102,27 @@ func signalZeroProbeIsAllowed(t *testing.T, b backend) {
 	}
 }
 
+// killZeroFromAgentRoot: without a terminal (a CI job, an agent harness's
+// pipes) the agent starts in a session and group of its own, so its
+// `kill 0` reaches only its own processes and is allowed, not refused for
+// addressing paddock's group.
+func killZeroFromAgentRoot(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `trap 'echo got=TERM' TERM
+sleep 300 & c=$!
+test "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" && echo own-session
+kill -TERM 0; echo rc=$?
+wait $c; echo child=$?`)
+	for _, want := range []string{"own-session", "got=TERM", "rc=0", "child=143"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("stdout lacks %q\n%s", want, r)
+		}
+	}
+	if strings.Contains(r.stderr, "refused") {
+		t.Fatalf("kill 0 from the agent root was refused\n%s", r)
+	}
+}
+
 // ownedProcessesCanBeSignalled: children, threads' syscalls and a daemon
 // that double-forked out of the agent's tree remain the agent's to signal.
 func ownedProcessesCanBeSignalled(t *testing.T, b backend) {

@@ -34,7 +34,7 @@ Exit status: 0 adopted, 1 refused, 2 usage, 3 no supervisor reachable.`,
 				return err
 			}
 			if strings.TrimSpace(reason) == "" {
-				return usageError("adopt: --reason TEXT is required: say why the agent must control this process (it goes to the journal)")
+				return usageError("adopt: --reason TEXT is required, a non-empty reason: say why the agent must control this process (it goes to the journal)")
 			}
 			resp, err := call("adopt", socket, control.Request{Op: control.OpAdopt, Pid: pid, Reason: reason, LifelineOK: lifelineOK})
 			if err != nil {
