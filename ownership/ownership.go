@@ -111,9 +111,11 @@ type Tree struct {
 	// from then on the root's pid may be reused, and is checked by start time.
 	rootExited atomic.Bool
 
-	mu     sync.RWMutex
-	root   Identity
-	leases map[int]Lease // by pid; see lease.go
+	mu   sync.RWMutex
+	root Identity
+	// rootLeads records that the root was started as a session leader.
+	rootLeads bool
+	leases    map[int]Lease // by pid; see lease.go
 	// epoch counts changes to what classification depends on besides the
 	// live process tree: the root, its exit, the leases. See Stable.
 	epoch uint64
@@ -157,9 +159,36 @@ func (t *Tree) Supervisor() Identity { return t.supervisor }
 // SetRoot records the agent root once it has been started.
 func (t *Tree) SetRoot(id Identity) {
 	t.mu.Lock()
-	t.root = id
+	t.root, t.rootLeads = id, false
 	t.epoch++
 	t.mu.Unlock()
+}
+
+// SetRootStat records the agent root from its stat line, read once it has
+// been started, noting whether it leads a session of its own (RootSession).
+func (t *Tree) SetRootStat(st procfs.Stat) {
+	t.mu.Lock()
+	t.root = IdentityOf(st)
+	t.rootLeads = st.Session == st.Pid
+	t.epoch++
+	t.mu.Unlock()
+}
+
+// RootSession returns the session the agent root leads (its pid), or 0
+// when it leads none or has exited. Until the root is reaped its pid
+// cannot name another session, and every member of its session is a
+// descendant of the root: a process joins a session only by being born
+// into it.
+func (t *Tree) RootSession() int {
+	if t.rootExited.Load() {
+		return 0
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if !t.rootLeads {
+		return 0
+	}
+	return t.root.Pid
 }
 
 // RootExited tells the tree that the agent root has exited and is about to

@@ -108,6 +108,12 @@ type World interface {
 	Tgid(tid int) (int, error)
 	// Group lists the members of process group pgid.
 	Group(pgid int) ([]Target, error)
+	// GroupOwned reports whether every member of process group pgid may be
+	// signalled by thread caller, known without listing the group: the
+	// group lies in a session that only the agent's processes can be in
+	// (see docs/limits.md). false means only "not known this way": the
+	// members are then listed.
+	GroupOwned(pgid, caller int) bool
 	// FdPid returns the pid that descriptor fd of thread tid (a pidfd) refers
 	// to: -1 for a reaped process, an error when fd is not a pidfd.
 	FdPid(tid, fd int) (int, error)
@@ -609,6 +615,10 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 // allowed only when every member of the group may be signalled by the caller.
 func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 	d.Target = -pgid
+	if w.GroupOwned(pgid, r.Tid) {
+		d.Allow, d.Rule = true, RuleOwned
+		return d
+	}
 	members, err := w.Group(pgid)
 	if err != nil {
 		return undecidable(r, w, d, err)
@@ -617,10 +627,12 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 		d.Errno, d.Rule = syscall.ESRCH, RuleNoSuchTarget
 		return d
 	}
-	var foreign []Target
+	var foreign, owned []Target
 	for _, m := range members {
 		switch {
-		case m.Rel == ownership.Owned || m.Rel == ownership.Gone:
+		case m.Rel == ownership.Gone:
+		case m.Rel == ownership.Owned:
+			owned = append(owned, m)
 		case m.Pid == r.Tid || w.ThreadOf(r.Tid, m.Pid):
 		default:
 			foreign = append(foreign, m)
@@ -630,9 +642,15 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 		d.Allow, d.Rule = true, RuleOwned
 		return d
 	}
+	// The owned members come from the same listing: a refusal reads each
+	// process once, not the group and then every owned process again.
+	ownedMembers := "none"
+	if len(owned) > 0 {
+		ownedMembers = targetList(owned, maxListed)
+	}
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleGroup, true
-	d.Message = fmt.Sprintf("paddock refused %s of process group %d from pid %d (%s): the group holds processes not owned by this session: %s. Way out: signal the owned members by PID (owned: %s), or give the agent's jobs a process group of their own (setsid, or set -m in a shell).",
-		describe(r, d), pgid, r.Tid, commOf(w, r.Tid), targetList(foreign, 5), ownedList(w))
+	d.Message = fmt.Sprintf("paddock refused %s of process group %d from pid %d (%s): the group holds processes not owned by this session: %s. Way out: signal the group's owned members by PID (owned members: %s), or give the agent's jobs a process group of their own (setsid, or set -m in a shell).",
+		describe(r, d), pgid, r.Tid, commOf(w, r.Tid), targetList(foreign, 5), ownedMembers)
 	return d
 }
 

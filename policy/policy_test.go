@@ -307,3 +307,56 @@ func TestExecNeedsEnv(t *testing.T) {
 		}
 	}
 }
+
+// listingCounter is a world that counts group listings.
+type listingCounter struct {
+	policytest.World
+	listings *int
+}
+
+func (w listingCounter) Group(pgid int) ([]Target, error) {
+	*w.listings++
+	return w.World.Group(pgid)
+}
+
+// TestDecideGroupKnownOwned: a group the world knows to be all-owned (it
+// lies in the agent's own session) is allowed without listing its
+// members; any other group is listed, and a refusal names the group's
+// owned members from that one listing.
+func TestDecideGroupKnownOwned(t *testing.T) {
+	const sigterm = 15
+	tests := []struct {
+		name     string
+		own      map[int]bool
+		r        Request
+		allow    bool
+		listings int
+		message  []string
+	}{
+		{name: "kill 0 in a known group", own: map[int]bool{100: true}, r: req(101, filter.Kill, 0, sigterm), allow: true},
+		{name: "kill -pgid of a known group", own: map[int]bool{102: true}, r: req(101, filter.Kill, neg(102), sigterm), allow: true},
+		{name: "pidfd group signal of a known group", own: map[int]bool{300: true}, r: req(101, filter.PidfdSendSignal, 8, sigterm, 0, pidfdSignalProcessGroup), allow: true},
+		{name: "TIOCSIG to a known group", own: map[int]bool{300: true}, r: req(101, filter.Ioctl, 21, filter.TIOCSIG, sigterm), allow: true},
+		{name: "unknown group is listed and allowed", r: req(101, filter.Kill, neg(102), sigterm), allow: true, listings: 1},
+		{name: "unknown group is listed and refused", own: map[int]bool{102: true}, r: req(101, filter.Kill, neg(300), sigterm), listings: 1,
+			message: []string{"300", "301 (editor)", "owned members: 103 (server)"}},
+		{name: "no owned member says none", r: req(101, filter.Kill, neg(200), sigterm), listings: 1,
+			message: []string{"200 (code)", "owned members: none"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			w := world()
+			w.OwnGroups = tc.own
+			d := Decide(tc.r, listingCounter{World: w, listings: &n})
+			if d.Allow != tc.allow || n != tc.listings {
+				t.Fatalf("allow=%v after %d listings, want allow=%v after %d: %+v", d.Allow, n, tc.allow, tc.listings, d)
+			}
+			for _, m := range tc.message {
+				if !strings.Contains(d.Message, m) {
+					t.Errorf("message lacks %q: %s", m, d.Message)
+				}
+			}
+		})
+	}
+}

@@ -54,6 +54,9 @@ type call struct {
 	// caller only if it is still waiting: only then must the notify
 	// backend re-check the notification id.
 	callerRead bool
+	// grp is the group Pgrp last found process grpOf in, in this decision:
+	// a member whose session GroupOwned may ask about.
+	grp, grpOf int
 }
 
 type pinned struct {
@@ -105,6 +108,7 @@ func (w *liveWorld) begin(req policy.Request, listener int, id uint64) *call {
 	c := &w.cur
 	c.w, c.req, c.listener, c.id = w, req, listener, id
 	c.keep, c.fresh, c.callerRead, c.preset = false, false, false, nil
+	c.grp, c.grpOf = 0, 0
 	if w.pins != nil {
 		c.keep = w.pins.sync(w.tree.Stable())
 	}
@@ -265,18 +269,67 @@ func (c *call) Lookup(pid int) (policy.Target, error) {
 	return p.t, nil
 }
 
-// Pgrp implements policy.World: always read now, since a process may
-// change its group at any time.
+// Pgrp implements policy.World: always asked now (getpgid, which costs
+// far less than a stat line), since a process may change its group at any
+// time.
 func (c *call) Pgrp(pid int) (int, error) {
 	c.touch(pid)
-	st, err := c.w.fs.Stat(pid)
-	if errors.Is(err, procfs.ErrNotFound) {
+	pgrp, err := unix.Getpgid(pid)
+	if errors.Is(err, unix.ESRCH) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("getpgid(%d): %w", pid, err)
 	}
-	return st.Pgrp, nil
+	c.grp, c.grpOf = pgrp, pid
+	return pgrp, nil
+}
+
+// GroupOwned implements policy.World: a group is known to be all the
+// caller's to signal, without listing it, when it lies in a session that
+// only the agent's processes can be in. A process can join a session only
+// by being born into it, and a session's id is its leader's pid, which
+// stays allocated while any member lives. So:
+//
+//   - the agent root's session (the root was started as a session leader,
+//     see sysProcAttr) holds nothing but the agent's processes until the
+//     root is reaped; its own group holds the root itself, a lifeline to
+//     its descendants, so that group is known only for the root;
+//   - a session whose leader is alive and owned through the process tree
+//     (no leases held: leases make ownership outlast a process) holds only
+//     that leader's descendants.
+//
+// The group's session is asked of a member with getsid: the process Pgrp
+// just asked about (kill(0) asks about the caller), or else the group's
+// leader (a group's creator cannot leave its session while the group has
+// members). Neither reads /proc; the leader of another session is looked
+// up through the pin cache.
+func (c *call) GroupOwned(pgid, caller int) bool {
+	root := c.w.tree.RootSession()
+	if root != 0 && pgid == root {
+		return caller == root || c.ThreadOf(caller, root)
+	}
+	member := pgid
+	if c.grpOf != 0 && c.grp == pgid {
+		member = c.grpOf
+	}
+	sid, err := unix.Getsid(member)
+	switch {
+	case err != nil || sid <= 0:
+		return false
+	case sid == root:
+		return true
+	}
+	if _, stable := c.w.tree.Stable(); !stable {
+		return false
+	}
+	leader, err := c.Lookup(sid)
+	if err != nil || leader.Rel != ownership.Owned {
+		return false
+	}
+	// Still the leader of that session (and so the process looked up).
+	lsid, err := unix.Getsid(sid)
+	return err == nil && lsid == sid
 }
 
 // ThreadOf implements policy.World.

@@ -19,7 +19,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/handoff"
 	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/internal/seccomp"
-	"github.com/paddock-dev/paddock/ownership"
 )
 
 // errNoListener: no seccomp listener can be had here (an outer one already
@@ -284,7 +283,7 @@ func (s *Session) pinRoot(pid int) rootPin {
 		unix.Close(fd)
 		return rootPin{fd: -1, err: fmt.Errorf("supervisor: agent root: %w", err)}
 	}
-	s.tree.SetRoot(ownership.IdentityOf(st))
+	s.tree.SetRootStat(st)
 	return rootPin{pid: pid, fd: fd}
 }
 

@@ -20,6 +20,7 @@ var scenarios = []struct {
 	{"KillallMatchingOwnedAndForeign", killallMatchingOwnedAndForeign},
 	{"KillMinusOneInPidNamespace", killMinusOneInPidNamespace},
 	{"KillZeroFromAgentRoot", killZeroFromAgentRoot},
+	{"RealProgramsSignalTheirGroups", realProgramsSignalTheirGroups},
 	{"SupervisorIsOutOfReach", supervisorIsOutOfReach},
 	{"SupervisorIsNotDumpable", supervisorIsNotDumpable},
 	{"SupervisorKilledFromOutside", supervisorKilledFromOutside},

@@ -111,15 +111,81 @@ func killZeroFromAgentRoot(t *testing.T, b backend) {
 	r := b.sh(t, `trap 'echo got=TERM' TERM
 sleep 300 & c=$!
 test "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" && echo own-session
+sh -c 'kill -TERM 0; echo descendant=$?'
 kill -TERM 0; echo rc=$?
 wait $c; echo child=$?`)
-	for _, want := range []string{"own-session", "got=TERM", "rc=0", "child=143"} {
+	// A descendant's kill 0 reaches the root's group, which holds the agent
+	// root, a lifeline to its own descendants: still refused.
+	for _, want := range []string{"own-session", "descendant=1", "got=TERM", "rc=0", "child=143"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("stdout lacks %q\n%s", want, r)
 		}
 	}
-	if strings.Contains(r.stderr, "refused") {
-		t.Fatalf("kill 0 from the agent root was refused\n%s", r)
+	n := 0
+	for _, rec := range r.records(t) {
+		if rec["rule"] == "group_not_owned" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("want one refusal journaled (the descendant's), got %d\n%s", n, r)
+	}
+}
+
+// realProgramsSignalTheirGroups: the everyday users of group signals work
+// under paddock as they do bare: GNU timeout (its kill(0) of its own
+// group), make -j interrupted through its group, Python's os.killpg of a
+// child in a new session, Node's process.kill(-pid) of a detached child.
+// Each group lies in the agent's session or one an owned process leads.
+func realProgramsSignalTheirGroups(t *testing.T, b backend) {
+	b.require(t)
+	dir := t.TempDir()
+	makefile := filepath.Join(dir, "Makefile")
+	if err := os.WriteFile(makefile, []byte("all: a b c\na b c:\n\tsleep 300\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, tool, script string
+		want               []string
+	}{
+		{"GNU timeout", "timeout", `timeout -s TERM 0.3 sleep 300; echo rc=$?`, []string{"rc=124"}},
+		{"make -j interrupted", "make", `set -m
+make -s -j3 -f ` + makefile + ` >/dev/null 2>&1 & m=$!
+while [ "$(pgrep -c -g $m sleep)" != 3 ]; do sleep 0.05; done
+kill -INT -- -$m; echo kill=$?
+wait $m; s=$?
+# make dies of the SIGINT (130) or, when its children's deaths reach it
+# first, reports their failure (2): both happen bare.
+case $s in 2|130) echo make=stopped;; *) echo make=$s;; esac
+pgrep -g $m || echo group=empty`, []string{"kill=0", "make=stopped", "group=empty"}},
+		{"Python os.killpg", "python3", `python3 -c '
+import os, signal, subprocess
+p = subprocess.Popen(["sleep", "300"], start_new_session=True)
+os.killpg(p.pid, signal.SIGTERM)
+print("status", p.wait())
+q = subprocess.Popen(["sleep", "300"], process_group=0)
+os.killpg(q.pid, signal.SIGKILL)
+print("status", q.wait())'`, []string{"status -15\nstatus -9"}},
+		{"Node process.kill(-pid)", "node", `node -e '
+const c = require("child_process").spawn("sleep", ["300"], {detached: true, stdio: "ignore"});
+c.on("spawn", () => process.kill(-c.pid, "SIGTERM"));
+c.on("exit", (code, sig) => console.log("signal", sig));'`, []string{"signal SIGTERM"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := exec.LookPath(tc.tool); err != nil {
+				t.Skipf("needs %s: %v", tc.tool, err)
+			}
+			r := b.sh(t, tc.script)
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("stdout lacks %q\n%s", w, r)
+				}
+			}
+			if strings.Contains(r.stderr, "refused") {
+				t.Errorf("a group signal was refused\n%s", r)
+			}
+		})
 	}
 }
 

@@ -26,8 +26,11 @@ type World struct {
 	Ttys    map[[2]int]int        // (tid, fd) -> foreground process group of the pty
 	Absent  map[string]bool       // paths that do not exist
 	Broken  map[int]bool          // Lookup and Pgrp fail for these pids
-	Policy  guard.Policy          // what Guard returns
-	Budget  *vram.Budget          // what VRAM returns
+	// OwnGroups are the process groups GroupOwned answers true for: groups
+	// in a session only the agent's processes can be in.
+	OwnGroups map[int]bool
+	Policy    guard.Policy // what Guard returns
+	Budget    *vram.Budget // what VRAM returns
 }
 
 var _ policy.World = World{}
@@ -91,6 +94,9 @@ func (w World) Group(pgid int) ([]policy.Target, error) {
 	}
 	return out, nil
 }
+
+// GroupOwned implements policy.World from OwnGroups.
+func (w World) GroupOwned(pgid, caller int) bool { return w.OwnGroups[pgid] }
 
 // FdPid implements policy.World.
 func (w World) FdPid(tid, fd int) (int, error) {
