@@ -82,7 +82,9 @@ measure() {
 	echo "|---|---|---|---|---|---|"
 	for size in $EXTRA; do
 		grow "$size"
-		measure bare "$size" env
+		# Bare, in a session of its own like the agent under paddock (else
+		# kill(0) would reach this script's group, extra processes and all).
+		measure bare "$size" setsid --wait
 		for b in $BACKENDS; do
 			measure "paddock $b" "$size" "$out/paddock" run --backend "$b" --no-notify-stderr --log-level error --journal "$journal" --
 			if [[ -n ${BEFORE:-} ]]; then
