@@ -410,10 +410,17 @@ const BinEnv = "PADDOCK_BIN"
 // launching thread dies; in a session of its own when none of its standard
 // descriptors is a terminal (CI, harnesses, containers), so that every
 // group in that session is the agent's and its kill(0) reaches nothing
-// else; and, with a terminal, in a process group of its own with
-// ForwardToGroup (taking the terminal's foreground).
+// else; in a session of its own whose controlling terminal is its pty with
+// Config.Terminal; and, on the user's own terminal, in a process group of
+// its own with ForwardToGroup (taking the terminal's foreground).
 func (s *Session) sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.cfg.Terminal != nil {
+		// Behind a pty of its own (Config.Terminal).
+		a.Setsid = true
+		a.Setctty, a.Ctty = s.ctty()
+		return a
+	}
 	stdin := s.cfg.Stdin
 	if stdin == nil {
 		stdin = os.Stdin
@@ -448,4 +455,16 @@ func (s *Session) agentHasTerminal() bool {
 		}
 	}
 	return false
+}
+
+// ctty is whether the agent gets Config.Terminal as its controlling
+// terminal, and which of its standard descriptors (0, 1, 2) is it.
+func (s *Session) ctty() (bool, int) {
+	want := terminalOf(s.cfg.Terminal)
+	for i, f := range []*os.File{s.cfg.Stdin, s.cfg.Stdout, s.cfg.Stderr} {
+		if want != 0 && f != nil && terminalOf(f) == want {
+			return true, i
+		}
+	}
+	return false, 0
 }

@@ -36,8 +36,10 @@ type refusal struct {
 type reporter struct {
 	log zerolog.Logger
 	fs  procfs.FS
-	// logTTY is the terminal the log goes to (0: none, or not known).
+	// logTTY is the terminal the log goes to (0: none, or not known), and
+	// relayedTTY the agent's pty relayed onto it (0: none).
 	logTTY       terminal
+	relayedTTY   terminal
 	journal      *journal.Journal // nil: no journal
 	notifyStderr bool
 	queue        chan refusal
@@ -246,7 +248,9 @@ func (r *reporter) teller() {
 			close(job.done)
 			continue
 		}
-		job.logTerminal = r.logTTY != 0 && terminalFd(fd) == r.logTTY
+		if tty := terminalFd(fd); tty != 0 {
+			job.logTerminal = tty == r.logTTY || tty == r.relayedTTY
+		}
 		written := make(chan struct{})
 		go func() {
 			_ = writeAll(fd, []byte(msg))

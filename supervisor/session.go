@@ -70,6 +70,15 @@ type Config struct {
 	Self string
 	// Stdin, Stdout, Stderr of the agent (nil: this process's).
 	Stdin, Stdout, Stderr *os.File
+	// Terminal, when set, is the slave of a pty put between the agent and
+	// the user's terminal (package terminal), among Stdin, Stdout and
+	// Stderr: the agent then starts in a session of its own with Terminal
+	// as its controlling terminal and its group as the foreground, and
+	// SIGWINCH is not forwarded (the relay copies the window size to the
+	// pty and the kernel signals the pty's foreground job). Its output is
+	// relayed to the user's terminal: a refusal message written on it counts
+	// as shown on LogFile's terminal.
+	Terminal *os.File
 	// Init gives paddock PID 1's duties even when it is not PID 1: forward
 	// every signal tini forwards, not only the interactive set. It is on by
 	// itself when paddock is PID 1 of its PID namespace.
@@ -203,6 +212,9 @@ func Start(cfg Config) (*Session, error) {
 	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
 	s.reporter = newReporter(cfg.Log, fs, cfg.Journal, cfg.NotifyStderr)
 	s.reporter.logTTY = terminalOf(cfg.LogFile)
+	if s.reporter.logTTY != 0 {
+		s.reporter.relayedTTY = terminalOf(cfg.Terminal)
+	}
 	if s.control, err = control.Listen(control.Options{Timeout: cfg.controlTimeout, Log: cfg.Log}, controlOps{s}); err != nil {
 		return nil, err
 	}
@@ -248,6 +260,9 @@ func (s *Session) forward() {
 		case sig := <-s.sigs:
 			if sig == unix.SIGTTIN || sig == unix.SIGTTOU {
 				continue // initDropped
+			}
+			if sig == unix.SIGWINCH && s.cfg.Terminal != nil {
+				continue // the relay resizes the agent's pty
 			}
 			if s.cfg.ForwardToGroup {
 				// The agent leads its own group (Setpgid), so this never reaches paddock.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/supervisor"
+	"github.com/paddock-dev/paddock/terminal"
 	"github.com/paddock-dev/paddock/vram"
 )
 
@@ -41,6 +43,7 @@ type runFlags struct {
 	backend        string
 	keepCaps       bool
 	strictExec     bool
+	noPty          bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -51,7 +54,13 @@ func newRunCmd() *cobra.Command {
 		Long: `Run CMD under paddock's supervision and exit with its status, or 128+N when it
 died of signal N. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and
 SIGWINCH sent to paddock are forwarded to CMD. If paddock itself dies, CMD is
-killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
+killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).
+
+When any of paddock's standard descriptors is a terminal, CMD runs on a pty
+of its own, in a session of its own, and paddock relays between it and your
+terminal (input, output, window size, ^C/^Z), as sudo, script, tmux and ssh
+do: CMD cannot push input into your shell or hang up your terminal, and its
+kill(0) reaches only its own processes. --no-pty keeps CMD on your terminal.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(f, args)
@@ -75,6 +84,7 @@ killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).`,
 	cmd.Flags().StringVar(&f.report, "report", "", "write a summary of the refusals to `FILE` at exit")
 	cmd.Flags().StringVar(&f.reportFormat, "report-format", "json", "format of --report: json or junit")
 	cmd.Flags().StringVar(&f.backend, "backend", "", "how trapped syscalls reach paddock: `auto` (seccomp listener when one can be installed, else ptrace), seccomp or ptrace (default $PADDOCK_BACKEND, else auto)")
+	cmd.Flags().BoolVar(&f.noPty, "no-pty", false, "run CMD on your own terminal instead of a pty of its own: it shares paddock's session, so its kill(0) is refused, and it can push input into your shell (TIOCSTI) or hang up your terminal (docs/limits.md)")
 	cmd.Flags().BoolVar(&f.keepCaps, "keep-caps", false, "leave a root agent as it is: keep CAP_SYS_PTRACE in its capability bounding set, and no mount namespace of its own with a read-only /proc/sysrq-trigger")
 	return cmd
 }
@@ -86,6 +96,12 @@ const vramPrefetchDelay = 100 * time.Millisecond
 // newLogger builds the supervisor's logger from the flags, rejecting values
 // it does not know.
 func newLogger(format, level string) (zerolog.Logger, error) {
+	return newLoggerTo(os.Stderr, format, level)
+}
+
+// newLoggerTo is newLogger writing to w, which stands for this process's
+// standard error (colours are for whether that is a terminal).
+func newLoggerTo(w io.Writer, format, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
 		return zerolog.Logger{}, fmt.Errorf("--log-level %q: want one of debug, info, warn, error", level)
@@ -93,9 +109,9 @@ func newLogger(format, level string) (zerolog.Logger, error) {
 	var l zerolog.Logger
 	switch format {
 	case "json":
-		l = zerolog.New(os.Stderr)
+		l = zerolog.New(w)
 	case "console":
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000", NoColor: !colour(os.Stderr, os.Getenv)})
+		l = zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !colour(os.Stderr, os.Getenv)})
 	default:
 		return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json or console", format)
 	}
@@ -144,6 +160,22 @@ func runRun(f runFlags, args []string) error {
 	log, err := newLogger(f.logFormat, f.logLevel)
 	if err != nil {
 		return err
+	}
+	// With a terminal, the agent gets a pty of its own (package terminal);
+	// nothing changes on the user's terminal before relay.Start.
+	var relay *terminal.Relay
+	if !f.noPty {
+		if relay, err = terminal.New(os.Stdin, os.Stdout, os.Stderr); err != nil {
+			return err
+		}
+	}
+	if relay != nil {
+		// Restores the user's terminal on every way out of here.
+		defer relay.Close()
+		// paddock's own lines, while the terminal is raw, need "\r\n".
+		if log, err = newLoggerTo(relay.LogWriter(os.Stderr), f.logFormat, f.logLevel); err != nil {
+			return err
+		}
 	}
 	prof, err := loadProfile(f.profile)
 	if err != nil {
@@ -235,7 +267,17 @@ func runRun(f runFlags, args []string) error {
 	if j != nil {
 		defer j.Close()
 	}
+	var stdio [3]*os.File
+	var ctty *os.File
+	if relay != nil {
+		stdio[0], stdio[1], stdio[2] = relay.Agent()
+		ctty = relay.Slave()
+		if err := relay.Start(); err != nil {
+			return err
+		}
+	}
 	s, err := supervisor.Start(supervisor.Config{
+		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], Terminal: ctty,
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
@@ -243,6 +285,10 @@ func runRun(f runFlags, args []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if relay != nil && !f.init && os.Getpid() != 1 && s.Pid() > 0 {
+		// An init has no job-control shell above it to stop for.
+		relay.Follow(s.Pid())
 	}
 	journalPath, head := "none", ""
 	if j != nil {
@@ -267,6 +313,11 @@ func runRun(f runFlags, args []string) error {
 		Str("command", strings.Join(args, " ")).Msg(msg)
 	started := time.Now()
 	status := s.Wait()
+	if relay != nil {
+		// The agent's last output, then the user's terminal as it was,
+		// before paddock's summary.
+		relay.Close()
+	}
 	sum := s.Summary()
 	if j != nil {
 		// The chain's head as this session left it: `paddock journal

@@ -1,0 +1,378 @@
+// Package terminal puts a pseudo-terminal between a supervised agent and
+// the user's terminal, as sudo's use_pty, script, tmux and ssh do.
+//
+// An agent on the user's own terminal shares it: it could push input into
+// the user's shell (TIOCSTI), hang the terminal up (vhangup), change its
+// foreground group under the user, and it shares paddock's session, so that
+// its kill(0) addresses paddock too. Behind a pty of its own the agent
+// leads a session whose controlling terminal is that pty: whatever it does
+// to "its terminal" reaches only the pty. paddock relays between the two:
+// input from the user's terminal (put in raw mode, so that ^C, ^Z and ^\
+// reach the pty as bytes and its line discipline turns them into signals
+// for the agent's foreground job), output back, the window size at the
+// start and on every SIGWINCH; and it restores the user's terminal settings
+// when it is done.
+package terminal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+)
+
+// drainWait is how long Close waits for the pty's last output once the
+// agent is gone: the output ends at once unless something the agent left
+// running (paddock run --keep-orphans) still holds the pty open.
+const drainWait = time.Second
+
+// Relay is a pty between an agent and the user's terminal.
+type Relay struct {
+	master, slave *os.File
+	// agent holds the agent's stdin, stdout and stderr: the pty's slave in
+	// place of each of the user's descriptors that is a terminal.
+	agent [3]*os.File
+	// in is the user's terminal as stdin (nil when stdin is not one); it
+	// is what raw mode is set on. inRead is what the input copier reads:
+	// a second, non-blocking open of the same terminal where one can be
+	// had (so that Close can stop the read), else in itself.
+	in, inRead *os.File
+	// out receives the pty's output: stdout when it is a terminal, else
+	// stderr. ref is the user's terminal the settings and the window size
+	// are read from: in when there is one, else out.
+	out, ref *os.File
+
+	mu    sync.Mutex
+	saved *term.State // the user's settings while raw, else nil
+
+	sigs      chan os.Signal
+	quit      chan struct{}
+	loops     sync.WaitGroup
+	outDone   chan struct{}
+	followPid int
+	closeOnce sync.Once
+}
+
+// New opens a pty for an agent whose standard descriptors are stdin,
+// stdout and stderr (nil: this process's), when any of them is a terminal;
+// with none, it returns nil and no error, and the agent needs no relay.
+// The descriptors that are not terminals are the agent's as given (a file,
+// a pipe). Nothing is changed on the user's terminal before Start.
+func New(stdin, stdout, stderr *os.File) (*Relay, error) {
+	std := [3]*os.File{stdin, stdout, stderr}
+	for i, def := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		if std[i] == nil {
+			std[i] = def
+		}
+	}
+	var isTTY [3]bool
+	some := false
+	for i, f := range std {
+		isTTY[i] = term.IsTerminal(int(f.Fd()))
+		some = some || isTTY[i]
+	}
+	if !some {
+		return nil, nil
+	}
+	master, slave, err := pty.Open()
+	if err != nil {
+		return nil, fmt.Errorf("terminal: open a pty for the agent: %w", err)
+	}
+	// The agent inherits the slave's open file: blocking, as a terminal is.
+	_ = slave.Fd()
+	r := &Relay{master: master, slave: slave, quit: make(chan struct{}), outDone: make(chan struct{})}
+	for i, f := range std {
+		r.agent[i] = f
+		if isTTY[i] {
+			r.agent[i] = slave
+		}
+	}
+	if isTTY[0] {
+		r.in = std[0]
+	}
+	switch {
+	case isTTY[1]:
+		r.out = std[1]
+	case isTTY[2]:
+		r.out = std[2]
+	default:
+		// Only stdin is a terminal: the agent's output goes where the
+		// user sent it, and what it writes on the pty itself (a
+		// password prompt on /dev/tty) to the user's terminal.
+		r.out = std[0]
+	}
+	r.ref = r.in
+	if r.ref == nil {
+		r.ref = r.out
+	}
+	return r, nil
+}
+
+// Agent is the agent's stdin, stdout and stderr: the pty's slave in place
+// of each of the user's descriptors that is a terminal.
+func (r *Relay) Agent() (stdin, stdout, stderr *os.File) { return r.agent[0], r.agent[1], r.agent[2] }
+
+// Slave is the pty's slave: the agent's controlling terminal.
+func (r *Relay) Slave() *os.File { return r.slave }
+
+// Start copies the user's terminal settings and window size to the pty,
+// puts the user's terminal in raw mode when stdin is that terminal and
+// paddock is its foreground job, and starts relaying. Call Close when the
+// agent is gone, on every path: it restores the user's terminal.
+func (r *Relay) Start() error {
+	if t, err := unix.IoctlGetTermios(int(r.ref.Fd()), unix.TCGETS); err == nil {
+		if err := unix.IoctlSetTermios(int(r.slave.Fd()), unix.TCSETS, t); err != nil {
+			return fmt.Errorf("terminal: copy the terminal's settings to the agent's pty: %w", err)
+		}
+	}
+	r.copySize()
+	if err := r.raw(); err != nil {
+		return err
+	}
+	r.sigs = make(chan os.Signal, 4)
+	signal.Notify(r.sigs, unix.SIGWINCH, unix.SIGCHLD)
+	r.loops.Add(1)
+	go r.signals()
+	go r.output()
+	if r.in != nil {
+		r.inRead = reopen(r.in)
+		go r.input()
+	}
+	return nil
+}
+
+// Follow makes the relay follow the agent root pid's job control, as sudo
+// does: when the root itself stops (a program that suspends itself on ^Z,
+// or any stop signal), paddock gives the user's terminal back as it was
+// and stops itself with SIGTSTP, so that the user's shell sees the job
+// stopped; when the shell continues paddock (fg, bg), the terminal is put
+// back in raw mode if paddock is in the foreground, and the agent's group
+// is continued. A stop of a job inside the agent (an interactive shell's
+// own jobs) stays inside the pty.
+//
+// Only a plain stop is seen ('T' in /proc/PID/stat): under the ptrace
+// backend a stopped root is in a tracing stop instead, and paddock keeps
+// running (docs/limits.md).
+func (r *Relay) Follow(pid int) {
+	r.mu.Lock()
+	r.followPid = pid
+	r.mu.Unlock()
+}
+
+// signals copies the window size on SIGWINCH and follows the agent root's
+// stops on SIGCHLD.
+func (r *Relay) signals() {
+	defer r.loops.Done()
+	for {
+		select {
+		case <-r.quit:
+			return
+		case sig := <-r.sigs:
+			switch sig {
+			case unix.SIGWINCH:
+				r.copySize()
+			case unix.SIGCHLD:
+				r.mu.Lock()
+				pid := r.followPid
+				r.mu.Unlock()
+				if pid > 0 && stopped(pid) {
+					r.suspend(pid)
+				}
+			}
+		}
+	}
+}
+
+// suspend stops paddock while the agent root is stopped (see Follow).
+func (r *Relay) suspend(pid int) {
+	r.Restore()
+	// The default action of SIGTSTP stops this process, paddock's group
+	// being the user's job; Go leaves it at the default unless notified.
+	_ = unix.Kill(os.Getpid(), unix.SIGTSTP)
+	// Continued by the user's shell (or by anyone).
+	select {
+	case <-r.quit:
+		return
+	default:
+	}
+	_ = r.raw()
+	r.copySize()
+	_ = unix.Kill(-pid, unix.SIGCONT)
+}
+
+// stopped reports whether pid is in a stop ('T' in /proc/PID/stat).
+func stopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which ends with the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+}
+
+// copySize gives the pty the user's terminal's window size; the kernel
+// then signals SIGWINCH to the pty's foreground job when it changed.
+func (r *Relay) copySize() {
+	if ws, err := pty.GetsizeFull(r.ref); err == nil {
+		_ = pty.Setsize(r.slave, ws)
+	}
+}
+
+// raw puts the user's terminal in raw mode, when stdin is that terminal
+// and paddock's group is its foreground (setting a terminal's mode from the
+// background would stop paddock with SIGTTOU).
+func (r *Relay) raw() error {
+	if r.in == nil {
+		return nil
+	}
+	fd := int(r.in.Fd())
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil || pg != unix.Getpgrp() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.saved != nil {
+		return nil
+	}
+	st, err := term.MakeRaw(fd)
+	if err != nil {
+		return fmt.Errorf("terminal: put the terminal in raw mode: %w", err)
+	}
+	r.saved = st
+	return nil
+}
+
+// Restore puts the user's terminal back as Start found it (the relay
+// goes on). It may be called from any goroutine, and again.
+func (r *Relay) Restore() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.saved == nil {
+		return
+	}
+	_ = term.Restore(int(r.in.Fd()), r.saved)
+	r.saved = nil
+}
+
+// input copies the user's keystrokes to the pty until the user's terminal
+// ends (hung up) or Close.
+func (r *Relay) input() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.inRead.Read(buf)
+		if n > 0 {
+			if _, werr := r.master.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// output copies the pty's output to the user's terminal until every
+// holder of the slave has closed it (EIO), or Close gives up waiting.
+func (r *Relay) output() {
+	defer close(r.outDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.master.Read(buf)
+		if n > 0 {
+			if _, werr := r.out.Write(buf[:n]); werr != nil && !errors.Is(werr, unix.EINTR) {
+				// The user's terminal is gone; keep draining the pty so
+				// that the agent never blocks on a full one.
+				r.discard()
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// discard reads the pty's output and drops it.
+func (r *Relay) discard() {
+	_, _ = io.Copy(io.Discard, r.master)
+}
+
+// Close ends the relay once the agent is gone: it closes paddock's copy of
+// the slave, writes out what the agent left on the pty (waiting up to
+// drainWait while a process the agent left running still holds it), stops
+// relaying, restores the user's terminal and closes the pty, which hangs up
+// anything still on it. It may be called again.
+func (r *Relay) Close() error {
+	r.closeOnce.Do(func() {
+		if r.sigs != nil {
+			signal.Stop(r.sigs)
+		}
+		close(r.quit)
+		_ = r.slave.Close()
+		if r.sigs != nil {
+			select {
+			case <-r.outDone:
+			case <-time.After(drainWait):
+				_ = r.master.SetReadDeadline(time.Now())
+				<-r.outDone
+			}
+		}
+		r.loops.Wait()
+		r.Restore()
+		if r.inRead != nil && r.inRead != r.in {
+			_ = r.inRead.Close()
+		}
+		_ = r.master.Close()
+	})
+	return nil
+}
+
+// LogWriter wraps w, the user's terminal, for paddock's own lines: while
+// the terminal is raw (no output processing), each "\n" is written as
+// "\r\n", so that lines start at the left margin.
+func (r *Relay) LogWriter(w io.Writer) io.Writer { return &logWriter{r: r, w: w} }
+
+type logWriter struct {
+	r *Relay
+	w io.Writer
+}
+
+// Write implements io.Writer.
+func (l *logWriter) Write(p []byte) (int, error) {
+	l.r.mu.Lock()
+	raw := l.r.saved != nil
+	l.r.mu.Unlock()
+	if !raw || !bytes.Contains(p, []byte{'\n'}) {
+		return l.w.Write(p)
+	}
+	if _, err := l.w.Write(bytes.ReplaceAll(p, []byte{'\n'}, []byte("\r\n"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// reopen opens the terminal f is a second time, non-blocking, so that a
+// read from it can be ended by closing it; f's own open file (shared with
+// the user's shell) keeps its flags. Where that fails, f itself is read.
+func reopen(f *os.File) *os.File {
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return f
+	}
+	var a, b unix.Stat_t
+	if unix.Fstat(fd, &a) != nil || unix.Fstat(int(f.Fd()), &b) != nil || a.Rdev != b.Rdev {
+		unix.Close(fd)
+		return f
+	}
+	return os.NewFile(uintptr(fd), f.Name())
+}
