@@ -63,6 +63,11 @@ var scenarios = []struct {
 	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
 	{"ForwardToGroup", forwardToGroup},
 	{"JobControl", jobControl},
+	// The agent's own pty between it and the user's terminal.
+	{"InteractiveShellOnPty", interactiveShellOnPty},
+	{"KillZeroOnTerminal", killZeroOnTerminal},
+	{"TerminalOutOfAgentsReach", terminalOutOfAgentsReach},
+	{"SharedTerminalNoPty", sharedTerminalNoPty},
 	{"OneCPU", oneCPU},
 	{"SupervisorSliceNotInherited", supervisorSliceNotInherited},
 	// Root agent hardening.

@@ -110,23 +110,29 @@ func noMessageIntoReadOnlyStderr(t *testing.T, b backend) {
 // oneLinePerRefusalOnSharedTerminal: when paddock's stderr and the agent's
 // are the same terminal (an interactive session), a refusal shows there
 // once, as the message the agent sees; paddock's log line for it would only
-// repeat it. (The journal still has it.)
+// repeat it. (The journal still has it.) The same holds with the agent on
+// its own pty relayed onto that terminal (the default) and on the terminal
+// itself (--no-pty).
 func oneLinePerRefusalOnSharedTerminal(t *testing.T, b backend) {
 	b.require(t)
-	f := startForeign(t, "sleep", "300")
-	master, slave := ptytest.Open(t)
-	cmd, journal := b.paddockCmd(t, "--", "bash", "-c", "kill -TERM "+itoa(f.pid())+"; echo done")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	out := readAll(t, master)
-	_ = cmd.Wait()
-	if n := strings.Count(out, refusalMessage(f.pid())); n != 1 || !strings.Contains(out, "done") {
-		t.Fatalf("the terminal shows the refusal %d times, want once:\n%s", n, out)
-	}
-	if !strings.Contains(readFile(journal), `"action":"signal_denied"`) {
-		t.Fatalf("the journal lacks the refusal:\n%s", readFile(journal))
+	for name, args := range map[string][]string{"pty": nil, "no-pty": {"--no-pty"}} {
+		t.Run(name, func(t *testing.T) {
+			f := startForeign(t, "sleep", "300")
+			master, slave := ptytest.Open(t)
+			cmd, journal := b.paddockCmd(t, append(args, "--", "bash", "-c", "kill -TERM "+itoa(f.pid())+"; echo done")...)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			slave.Close()
+			out := readAll(t, master)
+			_ = cmd.Wait()
+			if n := strings.Count(out, refusalMessage(f.pid())); n != 1 || !strings.Contains(out, "done") {
+				t.Fatalf("the terminal shows the refusal %d times, want once:\n%s", n, out)
+			}
+			if !strings.Contains(readFile(journal), `"action":"signal_denied"`) {
+				t.Fatalf("the journal lacks the refusal:\n%s", readFile(journal))
+			}
+		})
 	}
 }

@@ -9,7 +9,7 @@
 //	tgsigqueue PID TID SIG | pidfd PID SIG | ptrace-attach PID |
 //	vmwrite PID | pidfd-getfd PID FD | int80-kill PID SIG | reboot-invalid |
 //	sleep SECONDS | setown PID SIG | setown-ex PID SIG | fiosetown PID SIG |
-//	tiocsti FD | tiocsig-own-pty SIG
+//	tiocsti FD | tiocsig-own-pty SIG | vhangup
 //
 // And: agenthelper shadow-kill PID SIG tries to step around paddock with a
 // listener of its own: a filter that sends kill to a listener this process
@@ -130,6 +130,10 @@ func run(verb string, a []int) error {
 		return setOwner(verb, a[0], a[1])
 	case "tiocsti":
 		return sys.IoctlTIOCSTI(a[0], 'x')
+	case "vhangup":
+		// Hangs up this process's controlling terminal (CAP_SYS_TTY_CONFIG).
+		_, _, e := unix.Syscall(unix.SYS_VHANGUP, 0, 0, 0)
+		return errnoOf(e)
 	case "tiocsig-own-pty":
 		return tiocsigOwnPty(unix.Signal(a[0]))
 	case "int80-kill":

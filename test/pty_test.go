@@ -1,0 +1,401 @@
+package test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/ptytest"
+)
+
+// onPty is paddock run driven on a pty the way a user's terminal emulator
+// (or expect, or tmux) drives it: paddock leads the pty's session and is
+// its foreground job, so that a resize of the pty signals it SIGWINCH.
+type onPty struct {
+	t             *testing.T
+	master, slave *os.File
+	cmd           *exec.Cmd
+	journal       string
+	done          chan error
+
+	mu   sync.Mutex
+	out  bytes.Buffer
+	seen int           // out up to here was matched by expect
+	more chan struct{} // a token when out grew
+}
+
+// startOnPty starts `paddock run ARGS...` on a new pty of rows x cols.
+func startOnPty(t *testing.T, b backend, rows, cols uint16, args ...string) *onPty {
+	t.Helper()
+	master, slave := ptytest.Open(t)
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		t.Fatalf("set the pty's size: %v", err)
+	}
+	cmd, journal := b.paddockCmd(t, args...)
+	cmd.Env = append(cmd.Env, "PS1=$ ", "HISTFILE=/dev/null", "TERM=xterm")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	p := &onPty{t: t, master: master, slave: slave, cmd: cmd, journal: journal, done: make(chan error, 1), more: make(chan struct{}, 1)}
+	go p.read()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	return p
+}
+
+// read collects what paddock writes on the terminal.
+func (p *onPty) read() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := p.master.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			select {
+			case p.more <- struct{}{}:
+			default:
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// output is everything written on the terminal so far.
+func (p *onPty) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// send types s.
+func (p *onPty) send(s string) {
+	p.t.Helper()
+	if _, err := p.master.Write([]byte(s)); err != nil {
+		p.t.Fatalf("type %q: %v", s, err)
+	}
+}
+
+// expect waits for output matching re after what the last expect matched
+// and returns the match's first group (or the whole match); 30 s at most,
+// as a safety.
+func (p *onPty) expect(re string) string {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	safety := time.After(30 * time.Second)
+	for {
+		p.mu.Lock()
+		s := p.out.String()
+		if loc := rx.FindStringSubmatchIndex(s[p.seen:]); loc != nil {
+			m := s[p.seen+loc[0] : p.seen+loc[1]]
+			if len(loc) >= 4 && loc[2] >= 0 {
+				m = s[p.seen+loc[2] : p.seen+loc[3]]
+			}
+			p.seen += loc[1]
+			p.mu.Unlock()
+			return m
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.more:
+		case <-safety:
+			p.t.Fatalf("the terminal never showed %q; it shows:\n%q", re, s)
+		}
+	}
+}
+
+// wait waits for paddock to exit (30 s at most, as a safety) and returns
+// its exit status; paddock itself must not have died of a signal.
+func (p *onPty) wait() int {
+	p.t.Helper()
+	select {
+	case err := <-p.done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			p.t.Fatalf("paddock: %v", err)
+		}
+		ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			p.t.Fatalf("paddock died of %v; the terminal shows:\n%q", ws.Signal(), p.output())
+		}
+		return ws.ExitStatus()
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		p.t.Fatalf("paddock did not exit; the terminal shows:\n%q", p.output())
+		return -1
+	}
+}
+
+// awaitForeground waits until a process of paddock's (pid) whose command
+// line is argv runs as its terminal's foreground job, and returns its pid.
+func awaitForeground(t *testing.T, paddock int, argv ...string) int {
+	t.Helper()
+	want := strings.Join(argv, "\x00") + "\x00"
+	found := 0
+	waitFor(t, strings.Join(argv, " ")+" in the agent's foreground", func() bool {
+		dirs, _ := os.ReadDir("/proc")
+		for _, d := range dirs {
+			pid := 0
+			for _, c := range d.Name() {
+				if c < '0' || c > '9' {
+					pid = 0
+					break
+				}
+				pid = pid*10 + int(c-'0')
+			}
+			if pid == 0 || readFile("/proc/"+d.Name()+"/cmdline") != want || !descends(pid, paddock) {
+				continue
+			}
+			f := statFields(pid)
+			// state, ppid, pgrp, session, tty_nr, tpgid
+			if len(f) > 5 && f[0] == "S" && f[2] == f[5] {
+				found = pid
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// statFields are the fields of /proc/PID/stat after the command name.
+func statFields(pid int) []string {
+	b := readFile("/proc/" + itoa(pid) + "/stat")
+	i := strings.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(b[i+1:])
+}
+
+// descends reports whether pid is ancestor or one of its descendants.
+func descends(pid, ancestor int) bool {
+	for n := 0; pid > 1 && n < 64; n++ {
+		if pid == ancestor {
+			return true
+		}
+		f := statFields(pid)
+		if len(f) < 2 {
+			return false
+		}
+		pid = atoi(f[1])
+	}
+	return false
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// termios is the terminal's settings.
+func termios(t *testing.T, f *os.File) unix.Termios {
+	t.Helper()
+	tio, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatalf("tcgetattr: %v", err)
+	}
+	return *tio
+}
+
+// requireBash skips where there is no bash.
+func requireBash(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skipf("needs bash: %v", err)
+	}
+}
+
+// interactiveShellOnPty: an interactive shell under paddock, on a terminal,
+// runs behind a pty of its own as it would on the terminal itself: it sees
+// the terminal's size and its changes, suspends a job on ^Z and resumes it
+// with fg, interrupts it on ^C, reads a password from /dev/tty without
+// echoing it, and exits with its status, which paddock exits with; the
+// user's terminal settings are the same afterwards.
+func interactiveShellOnPty(t *testing.T, b backend) {
+	b.require(t)
+	requireBash(t)
+	p := startOnPty(t, b, 40, 100, "--", "bash", "--norc", "--noprofile", "-i")
+	before := termios(t, p.slave)
+
+	size := `echo "S$(stty size | tr ' ' x)E"` + "\r"
+	p.send(size)
+	if got := p.expect(`S(\d+x\d+)E`); got != "40x100" {
+		t.Fatalf("stty size inside: %s, want 40x100", got)
+	}
+	if err := unix.IoctlSetWinsize(int(p.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 120}); err != nil {
+		t.Fatalf("resize the terminal: %v", err)
+	}
+	// paddock copies the new size on its SIGWINCH, which may come after
+	// the next command has run: ask until it shows (or the safety ends).
+	for got := ""; got != "50x120"; {
+		p.send(size)
+		got = p.expect(`S(\d+x\d+)E`)
+		if got != "40x100" && got != "50x120" {
+			t.Fatalf("stty size after the resize: %s, want 50x120", got)
+		}
+	}
+
+	p.send("sleep 1001\r")
+	awaitForeground(t, p.cmd.Process.Pid, "sleep", "1001")
+	p.send("\x1a")
+	p.expect(`Stopped\s+sleep 1001`)
+	p.send("jobs -l; echo J$?E\r")
+	p.expect(`Stopped\s+sleep 1001[\s\S]*J0E`)
+	p.send("fg\r")
+	awaitForeground(t, p.cmd.Process.Pid, "sleep", "1001")
+	p.send("\x03")
+	p.send("echo R$?E\r")
+	if got := p.expect(`R(\d+)E`); got != "130" {
+		t.Fatalf("sleep after fg and ^C: status %s, want 130 (SIGINT)", got)
+	}
+
+	p.send(`read -s -p "pw: " pw < /dev/tty; echo "L${#pw}E"` + "\r")
+	p.expect(`pw: `)
+	p.send("hunter2\r")
+	if got := p.expect(`L(\d+)E`); got != "7" {
+		t.Fatalf("read -s from /dev/tty got %s characters, want 7", got)
+	}
+	if strings.Contains(p.output(), "hunter2") {
+		t.Fatalf("the password was echoed:\n%q", p.output())
+	}
+
+	p.send("exit 3\r")
+	if code := p.wait(); code != 3 {
+		t.Fatalf("paddock exited %d, want the shell's 3; the terminal shows:\n%q", code, p.output())
+	}
+	if after := termios(t, p.slave); after != before {
+		t.Fatalf("the terminal's settings changed:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if strings.Contains(p.output(), "refused") {
+		t.Fatalf("something was refused:\n%q", p.output())
+	}
+}
+
+// killZeroOnTerminal: on a terminal too the agent root leads a session of
+// its own (its pty's), so its `kill 0` reaches only its own processes and
+// is allowed, not refused for addressing paddock's group.
+func killZeroOnTerminal(t *testing.T, b backend) {
+	b.require(t)
+	requireBash(t)
+	p := startOnPty(t, b, 24, 80, "--", "bash", "-c", `trap 'echo got=TERM' TERM
+sleep 300 & c=$!
+test "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" && echo own-session
+kill -TERM 0; echo rc=$?
+wait $c; echo child=$?`)
+	code := p.wait()
+	out := p.output()
+	for _, want := range []string{"own-session", "got=TERM", "rc=0", "child=143"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the terminal lacks %q (exit %d):\n%s", want, code, out)
+		}
+	}
+	if strings.Contains(out, "refused") {
+		t.Fatalf("kill 0 from the agent root was refused:\n%s", out)
+	}
+}
+
+// terminalOutOfAgentsReach: the agent's terminal is its pty, not the
+// user's: its controlling terminal and standard descriptors are the pty,
+// TIOCSTI is refused and leaves nothing in the user's input, and vhangup
+// (root has CAP_SYS_TTY_CONFIG) hangs up only the pty, while paddock and the
+// user's terminal carry on. With --no-pty the same vhangup hangs up the
+// user's terminal: what the check would see if the pty did not hold.
+func terminalOutOfAgentsReach(t *testing.T, b backend) {
+	b.require(t)
+	requireBash(t)
+	p := startOnPty(t, b, 24, 80, "--", "bash", "-c", `echo "ctty=/dev/$(ps -o tty= -p $$ | tr -d ' ')"
+for f in 0 1 2; do echo "fd$f=$(readlink /proc/$$/fd/$f)"; done
+echo "tiocsti: $($AGENTHELPER tiocsti 0)"`)
+	if code := p.wait(); code != 0 {
+		t.Fatalf("paddock exited %d:\n%s", code, p.output())
+	}
+	out := p.output()
+	m := regexp.MustCompile(`ctty=(/dev/pts/\d+)`).FindStringSubmatch(out)
+	if m == nil || m[1] == p.slave.Name() {
+		t.Fatalf("want the agent's controlling terminal a pty other than the user's %s:\n%s", p.slave.Name(), out)
+	}
+	for _, fd := range []string{"fd0", "fd1", "fd2"} {
+		if !strings.Contains(out, fd+"="+m[1]) {
+			t.Errorf("want %s on the agent's pty %s:\n%s", fd, m[1], out)
+		}
+	}
+	if !strings.Contains(out, "tiocsti: err EPERM") {
+		t.Errorf("want TIOCSTI refused:\n%s", out)
+	}
+	if n, err := unix.IoctlGetInt(int(p.slave.Fd()), unix.TIOCINQ); err != nil || n != 0 {
+		t.Errorf("the user's terminal has %d bytes of input waiting (%v), want none", n, err)
+	}
+
+	hangup := func(args ...string) (*onPty, string, int) {
+		marker := filepath.Join(t.TempDir(), "vhangup")
+		args = append(args, "--", "bash", "-c", `trap "" HUP; $AGENTHELPER vhangup > `+marker+` 2>&1; exit 0`)
+		p := startOnPty(t, b, 24, 80, args...)
+		code := p.wait()
+		return p, strings.TrimSpace(readFile(marker)), code
+	}
+	p, got, code := hangup()
+	if got != "ok" {
+		t.Skipf("needs vhangup (CAP_SYS_TTY_CONFIG): %s", got)
+	}
+	if code != 0 {
+		t.Errorf("paddock exited %d after the agent's vhangup, want 0:\n%s", code, p.output())
+	}
+	if _, err := unix.IoctlGetTermios(int(p.slave.Fd()), unix.TCGETS); err != nil {
+		t.Errorf("the user's terminal after the agent's vhangup: %v", err)
+	}
+	if _, err := p.slave.Write([]byte("still-here\n")); err != nil {
+		t.Fatalf("the agent's vhangup hung up the user's terminal: %v", err)
+	}
+	p.expect("still-here")
+
+	p, got, _ = hangup("--no-pty")
+	if got != "ok" {
+		t.Fatalf("vhangup with --no-pty: %s", got)
+	}
+	if _, err := p.slave.Write([]byte("x")); !errors.Is(err, unix.EIO) {
+		t.Errorf("with --no-pty the agent's vhangup should hang up the user's terminal (EIO), got %v", err)
+	}
+}
+
+// sharedTerminalNoPty: with --no-pty the agent is on the user's terminal
+// itself, in paddock's session, as before the pty: the cost is that its
+// kill(0) addresses paddock's group and is refused.
+func sharedTerminalNoPty(t *testing.T, b backend) {
+	b.require(t)
+	requireBash(t)
+	p := startOnPty(t, b, 24, 80, "--no-pty", "--", "bash", "-c", `echo "ctty=/dev/$(ps -o tty= -p $$ | tr -d ' ')"
+kill -TERM 0; echo rc=$?`)
+	p.wait()
+	out := p.output()
+	if !strings.Contains(out, "ctty="+p.slave.Name()) {
+		t.Errorf("want the agent on the user's terminal %s:\n%s", p.slave.Name(), out)
+	}
+	if !strings.Contains(out, "rc=1") || !strings.Contains(out, "refused") {
+		t.Errorf("want kill 0 refused on the shared terminal:\n%s", out)
+	}
+}
