@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -59,6 +60,9 @@ type Relay struct {
 	loops     sync.WaitGroup
 	outDone   chan struct{}
 	followPid int
+	// stopRoot asks the signal loop to stop the agent root's group and
+	// paddock with it (the user typed the suspend key at the root).
+	stopRoot  chan struct{}
 	closeOnce sync.Once
 }
 
@@ -89,7 +93,7 @@ func New(stdin, stdout, stderr *os.File) (*Relay, error) {
 	}
 	// The agent inherits the slave's open file: blocking, as a terminal is.
 	_ = slave.Fd()
-	r := &Relay{master: master, slave: slave, quit: make(chan struct{}), outDone: make(chan struct{})}
+	r := &Relay{master: master, slave: slave, quit: make(chan struct{}), outDone: make(chan struct{}), stopRoot: make(chan struct{}, 1)}
 	for i, f := range std {
 		r.agent[i] = f
 		if isTTY[i] {
@@ -150,18 +154,23 @@ func (r *Relay) Start() error {
 	return nil
 }
 
-// Follow makes the relay follow the agent root pid's job control, as sudo
-// does: when the root itself stops (a program that suspends itself on ^Z,
-// or any stop signal), paddock gives the user's terminal back as it was
-// and stops itself with SIGTSTP, so that the user's shell sees the job
-// stopped; when the shell continues paddock (fg, bg), the terminal is put
-// back in raw mode if paddock is in the foreground, and the agent's group
-// is continued. A stop of a job inside the agent (an interactive shell's
-// own jobs) stays inside the pty.
+// Follow makes the relay follow the job control of the agent root pid,
+// which leads the pty's session, as sudo does: when the root itself stops,
+// paddock gives the user's terminal back as it was and stops itself with
+// SIGTSTP, so that the user's shell sees the job stopped; when the shell
+// continues paddock (fg, bg), the terminal is put back in raw mode if
+// paddock is in the foreground, and the agent's group is continued. A stop
+// of a job inside the agent (an interactive shell's own jobs) stays inside
+// the pty.
 //
-// Only a plain stop is seen ('T' in /proc/PID/stat): under the ptrace
-// backend a stopped root is in a tracing stop instead, and paddock keeps
-// running (docs/limits.md).
+// The root's process group is orphaned (its parent, paddock, is outside
+// its session), so the kernel drops the SIGTSTP the pty's suspend key
+// would send it (and one it sends itself). When the user types the suspend
+// key (^Z) while the root's group is the pty's foreground and the pty
+// generates signals, paddock stops that group with SIGSTOP instead, then
+// itself. Any other stop of the root is seen when it shows as 'T' in
+// /proc/PID/stat: under the ptrace backend a stopped root is in a tracing
+// stop instead, which paddock does not follow (docs/limits.md).
 func (r *Relay) Follow(pid int) {
 	r.mu.Lock()
 	r.followPid = pid
@@ -188,6 +197,13 @@ func (r *Relay) signals() {
 					r.suspend(pid)
 				}
 			}
+		case <-r.stopRoot:
+			r.mu.Lock()
+			pid := r.followPid
+			r.mu.Unlock()
+			if unix.Kill(-pid, unix.SIGSTOP) == nil {
+				r.suspend(pid)
+			}
 		}
 	}
 }
@@ -197,7 +213,13 @@ func (r *Relay) suspend(pid int) {
 	r.Restore()
 	// The default action of SIGTSTP stops this process, paddock's group
 	// being the user's job; Go leaves it at the default unless notified.
-	_ = unix.Kill(os.Getpid(), unix.SIGTSTP)
+	// Sent to this thread, which then stops before it returns from the
+	// call (a signal to the process could stop it only after the terminal
+	// has been made raw again). In an orphaned group (paddock leads its
+	// session) the kernel drops it, and the agent goes on at once.
+	runtime.LockOSThread()
+	_ = unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGTSTP)
+	runtime.UnlockOSThread()
 	// Continued by the user's shell (or by anyone).
 	select {
 	case <-r.quit:
@@ -229,14 +251,15 @@ func (r *Relay) copySize() {
 }
 
 // raw puts the user's terminal in raw mode, when stdin is that terminal
-// and paddock's group is its foreground (setting a terminal's mode from the
-// background would stop paddock with SIGTTOU).
+// and paddock's group is not in its background (setting a terminal's mode
+// from the background would stop paddock with SIGTTOU). A terminal that is
+// not paddock's controlling terminal (a harness's pty) has no background.
 func (r *Relay) raw() error {
 	if r.in == nil {
 		return nil
 	}
 	fd := int(r.in.Fd())
-	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err != nil || pg != unix.Getpgrp() {
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg != unix.Getpgrp() {
 		return nil
 	}
 	r.mu.Lock()
@@ -265,13 +288,29 @@ func (r *Relay) Restore() {
 }
 
 // input copies the user's keystrokes to the pty until the user's terminal
-// ends (hung up) or Close.
+// ends (hung up) or Close; the suspend key aimed at the agent root stops
+// it (see Follow).
 func (r *Relay) input() {
 	buf := make([]byte, 4096)
 	for {
 		n, err := r.inRead.Read(buf)
-		if n > 0 {
-			if _, werr := r.master.Write(buf[:n]); werr != nil {
+		p := buf[:n]
+		for len(p) > 0 {
+			i := r.suspendKey(p)
+			if i < 0 {
+				break
+			}
+			if _, werr := r.master.Write(p[:i]); werr != nil {
+				return
+			}
+			select {
+			case r.stopRoot <- struct{}{}:
+			default:
+			}
+			p = p[i+1:]
+		}
+		if len(p) > 0 {
+			if _, werr := r.master.Write(p); werr != nil {
 				return
 			}
 		}
@@ -279,6 +318,37 @@ func (r *Relay) input() {
 			return
 		}
 	}
+}
+
+// suspendKey is the index in p of the pty's suspend key when it would stop
+// the agent root's own group, else -1: the relay follows the root, the pty
+// generates signals (ISIG), and its foreground group is the root's.
+func (r *Relay) suspendKey(p []byte) int {
+	r.mu.Lock()
+	pid := r.followPid
+	r.mu.Unlock()
+	if pid <= 0 {
+		return -1
+	}
+	sc, err := r.master.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	var tio *unix.Termios
+	var fg int
+	var terr, perr error
+	if err := sc.Control(func(fd uintptr) {
+		// On a pty's master these are the slave's settings and group.
+		tio, terr = unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		fg, perr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
+	}); err != nil || terr != nil || perr != nil {
+		return -1
+	}
+	key := tio.Cc[unix.VSUSP]
+	if tio.Lflag&unix.ISIG == 0 || key == 0 || fg != pid {
+		return -1
+	}
+	return bytes.IndexByte(p, key)
 }
 
 // output copies the pty's output to the user's terminal until every

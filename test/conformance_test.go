@@ -68,6 +68,7 @@ var scenarios = []struct {
 	{"KillZeroOnTerminal", killZeroOnTerminal},
 	{"TerminalOutOfAgentsReach", terminalOutOfAgentsReach},
 	{"SharedTerminalNoPty", sharedTerminalNoPty},
+	{"AgentRootStopsWithPaddock", agentRootStopsWithPaddock},
 	{"OneCPU", oneCPU},
 	{"SupervisorSliceNotInherited", supervisorSliceNotInherited},
 	// Root agent hardening.
