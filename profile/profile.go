@@ -38,6 +38,7 @@ const (
 	KeyHeadless          = "headless"
 	KeyAllowOptIn        = "allow_opt_in"
 	KeyAdoption          = "adoption"
+	KeyPty               = "pty"
 )
 
 // Adoption modes: who may adopt a process into a session (key adoption).
@@ -53,7 +54,7 @@ const (
 )
 
 // Keys lists the profile keys in the order paddock prints them.
-var Keys = []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption}
+var Keys = []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption, KeyPty}
 
 // Sources: where a value came from (Profile.Sources values; file values are
 // "file PATH:LINE").
@@ -85,6 +86,10 @@ type Profile struct {
 	// Adoption says who may adopt processes into a session: AdoptByAgent
 	// (default), AdoptFromOutside or AdoptOff.
 	Adoption string
+	// Pty: on a terminal, paddock run puts the agent on a pty of its own
+	// (the default); false keeps it on the user's terminal, as
+	// `paddock run --no-pty` does.
+	Pty bool
 	// Sources maps each key, and "profile" (the file's path), to where its
 	// value came from: "file PATH:LINE", "env PADDOCK_PROFILE", "flag
 	// --profile", "detected", "default".
@@ -172,7 +177,7 @@ func (e *Error) Error() string {
 
 // Defaults returns the profile used when no file is found.
 func Defaults() Profile {
-	p := Profile{AllowOptIn: true, Adoption: AdoptByAgent, Sources: map[string]string{"profile": SourceNone}}
+	p := Profile{AllowOptIn: true, Adoption: AdoptByAgent, Pty: true, Sources: map[string]string{"profile": SourceNone}}
 	for _, k := range Keys {
 		p.Sources[k] = SourceDefault
 	}
@@ -343,6 +348,12 @@ func Parse(path string, data []byte) (Profile, error) {
 				return Profile{}, bad(key, fmt.Sprintf("want %q (the agent may adopt, with a reason), %q (only from outside the session) or %q; got %s", AdoptByAgent, AdoptFromOutside, AdoptOff, describe(v)))
 			}
 			p.Adoption = a
+		case KeyPty:
+			b, ok := v.(bool)
+			if !ok {
+				return Profile{}, bad(key, "want true (the agent on a pty of its own) or false (on the user's terminal); got "+describe(v))
+			}
+			p.Pty = b
 		}
 		p.Sources[key] = src(key)
 	}

@@ -21,12 +21,13 @@ services_to_survive = ["display-manager", "sway", "user@*"]
 headless = false
 allow_opt_in = false
 adoption = "outside"
+pty = false
 `
 	p, err := Parse("/etc/p.toml", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "desktop" || *p.TotalVRAMGB != 24 || *p.DesktopHeadroomGB != 3.5 || *p.Headless || p.AllowOptIn || p.Adoption != AdoptFromOutside {
+	if p.Name != "desktop" || *p.TotalVRAMGB != 24 || *p.DesktopHeadroomGB != 3.5 || *p.Headless || p.AllowOptIn || p.Adoption != AdoptFromOutside || p.Pty {
 		t.Errorf("values: %+v", p)
 	}
 	if !reflect.DeepEqual(p.ServicesToSurvive, []string{"display-manager", "sway", "user@*"}) {
@@ -36,6 +37,7 @@ adoption = "outside"
 		"profile": "file", KeyName: "file /etc/p.toml:2", KeyTotalVRAMGB: "file /etc/p.toml:3",
 		KeyDesktopHeadroomGB: "file /etc/p.toml:4", KeyServicesToSurvive: "file /etc/p.toml:5",
 		KeyHeadless: "file /etc/p.toml:6", KeyAllowOptIn: "file /etc/p.toml:7", KeyAdoption: "file /etc/p.toml:8",
+		KeyPty: "file /etc/p.toml:9",
 	}
 	if !reflect.DeepEqual(p.Sources, want) {
 		t.Errorf("sources:\n got %v\nwant %v", p.Sources, want)
@@ -51,7 +53,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Headless != nil || !p.AllowOptIn || p.Adoption != AdoptByAgent || p.TotalVRAMGB != nil || p.DesktopHeadroomGB != nil || p.ServicesToSurvive != nil {
+	if p.Headless != nil || !p.AllowOptIn || p.Adoption != AdoptByAgent || !p.Pty || p.TotalVRAMGB != nil || p.DesktopHeadroomGB != nil || p.ServicesToSurvive != nil {
 		t.Errorf("defaults: %+v", p)
 	}
 	if p.Sources[KeyHeadless] != "file /p.toml:1" || p.Sources[KeyAllowOptIn] != SourceDefault {
@@ -125,6 +127,7 @@ func TestParseErrors(t *testing.T) {
 		{"allow_opt_in string", "allow_opt_in = \"yes\"\n", 1, "allow_opt_in", "want true or false"},
 		{"adoption unknown", "adoption = \"nobody\"\n", 1, "adoption", `want "agent" (the agent may adopt, with a reason), "outside" (only from outside the session) or "off"; got the string "nobody"`},
 		{"adoption not a string", "adoption = false\n", 1, "adoption", `want "agent"`},
+		{"pty not a bool", "pty = \"no\"\n", 1, "pty", `want true (the agent on a pty of its own) or false (on the user's terminal); got the string "no"`},
 		{"syntax", "name = \"x\ntotal_vram_gb = 1\n", 1, "", "not valid TOML"},
 		{"duplicate", "name = \"a\"\nname = \"b\"\n", 2, "", "not valid TOML"},
 	}

@@ -385,21 +385,30 @@ echo "tiocsti: $($AGENTHELPER tiocsti 0)"`)
 	}
 }
 
-// sharedTerminalNoPty: with --no-pty the agent is on the user's terminal
-// itself, in paddock's session, as before the pty: the cost is that its
-// kill(0) addresses paddock's group and is refused.
+// sharedTerminalNoPty: with --no-pty (or the profile's pty = false) the
+// agent is on the user's terminal itself, in paddock's session, as before
+// the pty: the cost is that its kill(0) addresses paddock's group and is
+// refused.
 func sharedTerminalNoPty(t *testing.T, b backend) {
 	b.require(t)
 	requireBash(t)
-	p := startOnPty(t, b, 24, 80, "--no-pty", "--", "bash", "-c", `echo "ctty=/dev/$(ps -o tty= -p $$ | tr -d ' ')"
-kill -TERM 0; echo rc=$?`)
-	p.wait()
-	out := p.output()
-	if !strings.Contains(out, "ctty="+p.slave.Name()) {
-		t.Errorf("want the agent on the user's terminal %s:\n%s", p.slave.Name(), out)
+	prof := filepath.Join(t.TempDir(), "profile.toml")
+	if err := os.WriteFile(prof, []byte("pty = false\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(out, "rc=1") || !strings.Contains(out, "refused") {
-		t.Errorf("want kill 0 refused on the shared terminal:\n%s", out)
+	for name, args := range map[string][]string{"flag": {"--no-pty"}, "profile": {"--profile", prof}} {
+		t.Run(name, func(t *testing.T) {
+			p := startOnPty(t, b, 24, 80, append(args, "--", "bash", "-c", `echo "ctty=/dev/$(ps -o tty= -p $$ | tr -d ' ')"
+kill -TERM 0; echo rc=$?`)...)
+			p.wait()
+			out := p.output()
+			if !strings.Contains(out, "ctty="+p.slave.Name()) {
+				t.Errorf("want the agent on the user's terminal %s:\n%s", p.slave.Name(), out)
+			}
+			if !strings.Contains(out, "rc=1") || !strings.Contains(out, "refused") {
+				t.Errorf("want kill 0 refused on the shared terminal:\n%s", out)
+			}
+		})
 	}
 }
 

@@ -79,6 +79,7 @@ func printProfile(w io.Writer, p profile.Profile) error {
 	}
 	row(profile.KeyAllowOptIn, p.Sources[profile.KeyAllowOptIn], strconv.FormatBool(p.AllowOptIn))
 	row(profile.KeyAdoption, p.Sources[profile.KeyAdoption], p.Adoption)
+	row(profile.KeyPty, p.Sources[profile.KeyPty], strconv.FormatBool(p.Pty))
 	dt := p.Detected.DefaultTarget
 	if dt == "" {
 		dt = "unknown"
@@ -96,6 +97,7 @@ type profileJSON struct {
 	Headless          any               `json:"headless"`
 	AllowOptIn        bool              `json:"allow_opt_in"`
 	Adoption          string            `json:"adoption"`
+	Pty               bool              `json:"pty"`
 	Detected          detectedJSON      `json:"detected"`
 	Sources           map[string]string `json:"sources"`
 }
@@ -110,7 +112,7 @@ type detectedJSON struct {
 func printProfileJSON(w io.Writer, p profile.Profile) error {
 	out := profileJSON{
 		Name: p.Name, TotalVRAMGB: p.TotalVRAMGB, DesktopHeadroomGB: p.DesktopHeadroomGB,
-		ServicesToSurvive: p.Services(), AllowOptIn: p.AllowOptIn, Adoption: p.Adoption, Sources: p.Sources,
+		ServicesToSurvive: p.Services(), AllowOptIn: p.AllowOptIn, Adoption: p.Adoption, Pty: p.Pty, Sources: p.Sources,
 		Detected: detectedJSON{Headless: p.Detected.Headless, HeadlessReason: p.Detected.HeadlessReason,
 			DefaultTarget: p.Detected.DefaultTarget, DefaultTargetReason: p.Detected.DefaultTargetReason},
 	}

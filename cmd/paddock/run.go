@@ -161,10 +161,15 @@ func runRun(f runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	// With a terminal, the agent gets a pty of its own (package terminal);
-	// nothing changes on the user's terminal before relay.Start.
+	prof, err := loadProfile(f.profile)
+	if err != nil {
+		return err
+	}
+	// With a terminal, the agent gets a pty of its own (package terminal)
+	// unless --no-pty or the profile's pty = false; nothing changes on the
+	// user's terminal before relay.Start.
 	var relay *terminal.Relay
-	if !f.noPty {
+	if !f.noPty && prof.Pty {
 		if relay, err = terminal.New(os.Stdin, os.Stdout, os.Stderr); err != nil {
 			return err
 		}
@@ -176,10 +181,6 @@ func runRun(f runFlags, args []string) error {
 		if log, err = newLoggerTo(relay.LogWriter(os.Stderr), f.logFormat, f.logLevel); err != nil {
 			return err
 		}
-	}
-	prof, err := loadProfile(f.profile)
-	if err != nil {
-		return err
 	}
 	// GPU detection (nvidia-smi, sysfs, a scan for display servers) runs
 	// in the background from vramPrefetchDelay after the start (so that a
