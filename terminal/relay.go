@@ -36,6 +36,10 @@ import (
 // running (paddock run --keep-orphans) still holds the pty open.
 const drainWait = time.Second
 
+// bgPoll is how often the input loop checks whether paddock, in the
+// background of the user's terminal, has been brought to the foreground.
+const bgPoll = 200 * time.Millisecond
+
 // Relay is a pty between an agent and the user's terminal.
 type Relay struct {
 	master, slave *os.File
@@ -62,7 +66,9 @@ type Relay struct {
 	followPid int
 	// stopRoot asks the signal loop to stop the agent root's group and
 	// paddock with it (the user typed the suspend key at the root).
-	stopRoot  chan struct{}
+	stopRoot chan struct{}
+	// wake tells the input loop that paddock was continued.
+	wake      chan struct{}
 	closeOnce sync.Once
 }
 
@@ -93,7 +99,7 @@ func New(stdin, stdout, stderr *os.File) (*Relay, error) {
 	}
 	// The agent inherits the slave's open file: blocking, as a terminal is.
 	_ = slave.Fd()
-	r := &Relay{master: master, slave: slave, quit: make(chan struct{}), outDone: make(chan struct{}), stopRoot: make(chan struct{}, 1)}
+	r := &Relay{master: master, slave: slave, quit: make(chan struct{}), outDone: make(chan struct{}), stopRoot: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
 	for i, f := range std {
 		r.agent[i] = f
 		if isTTY[i] {
@@ -128,12 +134,16 @@ func (r *Relay) Agent() (stdin, stdout, stderr *os.File) { return r.agent[0], r.
 // Slave is the pty's slave: the agent's controlling terminal.
 func (r *Relay) Slave() *os.File { return r.slave }
 
-// Start copies the user's terminal settings and window size to the pty,
-// puts the user's terminal in raw mode when stdin is that terminal and
-// paddock is its foreground job, and starts relaying. Call Close when the
-// agent is gone, on every path: it restores the user's terminal.
+// Start copies the user's terminal settings (when paddock is not in its
+// background) and window size to the pty, puts the user's terminal in raw
+// mode when stdin is that terminal and paddock is not in its background,
+// and starts relaying. Call Close when the agent is gone, on every path:
+// it restores the user's terminal.
 func (r *Relay) Start() error {
-	if t, err := unix.IoctlGetTermios(int(r.ref.Fd()), unix.TCGETS); err == nil {
+	// From the background the user's settings are whatever the user's
+	// shell uses while it reads a command line (readline's raw-ish mode):
+	// the pty then keeps the kernel's defaults, a sane cooked terminal.
+	if t, err := unix.IoctlGetTermios(int(r.ref.Fd()), unix.TCGETS); err == nil && !r.background() {
 		if err := unix.IoctlSetTermios(int(r.slave.Fd()), unix.TCSETS, t); err != nil {
 			return fmt.Errorf("terminal: copy the terminal's settings to the agent's pty: %w", err)
 		}
@@ -143,7 +153,7 @@ func (r *Relay) Start() error {
 		return err
 	}
 	r.sigs = make(chan os.Signal, 4)
-	signal.Notify(r.sigs, unix.SIGWINCH, unix.SIGCHLD)
+	signal.Notify(r.sigs, unix.SIGWINCH, unix.SIGCHLD, unix.SIGCONT)
 	r.loops.Add(1)
 	go r.signals()
 	go r.output()
@@ -189,6 +199,18 @@ func (r *Relay) signals() {
 			switch sig {
 			case unix.SIGWINCH:
 				r.copySize()
+			case unix.SIGCONT:
+				// Continued in the foreground (fg) or the background (bg).
+				if r.background() {
+					r.pauseInput()
+				} else {
+					_ = r.raw()
+					r.copySize()
+				}
+				select {
+				case r.wake <- struct{}{}:
+				default:
+				}
 			case unix.SIGCHLD:
 				r.mu.Lock()
 				pid := r.followPid
@@ -250,6 +272,27 @@ func (r *Relay) copySize() {
 	}
 }
 
+// background reports whether paddock's group is in the background of the
+// user's terminal (stdin): it may then neither read it nor set its mode.
+// A terminal that is not paddock's controlling terminal (a harness's pty)
+// has no background.
+func (r *Relay) background() bool {
+	if r.in == nil {
+		return false
+	}
+	pg, err := unix.IoctlGetInt(int(r.in.Fd()), unix.TIOCGPGRP)
+	return err == nil && pg != unix.Getpgrp()
+}
+
+// pauseInput ends a pending read of the user's terminal (where the read
+// can be ended: see reopen), so that the input loop waits for the
+// foreground.
+func (r *Relay) pauseInput() {
+	if r.inRead != nil {
+		_ = r.inRead.SetReadDeadline(time.Now())
+	}
+}
+
 // raw puts the user's terminal in raw mode, when stdin is that terminal
 // and paddock's group is not in its background (setting a terminal's mode
 // from the background would stop paddock with SIGTTOU). A terminal that is
@@ -258,10 +301,10 @@ func (r *Relay) raw() error {
 	if r.in == nil {
 		return nil
 	}
-	fd := int(r.in.Fd())
-	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg != unix.Getpgrp() {
+	if r.background() {
 		return nil
 	}
+	fd := int(r.in.Fd())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.saved != nil {
@@ -290,10 +333,32 @@ func (r *Relay) Restore() {
 // input copies the user's keystrokes to the pty until the user's terminal
 // ends (hung up) or Close; the suspend key aimed at the agent root stops
 // it (see Follow).
+//
+// Only while paddock is not in the terminal's background: a read from there
+// would stop paddock (SIGTTIN), as it would any background job that reads
+// its terminal, though the agent may never read. In the background the
+// loop waits for SIGCONT, checking every bgPoll too (a shell's fg continues
+// a running job without one), and puts the terminal in raw mode once
+// paddock is in the foreground.
 func (r *Relay) input() {
 	buf := make([]byte, 4096)
 	for {
+		if r.background() {
+			for r.background() {
+				select {
+				case <-r.quit:
+					return
+				case <-r.wake:
+				case <-time.After(bgPoll):
+				}
+			}
+			_ = r.raw()
+		}
+		_ = r.inRead.SetReadDeadline(time.Time{})
 		n, err := r.inRead.Read(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue // paused: paddock went to the background
+		}
 		p := buf[:n]
 		for len(p) > 0 {
 			i := r.suspendKey(p)

@@ -69,6 +69,7 @@ var scenarios = []struct {
 	{"TerminalOutOfAgentsReach", terminalOutOfAgentsReach},
 	{"SharedTerminalNoPty", sharedTerminalNoPty},
 	{"AgentRootStopsWithPaddock", agentRootStopsWithPaddock},
+	{"PaddockInTheBackground", paddockInTheBackground},
 	{"OneCPU", oneCPU},
 	{"SupervisorSliceNotInherited", supervisorSliceNotInherited},
 	// Root agent hardening.

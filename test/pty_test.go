@@ -430,23 +430,8 @@ func shellQuote(args []string) string {
 func agentRootStopsWithPaddock(t *testing.T, b backend) {
 	b.require(t)
 	requireBash(t)
-	master, slave := ptytest.Open(t)
-	pcmd, journal := b.paddockCmd(t, "--", "cat")
-	cmd := exec.Command("bash", "--norc", "--noprofile", "-i")
-	cmd.Env = append(pcmd.Env, "PS1=$ ", "HISTFILE=/dev/null", "TERM=xterm")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	p := &onPty{t: t, master: master, slave: slave, cmd: cmd, journal: journal, done: make(chan error, 1), more: make(chan struct{}, 1)}
-	go p.read()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	})
+	p, pcmd := startShellOnPty(t, b, "--", "cat")
+	cmd := p.cmd
 
 	settings := `echo "T$(stty -g)E"` + "\r"
 	p.send(settings)
@@ -480,6 +465,78 @@ func agentRootStopsWithPaddock(t *testing.T, b backend) {
 	}
 	p.send("\x04")
 	// paddock's summary: what is typed before paddock exits goes to the pty.
+	p.expect(`no refusals`)
+	p.send(`echo "X$?E"` + "\r")
+	if got := p.expect(`X(\d+)E`); got != "0" {
+		t.Fatalf("paddock exited %s after cat's EOF, want 0:\n%q", got, p.output())
+	}
+	p.send(settings)
+	if got := p.expect(`T([0-9a-f:]+)E`); got != before {
+		t.Fatalf("after paddock the terminal is %s, want it as it was: %s", got, before)
+	}
+	p.send("exit 0\r")
+	p.wait()
+}
+
+// startShellOnPty starts an interactive bash on a new pty, leading its
+// session (a user's shell in a terminal emulator), and prepares the
+// command line of `paddock run ARGS...` for it to run.
+func startShellOnPty(t *testing.T, b backend, args ...string) (*onPty, *exec.Cmd) {
+	t.Helper()
+	master, slave := ptytest.Open(t)
+	pcmd, journal := b.paddockCmd(t, args...)
+	cmd := exec.Command("bash", "--norc", "--noprofile", "-i")
+	cmd.Env = append(pcmd.Env, "PS1=$ ", "HISTFILE=/dev/null", "TERM=xterm")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	p := &onPty{t: t, master: master, slave: slave, cmd: cmd, journal: journal, done: make(chan error, 1), more: make(chan struct{}, 1)}
+	go p.read()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	return p, pcmd
+}
+
+// paddockInTheBackground: paddock started in the background of the user's
+// shell (`&`) neither reads the terminal (which would stop it with SIGTTIN,
+// though the agent never reads) nor changes its settings, and runs to the
+// end; brought to the foreground with fg, it puts the terminal in raw mode
+// and relays the user's input to the agent.
+func paddockInTheBackground(t *testing.T, b backend) {
+	b.require(t)
+	requireBash(t)
+	p, pcmd := startShellOnPty(t, b, "--", "sh", "-c", "echo B$((40+2))E")
+	settings := `echo "T$(stty -g)E"` + "\r"
+	p.send(settings)
+	before := p.expect(`T([0-9a-f:]+)E`)
+	p.send(shellQuote(pcmd.Args) + ` & wait $!; echo "W$?E"` + "\r")
+	p.expect(`B42E`)
+	if got := p.expect(`W(\d+)E`); got != "0" {
+		t.Fatalf("paddock in the background: status %s, want 0:\n%q", got, p.output())
+	}
+	p.send(settings)
+	if got := p.expect(`T([0-9a-f:]+)E`); got != before {
+		t.Fatalf("after paddock in the background the terminal is %s, want it as it was: %s", got, before)
+	}
+
+	args := append([]string(nil), pcmd.Args...)
+	args[len(args)-3] = "cat"
+	p.send(shellQuote(args[:len(args)-2]) + " &\r")
+	awaitForeground(t, p.cmd.Process.Pid, "cat")
+	p.send("fg\r")
+	waitFor(t, "paddock in the foreground to make the terminal raw", func() bool {
+		tio, err := unix.IoctlGetTermios(int(p.slave.Fd()), unix.TCGETS)
+		return err == nil && tio.Lflag&unix.ICANON == 0
+	})
+	p.send("hello\r")
+	p.expect(`hello[\s\S]*hello`)
+	p.send("\x04")
 	p.expect(`no refusals`)
 	p.send(`echo "X$?E"` + "\r")
 	if got := p.expect(`X(\d+)E`); got != "0" {
