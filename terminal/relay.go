@@ -453,6 +453,8 @@ func (r *Relay) Close() error {
 			signal.Stop(r.sigs)
 		}
 		close(r.quit)
+		// The signal loop uses the slave (window sizes): it ends first.
+		r.loops.Wait()
 		_ = r.slave.Close()
 		if r.sigs != nil {
 			select {
@@ -462,7 +464,6 @@ func (r *Relay) Close() error {
 				<-r.outDone
 			}
 		}
-		r.loops.Wait()
 		r.Restore()
 		if r.inRead != nil && r.inRead != r.in {
 			_ = r.inRead.Close()
