@@ -53,14 +53,16 @@ func newRunCmd() *cobra.Command {
 		Short: "Run CMD under paddock's supervision",
 		Long: `Run CMD under paddock's supervision and exit with its status, or 128+N when it
 died of signal N. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and
-SIGWINCH sent to paddock are forwarded to CMD. If paddock itself dies, CMD is
-killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).
+SIGWINCH sent to paddock are forwarded to CMD (SIGWINCH not when CMD is on a
+pty of its own, which gets the new size instead). If paddock itself dies, CMD
+is killed and the trapped syscalls of anything CMD left behind fail (ENOSYS).
 
 When any of paddock's standard descriptors is a terminal, CMD runs on a pty
 of its own, in a session of its own, and paddock relays between it and your
 terminal (input, output, window size, ^C/^Z), as sudo, script, tmux and ssh
 do: CMD cannot push input into your shell or hang up your terminal, and its
-kill(0) reaches only its own processes. --no-pty keeps CMD on your terminal.`,
+kill(0) reaches only its own processes. --no-pty (or the profile's
+pty = false) keeps CMD on your terminal.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(f, args)
