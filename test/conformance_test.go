@@ -70,6 +70,7 @@ var scenarios = []struct {
 	{"SharedTerminalNoPty", sharedTerminalNoPty},
 	{"AgentRootStopsWithPaddock", agentRootStopsWithPaddock},
 	{"PaddockInTheBackground", paddockInTheBackground},
+	{"TerminalRestoredOnEveryExit", terminalRestoredOnEveryExit},
 	{"OneCPU", oneCPU},
 	{"SupervisorSliceNotInherited", supervisorSliceNotInherited},
 	// Root agent hardening.

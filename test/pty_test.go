@@ -41,6 +41,12 @@ func startOnPty(t *testing.T, b backend, rows, cols uint16, args ...string) *onP
 	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
 		t.Fatalf("set the pty's size: %v", err)
 	}
+	return startOnPtyPair(t, b, master, slave, args...)
+}
+
+// startOnPtyPair starts `paddock run ARGS...` on the pty master/slave.
+func startOnPtyPair(t *testing.T, b backend, master, slave *os.File, args ...string) *onPty {
+	t.Helper()
 	cmd, journal := b.paddockCmd(t, args...)
 	cmd.Env = append(cmd.Env, "PS1=$ ", "HISTFILE=/dev/null", "TERM=xterm")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
@@ -548,4 +554,45 @@ func paddockInTheBackground(t *testing.T, b backend) {
 	}
 	p.send("exit 0\r")
 	p.wait()
+}
+
+// terminalRestoredOnEveryExit: however the session ends (the agent killed
+// by a signal, or paddock sent SIGTERM, SIGINT or SIGHUP, which it
+// forwards), paddock exits with 128+N and the user's terminal has its
+// settings back.
+func terminalRestoredOnEveryExit(t *testing.T, b backend) {
+	b.require(t)
+	requireBash(t)
+	for _, tc := range []struct {
+		name   string
+		script string
+		send   syscall.Signal
+		code   int
+	}{
+		{"agent killed", "echo R$((1+1))E; kill -KILL $$", 0, 137},
+		{"SIGTERM", "echo R$((1+1))E; exec sleep 300", syscall.SIGTERM, 143},
+		{"SIGINT", "echo R$((1+1))E; exec sleep 300", syscall.SIGINT, 130},
+		{"SIGHUP", "echo R$((1+1))E; exec sleep 300", syscall.SIGHUP, 129},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			master, slave := ptytest.Open(t)
+			before := termios(t, slave)
+			p := startOnPtyPair(t, b, master, slave, "--", "bash", "-c", tc.script)
+			p.expect("R2E")
+			if tc.send != 0 {
+				if tio := termios(t, slave); tio.Lflag&unix.ICANON != 0 {
+					t.Errorf("the terminal is not raw while the agent runs: lflag %#x", tio.Lflag)
+				}
+				if err := p.cmd.Process.Signal(tc.send); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code := p.wait(); code != tc.code {
+				t.Errorf("paddock exited %d, want %d:\n%q", code, tc.code, p.output())
+			}
+			if after := termios(t, slave); after != before {
+				t.Errorf("the terminal's settings changed:\nbefore %+v\nafter  %+v", before, after)
+			}
+		})
+	}
 }
