@@ -238,7 +238,8 @@ func requireBash(t *testing.T) {
 
 // interactiveShellOnPty: an interactive shell under paddock, on a terminal,
 // runs behind a pty of its own as it would on the terminal itself: it sees
-// the terminal's size and its changes, suspends a job on ^Z and resumes it
+// the terminal's size and its changes, writes colours, suspends a job on
+// ^Z and resumes it
 // with fg, interrupts it on ^C, reads a password from /dev/tty without
 // echoing it, and exits with its status, which paddock exits with; the
 // user's terminal settings are the same afterwards.
@@ -265,6 +266,10 @@ func interactiveShellOnPty(t *testing.T, b backend) {
 			t.Fatalf("stty size after the resize: %s, want 50x120", got)
 		}
 	}
+
+	// Colours: escape sequences pass through as written.
+	p.send(`printf '\033[31mC%sE\033[0m\n' OLOUR` + "\r")
+	p.expect("\x1b\\[31mCOLOURE\x1b\\[0m")
 
 	p.send("sleep 1001\r")
 	awaitForeground(t, p.cmd.Process.Pid, "sleep", "1001")
