@@ -254,7 +254,7 @@ func interactiveShellOnPty(t *testing.T, b backend) {
 	if got := p.expect(`S(\d+x\d+)E`); got != "40x100" {
 		t.Fatalf("stty size inside: %s, want 40x100", got)
 	}
-	if err := unix.IoctlSetWinsize(int(p.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 120}); err != nil {
+	if err := unix.IoctlSetWinsize(int(p.slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 120}); err != nil {
 		t.Fatalf("resize the terminal: %v", err)
 	}
 	// paddock copies the new size on its SIGWINCH, which may come after
