@@ -95,7 +95,7 @@ func New(stdin, stdout, stderr *os.File) (*Relay, error) {
 	}
 	master, slave, err := pty.Open()
 	if err != nil {
-		return nil, fmt.Errorf("terminal: open a pty for the agent: %w", err)
+		return nil, fmt.Errorf("terminal: open a pty for the agent: %w (paddock run --no-pty runs it on your terminal instead)", err)
 	}
 	// The agent inherits the slave's open file: blocking, as a terminal is.
 	_ = slave.Fd()
