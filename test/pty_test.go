@@ -474,19 +474,7 @@ func agentRootStopsWithPaddock(t *testing.T, b backend) {
 		p.send("third\r")
 		p.expect(`third[\s\S]*third`)
 	}
-	p.send("\x04")
-	// paddock's summary: what is typed before paddock exits goes to the pty.
-	p.expect(`no refusals`)
-	p.send(`echo "X$?E"` + "\r")
-	if got := p.expect(`X(\d+)E`); got != "0" {
-		t.Fatalf("paddock exited %s after cat's EOF, want 0:\n%q", got, p.output())
-	}
-	p.send(settings)
-	if got := p.expect(`T([0-9a-f:]+)E`); got != before {
-		t.Fatalf("after paddock the terminal is %s, want it as it was: %s", got, before)
-	}
-	p.send("exit 0\r")
-	p.wait()
+	endCat(t, p, settings, before)
 }
 
 // startShellOnPty starts an interactive bash on a new pty, leading its
@@ -547,7 +535,16 @@ func paddockInTheBackground(t *testing.T, b backend) {
 	})
 	p.send("hello\r")
 	p.expect(`hello[\s\S]*hello`)
+	endCat(t, p, settings, before)
+}
+
+// endCat ends a `paddock run -- cat` in the shell on p with EOF, and checks
+// that paddock exited 0 and left the terminal's settings as they were
+// (before, as the settings command prints them); then the shell exits.
+func endCat(t *testing.T, p *onPty, settings, before string) {
+	t.Helper()
 	p.send("\x04")
+	// paddock's summary: what is typed before paddock exits goes to the pty.
 	p.expect(`no refusals`)
 	p.send(`echo "X$?E"` + "\r")
 	if got := p.expect(`X(\d+)E`); got != "0" {
