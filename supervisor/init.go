@@ -89,6 +89,12 @@ func runInit(args []string) (int, error) {
 	if err := hardenAgent(keepCaps); err != nil {
 		return 126, err
 	}
+	// The supervisor says on its start line whether this kernel has
+	// Landlock; a domain that could not be entered where it has is said
+	// here. The supervisor's traps hold without it.
+	if err := enterLandlockDomain(keepCaps); err != nil && !landlockMissing(err) {
+		fmt.Fprintf(os.Stderr, "paddock: init: %v: the kernel's wall behind the supervisor is down for this session\n", err)
+	}
 	traced := backend == BackendPtrace
 	if !traced {
 		listener, err := notifyFilter(opts)

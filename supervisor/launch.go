@@ -55,6 +55,9 @@ var gcOff sync.Mutex
 type listenerResult struct {
 	fd  int
 	err error
+	// wall is why the launching thread is not in a Landlock domain (nil:
+	// it is, and so will the agent be).
+	wall error
 }
 
 type forkResult struct {
@@ -124,7 +127,10 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 			listenerc <- listenerResult{err: err}
 			return
 		}
-		listenerc <- listenerResult{fd: fd}
+		// After the filter: a thread the ptrace fallback would leave behind
+		// stays out of the domain. A wall that cannot go up is said on the
+		// start line; the supervisor's traps hold without it.
+		listenerc <- listenerResult{fd: fd, wall: enterLandlockDomain(s.cfg.KeepCaps)}
 		<-proceed
 		pid, err := syscall.ForkExec(s.cfg.Path, s.cfg.Args, attr)
 		forked <- forkResult{pid, err}
@@ -137,6 +143,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 		return 0, lr.err
 	}
 	s.useListener(lr.fd, backend)
+	s.wallErr = lr.wall
 	if s.cfg.TrapExec {
 		s.rootSet = make(chan rootPin, 1)
 	}
@@ -352,6 +359,8 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	if err := s.setRoot(pid); err != nil {
 		return fail(err)
 	}
+	// The init enters its Landlock domain where the kernel has one.
+	s.wallErr = landlockReady(s.cfg.KeepCaps)
 
 	m, err := handoff.Recv(pair[0])
 	if errors.Is(err, handoff.ErrClosed) {

@@ -166,8 +166,11 @@ type Session struct {
 	// (on the reaping thread only).
 	backend    Backend
 	backendWhy string
-	tracer     *tracer.Tracer
-	traced     *liveWorld
+	// wallErr is why the agent is not in a Landlock domain of its own
+	// (nil: it is; see landlock.go).
+	wallErr error
+	tracer  *tracer.Tracer
+	traced  *liveWorld
 	// answers carries workers' answers for the tracees the ptrace backend
 	// holds, and sigchld wakes the reaper while it polls for both (reap.go).
 	answers chan heldAnswer

@@ -78,6 +78,8 @@ var scenarios = []struct {
 	{"RootAgentKeepCaps", rootAgentKeepCaps},
 	{"SysrqTriggerReadOnly", sysrqTriggerReadOnly},
 	{"AgentMountsStayPrivate", agentMountsStayPrivate},
+	// The kernel's wall behind the supervisor.
+	{"KernelWallKeepsProcMemClosed", kernelWallKeepsProcMemClosed},
 }
 
 // TestConformance runs every scenario against every backend.

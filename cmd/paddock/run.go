@@ -87,7 +87,7 @@ pty = false) keeps CMD on your terminal.`,
 	cmd.Flags().StringVar(&f.reportFormat, "report-format", "json", "format of --report: json or junit")
 	cmd.Flags().StringVar(&f.backend, "backend", "", "how trapped syscalls reach paddock: `auto` (seccomp listener when one can be installed, else ptrace), seccomp or ptrace (default $PADDOCK_BACKEND, else auto)")
 	cmd.Flags().BoolVar(&f.noPty, "no-pty", false, "run CMD on your own terminal instead of a pty of its own: it shares paddock's session, so its kill(0) is refused, and it can push input into your shell (TIOCSTI) or hang up your terminal (docs/limits.md)")
-	cmd.Flags().BoolVar(&f.keepCaps, "keep-caps", false, "leave a root agent as it is: keep CAP_SYS_PTRACE in its capability bounding set, and no mount namespace of its own with a read-only /proc/sysrq-trigger")
+	cmd.Flags().BoolVar(&f.keepCaps, "keep-caps", false, "leave a root agent as it is: keep CAP_SYS_PTRACE in its capability bounding set, and no mount namespace of its own with a read-only /proc/sysrq-trigger; also no Landlock domain (for any agent)")
 	return cmd
 }
 
@@ -312,7 +312,7 @@ func runRun(f runFlags, args []string) error {
 		unreadExec = "refused (--strict-exec)"
 	}
 	log.Info().Str("session", session).Int("pid", s.Pid()).Str("backend", string(used)).Str("backend_reason", why).Str("profile", profName).
-		Str("socket", s.SocketPath()).Str("journal", journalPath).Str("journal_head", head).Str("unreadable_execs", unreadExec).
+		Str("socket", s.SocketPath()).Str("journal", journalPath).Str("journal_head", head).Str("unreadable_execs", unreadExec).Str("kernel_wall", s.KernelWall()).
 		Str("command", strings.Join(args, " ")).Msg(msg)
 	started := time.Now()
 	status := s.Wait()

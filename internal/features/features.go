@@ -829,16 +829,16 @@ func build(f facts) Report {
 		add(IDChildSubreaper, "child subreaper", OK, "yes", "")
 	}
 
-	const notUsed = "nothing lost today: paddock does not use "
+	const notUsed = "the agent runs without the kernel's wall behind the supervisor (a Landlock domain that keeps ptrace-class access, /proc/PID/mem included, inside the agent's processes); the seccomp traps hold alone without "
 	switch {
 	case f.landlockErr == nil:
 		add(IDLandlock, "Landlock", OK, fmt.Sprintf("ABI %d", f.landlockABI), "")
 	case errors.Is(f.landlockErr, unix.EOPNOTSUPP):
-		add(IDLandlock, "Landlock", Missing, "EOPNOTSUPP", "Landlock is built in but not enabled (add landlock to the lsm= boot parameter); "+notUsed+"Landlock yet")
+		add(IDLandlock, "Landlock", Missing, "EOPNOTSUPP", "Landlock is built in but not enabled (add landlock to the lsm= boot parameter); "+notUsed+"Landlock")
 	case errors.Is(f.landlockErr, unix.ENOSYS):
-		add(IDLandlock, "Landlock", Missing, "ENOSYS", "no Landlock (Linux 5.13+, CONFIG_SECURITY_LANDLOCK); "+notUsed+"Landlock yet")
+		add(IDLandlock, "Landlock", Missing, "ENOSYS", "no Landlock (Linux 5.13+, CONFIG_SECURITY_LANDLOCK); "+notUsed+"Landlock")
 	default:
-		add(IDLandlock, "Landlock", Missing, errValue(f.landlockErr), f.landlockErr.Error()+"; "+notUsed+"Landlock yet")
+		add(IDLandlock, "Landlock", Missing, errValue(f.landlockErr), f.landlockErr.Error()+"; "+notUsed+"Landlock")
 	}
 
 	switch {

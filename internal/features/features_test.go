@@ -345,7 +345,7 @@ func TestBuild(t *testing.T) {
 			},
 			status: map[string]Status{IDKernel: Missing, IDUserNotif: Missing, IDNotifContinue: Missing, IDListener: Missing,
 				IDUnderListener: Unknown, IDPidfdOpen: Missing, IDPidfdSendSignal: Unknown, IDPidfdGetfd: Unknown, IDLandlock: Missing},
-			notes:  map[string]string{IDPidfdOpen: "no pidfd_open (Linux 5.3+)", IDNotifContinue: "(Linux 5.5+)", IDLandlock: "nothing lost today"},
+			notes:  map[string]string{IDPidfdOpen: "no pidfd_open (Linux 5.3+)", IDNotifContinue: "(Linux 5.5+)", IDLandlock: "seccomp traps hold alone"},
 			reason: "no seccomp user notification",
 		},
 		{

@@ -1,0 +1,70 @@
+package test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock/internal/sys"
+)
+
+// kernelWallKeepsProcMemClosed: the agent runs in a Landlock domain of its
+// own, so the kernel itself refuses it /proc/PID/mem of a foreign process
+// run by the same unprivileged user (a path paddock's traps never see: an
+// open, or io_uring's), while its own children's stay open to it and a
+// `kill -0` probe of the foreign process still works. Without the domain,
+// a same-user process opens the foreign mem read-write and can overwrite
+// its code.
+func kernelWallKeepsProcMemClosed(t *testing.T, b backend) {
+	b.require(t)
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the agent and the foreign process as the same unprivileged user (setpriv)")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skipf("needs setpriv: %v", err)
+	}
+	if _, err := sys.LandlockABI(); err != nil {
+		t.Skipf("needs Landlock (Linux 5.13+, enabled in lsm=): %v", err)
+	}
+	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}
+	f := startForeign(t, nobody[0], append(nobody[1:], "sleep", "300")...)
+	dir, err := os.MkdirTemp("", "paddock-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for _, d := range []string{dir, bins.dir} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fp := itoa(f.pid())
+	script := `exec 3<>/proc/` + fp + `/mem && echo foreign-mem=open || echo foreign-mem=closed
+sleep 300 & c=$!
+exec 4<>/proc/$c/mem && echo own-mem=open
+kill $c
+kill -0 ` + fp + ` && echo probe=ok`
+	cmd := exec.Command(nobody[0], append(nobody[1:], bins.paddock, "run", "--backend", string(b),
+		"--journal", filepath.Join(dir, "j.jsonl"), "--", "bash", "-c", script)...)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// Whole lines: paddock's start line quotes the script.
+	lines := strings.Split(string(out), "\n")
+	for _, want := range []string{"foreign-mem=closed", "own-mem=open", "probe=ok"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("output lacks the line %q\n%s", want, out)
+		}
+	}
+	if !strings.Contains(string(out), "kernel_wall=\"landlock:") {
+		t.Errorf("the start line does not say the kernel's wall is up\n%s", out)
+	}
+	if !f.alive() {
+		t.Errorf("the foreign process died")
+	}
+}
