@@ -87,7 +87,8 @@ type Config struct {
 	// forwards signals to that whole group.
 	ForwardToGroup bool
 	// Grace is how long leftover processes get between SIGTERM and SIGKILL
-	// when the agent has exited (0: DefaultGrace).
+	// when the agent has exited (0: DefaultGrace; NoGrace: none, SIGKILL
+	// follows SIGTERM at once). The wait ends early when nothing is left.
 	Grace time.Duration
 	// KeepOrphans leaves the processes the agent left running alone.
 	KeepOrphans bool
@@ -128,6 +129,10 @@ const (
 
 // DefaultGrace is the default time between SIGTERM and SIGKILL for leftovers.
 const DefaultGrace = 5 * time.Second
+
+// NoGrace is the Config.Grace that sends SIGKILL right after SIGTERM
+// (paddock run --grace 0).
+const NoGrace time.Duration = -1
 
 // interactiveSignals are forwarded to the agent in every mode.
 func interactiveSignals() []os.Signal {
@@ -336,8 +341,11 @@ func (s *Session) Wait() int {
 		signal.Stop(s.sigs)
 		if !s.cfg.KeepOrphans {
 			grace := s.cfg.Grace
-			if grace <= 0 {
+			switch {
+			case grace == 0:
 				grace = DefaultGrace
+			case grace < 0:
+				grace = 0
 			}
 			s.cleaned = s.cleanup(grace)
 			if s.cleaned.Left > 0 {

@@ -61,6 +61,7 @@ var scenarios = []struct {
 	{"PID1ForwardsSIGTERM", pid1ForwardsSIGTERM},
 	{"InitForwardsTinisSet", initForwardsTinisSet},
 	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
+	{"GraceZeroMeansNone", graceZeroMeansNone},
 	{"ForwardToGroup", forwardToGroup},
 	{"JobControl", jobControl},
 	// The agent's own pty between it and the user's terminal.

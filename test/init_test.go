@@ -234,3 +234,23 @@ while :; do sleep 0.05; done`
 		t.Fatal("paddock is stopped")
 	}
 }
+
+// graceZeroMeansNone: with --grace 0 a leftover that takes its time over
+// SIGTERM is killed at once; with a grace it finishes its handler and
+// exits. The wait ends as soon as nothing is left.
+func graceZeroMeansNone(t *testing.T, b backend) {
+	b.require(t)
+	// A leftover with no children of its own (a busy loop of builtins), so
+	// that exactly one process is left.
+	script := `sh -c 'trap "sleep 1; exit 0" TERM; while :; do :; done' &
+sleep 0.2`
+	for _, tc := range []struct{ grace, want string }{
+		{"0", `"left":1,"terminated":0,"killed":1`},
+		{"30s", `"left":1,"terminated":1,"killed":0`},
+	} {
+		r := b.runPaddock(t, "--grace", tc.grace, "--", "bash", "-c", script)
+		if r.code != 0 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("--grace %s: want a cleanup line with %s\n%s", tc.grace, tc.want, r)
+		}
+	}
+}

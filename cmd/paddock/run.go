@@ -79,7 +79,7 @@ pty = false) keeps CMD on your terminal.`,
 	cmd.Flags().BoolVar(&f.noNotifyStderr, "no-notify-stderr", false, "do not write refusal messages to the refused process's stderr")
 	cmd.Flags().BoolVar(&f.init, "init", false, "act as a container init even when not PID 1: forward every signal tini forwards (on by itself as PID 1)")
 	cmd.Flags().BoolVar(&f.forwardToGroup, "forward-to-group", false, "start CMD in its own process group and forward signals to the whole group")
-	cmd.Flags().DurationVar(&f.grace, "grace", supervisor.DefaultGrace, "when CMD exits, processes it left running get SIGTERM, then SIGKILL after `DURATION`")
+	cmd.Flags().DurationVar(&f.grace, "grace", supervisor.DefaultGrace, "when CMD exits, processes it left running get SIGTERM, then SIGKILL after `DURATION` (0: at once); paddock exits as soon as none is left")
 	cmd.Flags().BoolVar(&f.keepOrphans, "keep-orphans", false, "leave the processes CMD left running alone when it exits")
 	cmd.Flags().BoolVar(&f.strictExec, "strict-exec", false, "refuse an exec paddock may not read (a caller that made itself non-dumpable) instead of letting it run journaled as exec_unread")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit non-zero (1, or CMD's own non-zero status) when anything was refused, even if CMD succeeded (CI mode)")
@@ -283,7 +283,7 @@ func runRun(f runFlags, args []string) error {
 		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], Terminal: ctty,
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
-		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: f.grace, KeepOrphans: f.keepOrphans,
+		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), KeepOrphans: f.keepOrphans,
 		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
 	if err != nil {
@@ -365,4 +365,13 @@ func errUnwrapExec(err error) error {
 		return e.Err
 	}
 	return err
+}
+
+// graceOf is the supervisor's Grace for --grace d: 0 there means the
+// library's default, and --grace 0 means none.
+func graceOf(d time.Duration) time.Duration {
+	if d == 0 {
+		return supervisor.NoGrace
+	}
+	return d
 }
