@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/sched"
+	"github.com/paddock-dev/paddock/internal/sys"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/tracer"
@@ -141,18 +142,62 @@ func interactiveSignals() []os.Signal {
 
 // initSignals are what a container's init forwards, tini's set: every
 // asynchronous signal but SIGCHLD, SIGKILL and SIGSTOP, SIGTTIN and SIGTTOU
-// (caught and dropped: see initDropped), and those the Go runtime uses
-// itself (SIGURG for preemption, SIGPROF for profiling).
+// (caught and dropped: see initDropped), and those the Go runtime keeps:
+// SIGURG, which it sends itself for preemption (forwarding it would hand
+// the agent signals nobody sent it), and SIGPROF, which it never hands to
+// a channel. The real-time signals 35 to 64 are forwarded too (32 to 34
+// belong to the C library; see uncatchable).
 func initSignals() []os.Signal {
-	return append(interactiveSignals(), unix.SIGALRM, unix.SIGCONT, unix.SIGTSTP, unix.SIGVTALRM, unix.SIGXCPU,
+	sigs := append(interactiveSignals(), unix.SIGALRM, unix.SIGCONT, unix.SIGTSTP, unix.SIGVTALRM, unix.SIGXCPU,
 		unix.SIGXFSZ, unix.SIGPWR, unix.SIGSTKFLT, unix.SIGIO, unix.SIGPIPE)
+	for rt := 35; rt <= 64; rt++ {
+		sigs = append(sigs, syscall.Signal(rt))
+	}
+	return sigs
 }
 
-// initDropped are caught by an init and dropped, as tini does: they would
-// stop paddock if left to their default action, and the agent has no use
-// for them (they concern a terminal's background jobs). Caught, not
-// ignored, so that the agent starts with its default action for them.
+// initDropped are caught by an init and dropped, as tini does: SIGTTIN and
+// SIGTTOU would stop paddock if left to their default action, and the
+// agent has no use for them (they concern a terminal's background jobs).
+// Caught, not ignored, so that the agent starts with its default action
+// for them.
 func initDropped() []os.Signal { return []os.Signal{unix.SIGTTIN, unix.SIGTTOU} }
+
+// syncSignals are the signals the kernel raises for a fault of the thread
+// that gets them. Sent from outside (kill -SEGV) they would end paddock
+// with a Go runtime trace, and the agent with it; caught, the runtime
+// hands only those sent from outside to the channel, and paddock drops
+// them, PID 1 or not, as tini does. A real fault of paddock's still
+// crashes it.
+func syncSignals() []os.Signal {
+	return []os.Signal{unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGABRT}
+}
+
+// uncatchable are the signals that os/signal cannot catch on Linux and the
+// Go runtime leaves at their default action, which would end an init sent
+// one of them: 32 and 34, which belong to the C library. An init ignores
+// them (and so cannot forward them).
+func uncatchable() []int { return []int{32, 34} }
+
+// ignoreUncatchable sets the uncatchable signals to SIG_IGN for this
+// process, once the agent has been started without that.
+func (s *Session) ignoreUncatchable() {
+	for _, sig := range uncatchable() {
+		if err := sys.IgnoreSignal(sig); err != nil {
+			s.cfg.Log.Debug().Err(err).Int("signal", sig).Msg("could not ignore a signal os/signal cannot catch")
+		}
+	}
+}
+
+// dropped reports whether forward drops sig rather than passing it on.
+func dropped(sig os.Signal) bool {
+	for _, d := range append(initDropped(), syncSignals()...) {
+		if sig == d {
+			return true
+		}
+	}
+	return false
+}
 
 // Session is one supervised command.
 type Session struct {
@@ -236,6 +281,7 @@ func Start(cfg Config) (*Session, error) {
 	} else {
 		signal.Notify(s.sigs, interactiveSignals()...)
 	}
+	signal.Notify(s.sigs, syncSignals()...)
 
 	started := make(chan error, 1)
 	// The launching thread must outlive the agent: Pdeathsig fires when the
@@ -256,6 +302,10 @@ func Start(cfg Config) (*Session, error) {
 			cfg.Log.Debug().Dur("slice", taken.Slice).Int("nice", taken.Nice).Msg("supervising threads scheduled")
 		}
 	}
+	if cfg.Init || os.Getpid() == 1 {
+		// Only now that the agent is forked, which must not inherit it.
+		s.ignoreUncatchable()
+	}
 	go s.sweepLeases(time.Second)
 	go s.forward()
 	return s, nil
@@ -266,8 +316,8 @@ func (s *Session) forward() {
 	for {
 		select {
 		case sig := <-s.sigs:
-			if sig == unix.SIGTTIN || sig == unix.SIGTTOU {
-				continue // initDropped
+			if dropped(sig) {
+				continue // initDropped, syncSignals
 			}
 			if sig == unix.SIGWINCH && s.cfg.Terminal != nil {
 				continue // the relay resizes the agent's pty

@@ -60,6 +60,7 @@ var scenarios = []struct {
 	{"PID1ReapsOrphans", pid1ReapsOrphans},
 	{"PID1ForwardsSIGTERM", pid1ForwardsSIGTERM},
 	{"InitForwardsTinisSet", initForwardsTinisSet},
+	{"InitSurvivesEverySignal", initSurvivesEverySignal},
 	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
 	{"GraceZeroMeansNone", graceZeroMeansNone},
 	{"ForwardToGroup", forwardToGroup},

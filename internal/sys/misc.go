@@ -100,3 +100,25 @@ func IoctlTIOCSTI(fd int, c byte) error {
 	}
 	return nil
 }
+
+// kernelSigaction is struct sigaction as rt_sigaction(2) takes it on Linux.
+type kernelSigaction struct {
+	handler  uintptr
+	flags    uint64
+	restorer uintptr
+	mask     uint64
+}
+
+// IgnoreSignal sets sig's disposition to SIG_IGN with rt_sigaction, for the
+// signals the Go runtime neither handles nor lets os/signal catch (32 and
+// 34 on Linux, which belong to the C library): left at their default
+// action, one sent from outside would end the process. The setting is
+// inherited by children forked afterwards and kept across their exec.
+func IgnoreSignal(sig int) error {
+	act := kernelSigaction{handler: 1} // SIG_IGN
+	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
