@@ -294,9 +294,18 @@ while True: time.sleep(0.01)`
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			paddock := 0
+			t.Cleanup(func() {
+				// Under unshare, paddock is the namespace's init: killing it
+				// ends everything in the namespace; unshare itself would not.
+				if paddock > 0 && paddock != cmd.Process.Pid {
+					_ = syscall.Kill(paddock, syscall.SIGKILL)
+				}
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			})
 			waitFor(t, "the command's handlers", func() bool { return strings.Contains(readFile(got), "ready") })
-			paddock := cmd.Process.Pid
+			paddock = cmd.Process.Pid
 			if pid1 {
 				paddock = childOf(cmd.Process.Pid)
 			}
