@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -88,7 +89,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("supervisor: build filter: %w", err)
 	}
-	env := agentEnv(s.cfg.Env, s.SocketPath())
+	env := s.agentEnv()
 	attr := &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2)},
@@ -340,7 +341,7 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	if s.cfg.Self != "" {
 		self = s.cfg.Self
 	}
-	env := agentEnv(s.cfg.Env, s.SocketPath())
+	env := s.agentEnv()
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2), uintptr(pair[1])},
@@ -410,6 +411,37 @@ func agentEnv(base []string, socket string) []string {
 		env = append(env, BinEnv+"="+exe)
 	}
 	return env
+}
+
+// agentEnv is the agent's environment (agentEnv), with Config.Bin callable
+// by name: a directory of the session's own, next to its control socket
+// and removed with it, holding a link named paddock to Bin, first on PATH.
+// Without it the agent still has PADDOCK_BIN.
+func (s *Session) agentEnv() []string {
+	env := agentEnv(s.cfg.Env, s.SocketPath())
+	if s.cfg.Bin == "" {
+		return env
+	}
+	dir := filepath.Join(filepath.Dir(s.SocketPath()), "bin")
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		s.cfg.Log.Debug().Err(err).Msg("paddock is not on the agent's PATH")
+		return env
+	}
+	if err := os.Symlink(s.cfg.Bin, filepath.Join(dir, "paddock")); err != nil && !errors.Is(err, os.ErrExist) {
+		s.cfg.Log.Debug().Err(err).Msg("paddock is not on the agent's PATH")
+		return env
+	}
+	path := dir
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			if v != "" {
+				path += ":" + v
+			}
+			env[i] = "PATH=" + path
+			return env
+		}
+	}
+	return append(env, "PATH="+path+":/usr/local/bin:/usr/bin:/bin")
 }
 
 // BinEnv names the environment variable holding the paddock binary's path.

@@ -69,6 +69,10 @@ type Config struct {
 	// backend ("" means /proc/self/exe); it must serve InitChild first
 	// thing.
 	Self string
+	// Bin is the paddock binary the agent can call by name: a directory
+	// holding a link to it goes first on the agent's PATH (empty: none;
+	// PADDOCK_BIN is set either way).
+	Bin string
 	// Stdin, Stdout, Stderr of the agent (nil: this process's).
 	Stdin, Stdout, Stderr *os.File
 	// Terminal, when set, is the slave of a pty put between the agent and

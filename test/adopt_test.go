@@ -335,3 +335,19 @@ echo $PADDOCK_SOCKET > `+sock+`; exec sleep 60`)
 		})
 	}
 }
+
+// paddockOnPathInSession: inside a session `paddock` is callable by name,
+// the binary that supervises it, so the commands refusal messages name
+// work as written.
+func paddockOnPathInSession(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `p=$(command -v paddock) && echo "found=$p"
+test "$(readlink -f "$p")" = "$(readlink -f "$PADDOCK_BIN")" && echo same-binary
+paddock version | head -c 8; echo
+paddock ps --json > /dev/null && echo ps=ok`)
+	for _, want := range []string{"found=", "same-binary", "paddock ", "ps=ok"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("stdout lacks %q\n%s", want, r)
+		}
+	}
+}

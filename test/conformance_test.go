@@ -50,6 +50,7 @@ var scenarios = []struct {
 	{"AdoptPsJSON", adoptPsJSON},
 	{"AdoptRefusals", adoptRefusals},
 	{"AdoptionModes", adoptionModes},
+	{"PaddockOnPathInSession", paddockOnPathInSession},
 	{"LifelineOverrideAudited", lifelineOverrideAudited},
 	{"LeaseExpiresWhenProcessDies", leaseExpiresWhenProcessDies},
 	{"PaddockKillGroupOnlyWhenWhollyOwned", paddockKillGroupOnlyWhenWhollyOwned},

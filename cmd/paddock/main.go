@@ -65,6 +65,9 @@ saying what was refused, why, and the way out.`,
 	root.AddCommand(newJournalCmd())
 	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd())
 	root.AddCommand(newDoctorCmd())
+	root.AddCommand(newVersionCmd(), newCompletionCmd(), newManCmd())
+	root.Version = versionString()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 

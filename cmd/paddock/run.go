@@ -283,7 +283,7 @@ func runRun(f runFlags, args []string) error {
 		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], Terminal: ctty,
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
-		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), KeepOrphans: f.keepOrphans,
+		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), KeepOrphans: f.keepOrphans,
 		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
 	if err != nil {
@@ -374,4 +374,13 @@ func graceOf(d time.Duration) time.Duration {
 		return supervisor.NoGrace
 	}
 	return d
+}
+
+// selfBin is this binary, for the agent's PATH ("" when it cannot be told).
+func selfBin() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return exe
 }
