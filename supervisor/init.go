@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -13,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/handoff"
 	"github.com/paddock-dev/paddock/internal/reexec"
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // InitArg is argv[1] of the re-executed paddock binary that becomes the
@@ -63,6 +65,7 @@ func runInit(args []string) (int, error) {
 	var opts filter.Options
 	backend := BackendAuto
 	keepCaps := false
+	var sigmask uint64
 	for len(args) > 0 && args[0] != "--" {
 		switch args[0] {
 		case "--keep-caps":
@@ -76,6 +79,16 @@ func runInit(args []string) (int, error) {
 				return 126, errors.New("init: --backend needs a value")
 			}
 			backend = Backend(args[1])
+			args = args[1:]
+		case "--sigmask":
+			if len(args) < 2 {
+				return 126, errors.New("init: --sigmask needs a value")
+			}
+			m, err := strconv.ParseUint(args[1], 16, 64)
+			if err != nil {
+				return 126, fmt.Errorf("init: --sigmask %q: %w", args[1], err)
+			}
+			sigmask = m
 			args = args[1:]
 		default:
 			return 126, fmt.Errorf("init: unknown option %q", args[0])
@@ -129,6 +142,11 @@ func runInit(args []string) (int, error) {
 		if _, err := installListener(prog, 0); err != nil {
 			return 126, fmt.Errorf("init: install seccomp filter for the ptrace backend: %w", err)
 		}
+	}
+	// The agent starts with the mask the supervisor was started with; this
+	// thread's is the Go runtime's. Nothing of this init runs after exec.
+	if err := sys.SetSigmask(sigmask); err != nil {
+		return 126, fmt.Errorf("init: rt_sigprocmask: %w", err)
 	}
 	e := &ExecError{Path: path, Err: syscall.Exec(path, argv, os.Environ())}
 	return e.Code(), e

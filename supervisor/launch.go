@@ -20,6 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/handoff"
 	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // errNoListener: no seccomp listener can be had here (an outer one already
@@ -133,6 +134,10 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 		// start line; the supervisor's traps hold without it.
 		listenerc <- listenerResult{fd: fd, wall: enterLandlockDomain(s.cfg.KeepCaps)}
 		<-proceed
+		// The fork gives the child this thread's mask (runtime BeforeFork).
+		if err := sys.SetSigmask(s.sigmask); err != nil {
+			s.cfg.Log.Debug().Err(err).Msg("the agent starts with the launching thread's signal mask")
+		}
 		pid, err := syscall.ForkExec(s.cfg.Path, s.cfg.Args, attr)
 		forked <- forkResult{pid, err}
 		if err == nil {
@@ -329,7 +334,7 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 		return 0, fmt.Errorf("supervisor: socketpair: %w", err)
 	}
 	defer unix.Close(pair[0])
-	args := []string{"--backend", string(backend)}
+	args := []string{"--backend", string(backend), "--sigmask", strconv.FormatUint(s.sigmask, 16)}
 	if s.cfg.TrapExec {
 		args = append(args, "--trap-exec", "--trap-power")
 	}

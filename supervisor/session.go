@@ -193,6 +193,22 @@ func (s *Session) ignoreUncatchable() {
 	}
 }
 
+// notIgnored leaves out of sigs those ignored when paddock started, which
+// stay ignored for paddock and, across the exec, for the agent (nohup, a
+// shell's background job): the Go runtime keeps an inherited SIG_IGN for
+// SIGHUP and SIGINT unless they are caught. For other signals the runtime
+// installs its own handler at start, and an inherited SIG_IGN is lost
+// before paddock's code runs (docs/container.md).
+func notIgnored(sigs []os.Signal) []os.Signal {
+	out := sigs[:0:0]
+	for _, sig := range sigs {
+		if !signal.Ignored(sig) {
+			out = append(out, sig)
+		}
+	}
+	return out
+}
+
 // dropped reports whether forward drops sig rather than passing it on.
 func dropped(sig os.Signal) bool {
 	for _, d := range append(initDropped(), syncSignals()...) {
@@ -220,6 +236,8 @@ type Session struct {
 	// (on the reaping thread only).
 	backend    Backend
 	backendWhy string
+	// sigmask is the signal mask the agent starts with.
+	sigmask uint64
 	// wallErr is why the agent is not in a Landlock domain of its own
 	// (nil: it is; see landlock.go).
 	wallErr error
@@ -267,6 +285,13 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
+	// The agent starts with the signal mask paddock was started with, not
+	// whatever the launching thread holds at the fork. A thread running Go
+	// code holds it, less the signals the runtime must handle itself.
+	if s.sigmask, err = fs.SigBlk(); err != nil {
+		cfg.Log.Debug().Err(err).Msg("the agent starts with no signal blocked")
+		s.sigmask = 0
+	}
 	s.reporter = newReporter(cfg.Log, fs, cfg.Journal, cfg.NotifyStderr)
 	s.reporter.logTTY = terminalOf(cfg.LogFile)
 	if s.reporter.logTTY != 0 {
@@ -281,9 +306,9 @@ func Start(cfg Config) (*Session, error) {
 	// forwarded, instead of killing paddock by default under a running agent.
 	s.sigs = make(chan os.Signal, 16)
 	if cfg.Init || os.Getpid() == 1 {
-		signal.Notify(s.sigs, append(initSignals(), initDropped()...)...)
+		signal.Notify(s.sigs, notIgnored(append(initSignals(), initDropped()...))...)
 	} else {
-		signal.Notify(s.sigs, interactiveSignals()...)
+		signal.Notify(s.sigs, notIgnored(interactiveSignals())...)
 	}
 	signal.Notify(s.sigs, syncSignals()...)
 

@@ -62,6 +62,7 @@ var scenarios = []struct {
 	{"PID1ForwardsSIGTERM", pid1ForwardsSIGTERM},
 	{"InitForwardsTinisSet", initForwardsTinisSet},
 	{"InitSurvivesEverySignal", initSurvivesEverySignal},
+	{"InheritedDispositions", inheritedDispositions},
 	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
 	{"GraceZeroMeansNone", graceZeroMeansNone},
 	{"ForwardToGroup", forwardToGroup},

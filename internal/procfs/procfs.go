@@ -201,6 +201,27 @@ func (fs FS) Tgid(tid int) (int, error) {
 	return tgid, nil
 }
 
+// SigBlk returns the signal mask of the calling thread (bit N-1 for signal
+// N), the SigBlk line of /proc/thread-self/status.
+func (fs FS) SigBlk() (uint64, error) {
+	name := fs.Root + "/thread-self/status"
+	var buf [4096]byte
+	n, err := readSmall(name, buf[:])
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range bytes.Split(buf[:n], []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("SigBlk:")); ok {
+			mask, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read %s: SigBlk %q: %w", name, bytes.TrimSpace(v), err)
+			}
+			return mask, nil
+		}
+	}
+	return 0, fmt.Errorf("read %s: no SigBlk line", name)
+}
+
 // ParseTgid extracts the thread-group id from the contents of
 // /proc/TID/status: the value of the first line starting with "Tgid:", which
 // must be a positive integer.

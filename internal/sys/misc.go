@@ -122,3 +122,14 @@ func IgnoreSignal(sig int) error {
 	}
 	return nil
 }
+
+// SetSigmask sets the calling thread's signal mask to mask (bit N-1 for
+// signal N) with rt_sigprocmask(SIG_SETMASK). The caller must have locked
+// its OS thread: the mask belongs to the thread.
+func SetSigmask(mask uint64) error {
+	_, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&mask)), 0, 8, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
