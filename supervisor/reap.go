@@ -134,6 +134,7 @@ func (s *Session) reap(root int) {
 			s.tracer.Handle(next, ws)
 		}
 		if rootDone || (pid != root && err == nil) {
+			s.warnReaped(pid, ws)
 			continue
 		}
 		rootDone = true
@@ -162,11 +163,23 @@ func (s *Session) reap(root int) {
 func (s *Session) reapOrphans() {
 	for {
 		var ws unix.WaitStatus
-		_, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			return
 		}
+		if err == nil {
+			s.warnReaped(pid, ws)
+		}
 	}
+}
+
+// warnReaped logs a process other than the agent root that paddock reaped
+// (an orphan re-parented to it), with Config.WarnOnReap: tini's -w.
+func (s *Session) warnReaped(pid int, ws unix.WaitStatus) {
+	if !s.cfg.WarnOnReap || pid <= 0 {
+		return
+	}
+	s.cfg.Log.Warn().Int("pid", pid).Int("status", ExitCode(ws)).Msg("reaped a zombie process")
 }
 
 // si_code values of SIGCHLD (asm-generic/siginfo.h).

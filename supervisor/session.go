@@ -69,6 +69,9 @@ type Config struct {
 	// backend ("" means /proc/self/exe); it must serve InitChild first
 	// thing.
 	Self string
+	// WarnOnReap logs each process other than the agent root that the
+	// session reaps (tini's -w).
+	WarnOnReap bool
 	// Bin is the paddock binary the agent can call by name: a directory
 	// holding a link to it goes first on the agent's PATH (empty: none;
 	// PADDOCK_BIN is set either way).

@@ -63,6 +63,7 @@ var scenarios = []struct {
 	{"InitForwardsTinisSet", initForwardsTinisSet},
 	{"InitSurvivesEverySignal", initSurvivesEverySignal},
 	{"InheritedDispositions", inheritedDispositions},
+	{"TiniOptions", tiniOptions},
 	{"LeftoversCleanedAfterGrace", leftoversCleanedAfterGrace},
 	{"GraceZeroMeansNone", graceZeroMeansNone},
 	{"ForwardToGroup", forwardToGroup},

@@ -2,6 +2,7 @@ package test
 
 import (
 	"debug/elf"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func requireUnsharePid(t *testing.T) {
@@ -295,20 +298,25 @@ while True: time.sleep(0.01)`
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			paddock := 0
+			pidfd := -1
 			t.Cleanup(func() {
 				// Under unshare, paddock is the namespace's init: killing it
 				// ends everything in the namespace; unshare itself would not.
-				if paddock > 0 && paddock != cmd.Process.Pid {
-					_ = syscall.Kill(paddock, syscall.SIGKILL)
+				// Through a pidfd, so that a reused pid is never hit.
+				if pidfd >= 0 {
+					_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+					unix.Close(pidfd)
 				}
 				_ = cmd.Process.Kill()
 				_ = cmd.Wait()
 			})
 			waitFor(t, "the command's handlers", func() bool { return strings.Contains(readFile(got), "ready") })
-			paddock = cmd.Process.Pid
+			paddock := cmd.Process.Pid
 			if pid1 {
 				paddock = childOf(cmd.Process.Pid)
+				if fd, err := unix.PidfdOpen(paddock, 0); err == nil {
+					pidfd = fd
+				}
 			}
 			// Dropped: TTIN, TTOU and the synchronous signals; not passed
 			// on either: URG and PROF, which the Go runtime keeps for itself
@@ -386,4 +394,93 @@ sys.exit(subprocess.run(sys.argv[1:], restore_signals=False).returncode)`
 	if blk != usr1|rt40 {
 		t.Errorf("SigBlk %016x: want %016x, the mask paddock was started with\n%s", blk, uint64(usr1|rt40), out)
 	}
+}
+
+// tiniOptions: tini's command line and variables work with the binary's
+// name changed: `paddock -- CMD`, -e (remap an exit code to 0), -w (log
+// each reap), -g and TINI_KILL_PROCESS_GROUP (signals to CMD's group),
+// TINI_VERBOSITY, and -p (a signal when paddock's parent dies).
+func tiniOptions(t *testing.T, b backend) {
+	b.require(t)
+	dir := t.TempDir()
+	tiniLike := func(env []string, args ...string) result {
+		t.Helper()
+		cmd := exec.Command(bins.paddock, args...)
+		cmd.Env = append(os.Environ(), "PADDOCK_BACKEND="+string(b), "PADDOCK_JOURNAL="+filepath.Join(dir, "j.jsonl"))
+		cmd.Env = append(cmd.Env, env...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		r := result{stdout: out.String(), stderr: errb.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := tiniLike(nil, "--", "sh", "-c", "exit 143"); r.code != 143 {
+		t.Errorf("paddock -- sh -c 'exit 143': exit %d, want 143\n%s", r.code, r)
+	}
+	if r := tiniLike(nil, "-e", "143", "--", "sh", "-c", "exit 143"); r.code != 0 {
+		t.Errorf("paddock -e 143: exit %d, want 0\n%s", r.code, r)
+	}
+	if r := tiniLike(nil, "-e", "143", "--", "sh", "-c", "exit 3"); r.code != 3 {
+		t.Errorf("paddock -e 143 with exit 3: exit %d, want 3\n%s", r.code, r)
+	}
+	if r := tiniLike(nil, "-w", "--", "sh", "-c", `sh -c "sleep 0.1 &"; sleep 0.5`); !strings.Contains(r.stderr, "reaped a zombie process") {
+		t.Errorf("paddock -w: no reap logged\n%s", r)
+	}
+	if r := tiniLike([]string{"TINI_VERBOSITY=3"}, "--", "true"); !strings.Contains(r.stderr, "DBG") {
+		t.Errorf("TINI_VERBOSITY=3: no debug lines\n%s", r)
+	}
+	if r := tiniLike([]string{"TINI_VERBOSITY=many"}, "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "TINI_VERBOSITY") {
+		t.Errorf("TINI_VERBOSITY=many: want a usage error naming it\n%s", r)
+	}
+	// -g and TINI_KILL_PROCESS_GROUP: a SIGTERM to paddock reaches CMD's
+	// whole group, a child that does not trap it included.
+	for _, form := range []struct {
+		env  []string
+		args []string
+	}{{nil, []string{"-g"}}, {[]string{"TINI_KILL_PROCESS_GROUP=1"}, nil}} {
+		pids := filepath.Join(t.TempDir(), "pids")
+		// The root waits for its child once it has SIGTERM; only a signal
+		// to the whole group makes the child (which traps it) exit.
+		script := `trap 'wait $c; echo root-done >> ` + pids + `; exit 0' TERM
+sh -c 'trap "echo child-got >> ` + pids + `; exit 0" TERM; echo ready >> ` + pids + `; while :; do sleep 0.05; done' & c=$!
+wait`
+		cmd := exec.Command(bins.paddock, append(append(form.args, "--"), "bash", "-c", script)...)
+		cmd.Env = append(append(os.Environ(), "PADDOCK_BACKEND="+string(b), "PADDOCK_JOURNAL="+filepath.Join(dir, "g.jsonl")), form.env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		waitFor(t, "the child's trap", func() bool { return strings.Contains(readFile(pids), "ready") })
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		waitFor(t, "the group to get SIGTERM", func() bool { return strings.Contains(readFile(pids), "root-done") })
+		_ = cmd.Wait()
+		if !strings.Contains(readFile(pids), "ready\nchild-got\nroot-done") {
+			t.Errorf("%v %v: the group's child did not get SIGTERM: %q", form.env, form.args, readFile(pids))
+		}
+	}
+	// -p TERM: when paddock's parent dies, paddock gets SIGTERM and
+	// forwards it to CMD.
+	got := filepath.Join(dir, "pdeath")
+	parent := exec.Command("sh", "-c", `"$0" -p TERM -- sh -c 'trap "echo TERM >> `+got+`; exit 0" TERM; echo ready >> `+got+`; while :; do sleep 0.05; done' & wait`, bins.paddock)
+	parent.Env = append(os.Environ(), "PADDOCK_BACKEND="+string(b), "PADDOCK_JOURNAL="+filepath.Join(dir, "p.jsonl"))
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "CMD under -p", func() bool { return strings.Contains(readFile(got), "ready") })
+	if pd := childOf(parent.Process.Pid); pd > 0 {
+		// If the test fails, paddock is still running: end it (and CMD),
+		// through a pidfd, so that a reused pid is never hit.
+		if fd, err := unix.PidfdOpen(pd, 0); err == nil {
+			t.Cleanup(func() { _ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); unix.Close(fd) })
+		}
+	}
+	_ = parent.Process.Kill()
+	_ = parent.Wait()
+	waitFor(t, "SIGTERM after the parent died", func() bool { return strings.Contains(readFile(got), "TERM") })
 }

@@ -27,7 +27,7 @@ func main() {
 
 func execute(args []string) int {
 	root := newRootCmd()
-	root.SetArgs(args)
+	root.SetArgs(tiniArgs(args))
 	err := root.Execute()
 	var ee exitError
 	var ue usageError

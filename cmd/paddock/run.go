@@ -25,6 +25,7 @@ import (
 )
 
 type runFlags struct {
+	tini           tiniFlags
 	profile        string
 	journal        string
 	journalMax     int64
@@ -65,6 +66,9 @@ kill(0) reaches only its own processes. --no-pty (or the profile's
 pty = false) keeps CMD on your terminal.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := applyTiniEnv(cmd, &f); err != nil {
+				return err
+			}
 			return runRun(f, args)
 		},
 	}
@@ -78,7 +82,7 @@ pty = false) keeps CMD on your terminal.`,
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().BoolVar(&f.noNotifyStderr, "no-notify-stderr", false, "do not write refusal messages to the refused process's stderr")
 	cmd.Flags().BoolVar(&f.init, "init", false, "act as a container init even when not PID 1: forward every signal tini forwards (on by itself as PID 1)")
-	cmd.Flags().BoolVar(&f.forwardToGroup, "forward-to-group", false, "start CMD in its own process group and forward signals to the whole group")
+	cmd.Flags().BoolVarP(&f.forwardToGroup, "forward-to-group", "g", false, "start CMD in its own process group and forward signals to the whole group (tini -g; also $TINI_KILL_PROCESS_GROUP)")
 	cmd.Flags().DurationVar(&f.grace, "grace", supervisor.DefaultGrace, "when CMD exits, processes it left running get SIGTERM, then SIGKILL after `DURATION` (0: at once); paddock exits as soon as none is left")
 	cmd.Flags().BoolVar(&f.keepOrphans, "keep-orphans", false, "leave the processes CMD left running alone when it exits")
 	cmd.Flags().BoolVar(&f.strictExec, "strict-exec", false, "refuse an exec paddock may not read (a caller that made itself non-dumpable) instead of letting it run journaled as exec_unread")
@@ -87,6 +91,7 @@ pty = false) keeps CMD on your terminal.`,
 	cmd.Flags().StringVar(&f.reportFormat, "report-format", "json", "format of --report: json or junit")
 	cmd.Flags().StringVar(&f.backend, "backend", "", "how trapped syscalls reach paddock: `auto` (seccomp listener when one can be installed, else ptrace), seccomp or ptrace (default $PADDOCK_BACKEND, else auto)")
 	cmd.Flags().BoolVar(&f.noPty, "no-pty", false, "run CMD on your own terminal instead of a pty of its own: it shares paddock's session, so its kill(0) is refused, and it can push input into your shell (TIOCSTI) or hang up your terminal (docs/limits.md)")
+	addTiniFlags(cmd, &f.tini)
 	cmd.Flags().BoolVar(&f.keepCaps, "keep-caps", false, "leave a root agent as it is: keep CAP_SYS_PTRACE in its capability bounding set, and no mount namespace of its own with a read-only /proc/sysrq-trigger; also no Landlock domain (for any agent)")
 	return cmd
 }
@@ -159,6 +164,9 @@ func openJournal(flagValue string, opts journal.Options, log zerolog.Logger) (*j
 }
 
 func runRun(f runFlags, args []string) error {
+	if err := setPdeathsig(f.tini.pdeathsig); err != nil {
+		return err
+	}
 	log, err := newLogger(f.logFormat, f.logLevel)
 	if err != nil {
 		return err
@@ -283,7 +291,7 @@ func runRun(f runFlags, args []string) error {
 		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], Terminal: ctty,
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
-		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), KeepOrphans: f.keepOrphans,
+		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
 		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
 	if err != nil {
@@ -328,7 +336,7 @@ func runRun(f runFlags, args []string) error {
 		head = j.Head()
 	}
 	log.Info().Str("session", session).Int("status", status).Str("journal_head", head).Msg(summaryLine(sum))
-	code := status
+	code := remapped(status, f.tini.remapExit)
 	if f.strict && code == 0 && sum.Refusals > 0 {
 		code = 1
 	}
