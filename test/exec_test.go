@@ -327,24 +327,10 @@ func unreadableModelHoldsNothingUp(t *testing.T, b backend) {
 // exec_unread; with --strict-exec it is refused as undecidable.
 func nonDumpableCallerExecs(t *testing.T, b backend) {
 	b.require(t)
-	if os.Getuid() != 0 {
-		t.Skip("needs root to switch to an unprivileged user with setpriv")
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skipf("needs python3: %v", err)
 	}
-	for _, tool := range []string{"setpriv", "python3"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
-		}
-	}
-	dir, err := os.MkdirTemp("", "paddock-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	for _, d := range []string{dir, bins.dir} {
-		if err := os.Chmod(d, 0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := nobodyDir(t)
 	script := `import ctypes, os
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
 try:

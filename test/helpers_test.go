@@ -328,3 +328,28 @@ func readAll(t *testing.T, master *os.File) string {
 		return ""
 	}
 }
+
+// nobodyDir skips unless the test runs as root with setpriv (to run paddock
+// and the processes it is tested against as nobody), and returns a
+// directory nobody may write, removed when the test ends; the test
+// binaries' directory is opened to nobody too.
+func nobodyDir(t *testing.T) string {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to switch to an unprivileged user with setpriv")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skipf("needs setpriv: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "paddock-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for _, d := range []string{dir, bins.dir} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

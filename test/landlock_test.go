@@ -20,27 +20,12 @@ import (
 // its code.
 func kernelWallKeepsProcMemClosed(t *testing.T, b backend) {
 	b.require(t)
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run the agent and the foreign process as the same unprivileged user (setpriv)")
+	if abi, err := sys.LandlockABI(); err != nil || abi < 6 {
+		t.Skipf("needs Landlock ABI 6 (Linux 6.12+, enabled in lsm=): ABI %d, %v", abi, err)
 	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skipf("needs setpriv: %v", err)
-	}
-	if _, err := sys.LandlockABI(); err != nil {
-		t.Skipf("needs Landlock (Linux 5.13+, enabled in lsm=): %v", err)
-	}
+	dir := nobodyDir(t)
 	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}
 	f := startForeign(t, nobody[0], append(nobody[1:], "sleep", "300")...)
-	dir, err := os.MkdirTemp("", "paddock-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	for _, d := range []string{dir, bins.dir} {
-		if err := os.Chmod(d, 0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
 	fp := itoa(f.pid())
 	script := `exec 3<>/proc/` + fp + `/mem && echo foreign-mem=open || echo foreign-mem=closed
 sleep 300 & c=$!

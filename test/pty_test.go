@@ -48,6 +48,14 @@ func startOnPty(t *testing.T, b backend, rows, cols uint16, args ...string) *onP
 func startOnPtyPair(t *testing.T, b backend, master, slave *os.File, args ...string) *onPty {
 	t.Helper()
 	cmd, journal := b.paddockCmd(t, args...)
+	return startCmdOnPty(t, cmd, journal, master, slave)
+}
+
+// startCmdOnPty starts cmd leading a session whose controlling terminal is
+// the pty slave (a program in a terminal emulator), reading what it writes
+// from the master.
+func startCmdOnPty(t *testing.T, cmd *exec.Cmd, journal string, master, slave *os.File) *onPty {
+	t.Helper()
 	cmd.Env = append(cmd.Env, "PS1=$ ", "HISTFILE=/dev/null", "TERM=xterm")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
@@ -485,21 +493,8 @@ func startShellOnPty(t *testing.T, b backend, args ...string) (*onPty, *exec.Cmd
 	master, slave := ptytest.Open(t)
 	pcmd, journal := b.paddockCmd(t, args...)
 	cmd := exec.Command("bash", "--norc", "--noprofile", "-i")
-	cmd.Env = append(pcmd.Env, "PS1=$ ", "HISTFILE=/dev/null", "TERM=xterm")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	p := &onPty{t: t, master: master, slave: slave, cmd: cmd, journal: journal, done: make(chan error, 1), more: make(chan struct{}, 1)}
-	go p.read()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	})
-	return p, pcmd
+	cmd.Env = pcmd.Env
+	return startCmdOnPty(t, cmd, journal, master, slave), pcmd
 }
 
 // paddockInTheBackground: paddock started in the background of the user's

@@ -351,22 +351,7 @@ echo still-supervised`)
 // supervisor marks itself non-dumpable. (Run as nobody through setpriv.)
 func supervisorIsNotDumpable(t *testing.T, b backend) {
 	b.require(t)
-	if os.Getuid() != 0 {
-		t.Skip("needs root to switch to an unprivileged user with setpriv")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skipf("needs setpriv: %v", err)
-	}
-	dir, err := os.MkdirTemp("", "paddock-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	for _, d := range []string{dir, bins.dir} {
-		if err := os.Chmod(d, 0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := nobodyDir(t)
 	script := `cat /proc/$PPID/environ > /dev/null && echo environ=readable || echo environ=closed
 cat /proc/$$/environ > /dev/null && echo own=readable`
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
