@@ -294,9 +294,7 @@ func decide(r Request, w World) Decision {
 		return decideThread(r, w, d, pid)
 	case filter.Ptrace:
 		if r.Args[0] == ptraceTraceme {
-			// The caller offers itself to its parent: it affects nobody else.
-			d.Allow, d.Rule = true, RuleSelf
-			return d
+			return decideTraceme(r, w, d)
 		}
 		return decideThread(r, w, d, arg32(r, 1))
 	case filter.ProcessVMWritev:
@@ -608,6 +606,29 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: signal the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: paddock adopt %d --reason \"...\".",
 			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w), pid)
 	}
+	return d
+}
+
+// decideTraceme decides PTRACE_TRACEME: the caller offers itself to its
+// parent as a tracee, which affects nobody else, except from the agent
+// root, whose parent is the supervisor: the supervisor never acts as its
+// tracer, so the root would hang at its next signal or exec stop.
+func decideTraceme(r Request, w World, d Decision) Decision {
+	pid, err := w.Tgid(r.Tid)
+	if err != nil {
+		return undecidable(r, w, d, err)
+	}
+	t, err := w.Lookup(pid)
+	if err != nil {
+		return undecidable(r, w, d, err)
+	}
+	if t.Rel != ownership.AgentRoot {
+		d.Allow, d.Rule = true, RuleSelf
+		return d
+	}
+	d.Target, d.Errno, d.Rule, d.Refusal = pid, syscall.EPERM, RuleLifeline, true
+	d.Message = fmt.Sprintf("paddock refused ptrace(PTRACE_TRACEME) from pid %d (%s), the agent itself: its parent is the paddock supervisor, a critical session lifeline that never traces it, so the agent would hang at its next signal or exec. Way out: trace a program from a process the agent starts (strace -f CMD, gdb CMD), which PTRACE_TRACEME from that program's own parent serves.",
+		r.Tid, commOf(w, r.Tid))
 	return d
 }
 

@@ -337,6 +337,14 @@ func Start(cfg Config) (*Session, error) {
 	if cfg.Init || os.Getpid() == 1 {
 		// Only now that the agent is forked, which must not inherit it.
 		s.ignoreUncatchable()
+	} else {
+		// Nothing the agent does on a terminal may stop the supervisor: an
+		// agent that turns on TOSTOP and takes the terminal's foreground
+		// would otherwise stop it with SIGTTOU at its next log line. Ignored
+		// (an init catches and drops them instead), so that a background
+		// write or terminal setting goes through; only now, so that the
+		// agent starts with their default action.
+		signal.Ignore(unix.SIGTTOU, unix.SIGTTIN)
 	}
 	go s.sweepLeases(time.Second)
 	go s.forward()

@@ -23,6 +23,8 @@ var scenarios = []struct {
 	{"RealProgramsSignalTheirGroups", realProgramsSignalTheirGroups},
 	{"SupervisorIsOutOfReach", supervisorIsOutOfReach},
 	{"SupervisorIsNotDumpable", supervisorIsNotDumpable},
+	{"AgentRootTracemeRefused", agentRootTracemeRefused},
+	{"SupervisorIgnoresTerminalStops", supervisorIgnoresTerminalStops},
 	{"SupervisorKilledFromOutside", supervisorKilledFromOutside},
 	{"RefusalStormIsSummarised", refusalStormIsSummarised},
 	{"ShadowListenerRefused", shadowListenerRefused},

@@ -346,6 +346,48 @@ echo still-supervised`)
 	}
 }
 
+// agentRootTracemeRefused: PTRACE_TRACEME from the agent root would make
+// the supervisor (its parent, which never traces it) its tracer and hang
+// the session at its next stop: refused with a message; from a process the
+// agent started (whose parent can trace it) it is allowed.
+func agentRootTracemeRefused(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `$AGENTHELPER traceme; echo child=$?
+exec $AGENTHELPER traceme`)
+	// Under the ptrace backend every agent process is traced by paddock
+	// already, and the kernel refuses the child's TRACEME by itself.
+	child := "ok\nchild=0\n"
+	if b == "ptrace" {
+		child = "err EPERM\nchild=1\n"
+	}
+	if !strings.Contains(r.stdout, child+"err EPERM") {
+		t.Fatalf("want the child's TRACEME as the kernel answers it and the root's refused\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "paddock refused ptrace(PTRACE_TRACEME)") {
+		t.Fatalf("no refusal message\n%s", r)
+	}
+}
+
+// supervisorIgnoresTerminalStops: SIGTTOU and SIGTTIN cannot stop the
+// supervisor (an agent that turns on TOSTOP and takes the terminal's
+// foreground would stop it at its next log line): the supervisor ignores
+// them, and the agent starts with their default action.
+func supervisorIgnoresTerminalStops(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `grep SigIgn /proc/$PPID/status; grep SigIgn /proc/self/status`)
+	var masks []uint64
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			m, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			masks = append(masks, m)
+		}
+	}
+	const ttin, ttou = 1 << 20, 1 << 21
+	if len(masks) != 2 || masks[0]&(ttin|ttou) != ttin|ttou || masks[1]&(ttin|ttou) != 0 {
+		t.Fatalf("want SIGTTIN and SIGTTOU ignored by the supervisor only: %x\n%s", masks, r)
+	}
+}
+
 // supervisorIsNotDumpable: /proc/SUPERVISOR/environ and mem are closed
 // to the agent even when both run as the same unprivileged user, because the
 // supervisor marks itself non-dumpable. (Run as nobody through setpriv.)

@@ -108,6 +108,10 @@ func run(verb string, a []int) error {
 			return fmt.Errorf("pidfd_open: %w", err)
 		}
 		return unix.PidfdSendSignal(fd, unix.Signal(a[1]), nil, 0)
+	case "traceme":
+		// PTRACE_TRACEME: offer this process to its parent as a tracee.
+		_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0, 0, 0, 0)
+		return errnoOf(e)
 	case "ptrace-attach":
 		if err := unix.PtraceAttach(a[0]); err != nil {
 			return err
