@@ -115,7 +115,9 @@ type World interface {
 	// members are then listed.
 	GroupOwned(pgid, caller int) bool
 	// FdPid returns the pid that descriptor fd of thread tid (a pidfd) refers
-	// to: -1 for a reaped process, an error when fd is not a pidfd.
+	// to: -1 for a reaped process; an error wrapping syscall.EBADF when fd
+	// is not open or not a pidfd (what the kernel answers then), another
+	// error when that could not be read.
 	FdPid(tid, fd int) (int, error)
 	// Owned lists up to max owned processes, for messages.
 	Owned(max int) []Target
@@ -522,6 +524,12 @@ func fromVerdict(r Request, d Decision, v guard.Verdict) Decision {
 func pidfdTarget(r Request, w World, d *Decision, fd int) (int, bool) {
 	// /proc/TID/fdinfo shows the fd table the calling thread actually uses.
 	pid, err := w.FdPid(r.Tid, fd)
+	if errors.Is(err, syscall.EBADF) {
+		// Not a pidfd: the kernel's own answer, so that a program probing
+		// for pidfd support does not read EPERM as a missing privilege.
+		d.Errno, d.Rule, d.Target = syscall.EBADF, RuleNoSuchTarget, 0
+		return 0, false
+	}
 	if err != nil {
 		*d = undecidable(r, w, *d, fmt.Errorf("descriptor %d of pid %d is not a pidfd paddock can resolve: %w", fd, r.Tid, err))
 		return 0, false

@@ -111,7 +111,7 @@ func TestDecide(t *testing.T) {
 		{name: "pidfd_send_signal owned", r: req(101, filter.PidfdSendSignal, 5, sigterm), allow: true, rule: RuleOwned, target: 102, pin: 102},
 		{name: "pidfd_send_signal foreign", r: req(101, filter.PidfdSendSignal, 6, sigterm), errno: syscall.EPERM, rule: RuleNotOwned, target: 200, message: []string{"pidfd_send_signal(SIGTERM)"}},
 		{name: "pidfd_send_signal reaped", r: req(101, filter.PidfdSendSignal, 7, sigterm), errno: syscall.ESRCH, rule: RuleNoSuchTarget, target: -1},
-		{name: "pidfd_send_signal not a pidfd", r: req(101, filter.PidfdSendSignal, 9, sigterm), errno: syscall.EPERM, rule: RuleUndecidable, message: []string{"not a pidfd"}},
+		{name: "pidfd_send_signal not a pidfd: the kernel's EBADF", r: req(101, filter.PidfdSendSignal, 9, sigterm), errno: syscall.EBADF, rule: RuleNoSuchTarget},
 		{name: "pidfd_send_signal process group with foreign", r: req(101, filter.PidfdSendSignal, 8, sigterm, 0, pidfdSignalProcessGroup), errno: syscall.EPERM, rule: RuleGroup, target: -300},
 		{name: "ptrace attach owned", r: req(100, filter.Ptrace, 16, 102), allow: true, rule: RuleOwned, target: 102, pin: 102},
 		{name: "ptrace attach supervisor", r: req(100, filter.Ptrace, 16, 60), errno: syscall.EPERM, rule: RuleLifeline, target: 60, message: []string{"ptrace of pid 60"}},
@@ -166,8 +166,9 @@ func TestDecide(t *testing.T) {
 			if d.Pin != tc.pin {
 				t.Errorf("pin = %d, want %d", d.Pin, tc.pin)
 			}
-			// A vanished target (ESRCH) or a malformed call (EINVAL) is not a refusal.
-			wantRefusal := !d.Allow && d.Errno != syscall.ESRCH && d.Errno != syscall.EINVAL
+			// A vanished target (ESRCH), a malformed call (EINVAL) or a
+			// descriptor that is no pidfd (EBADF) is not a refusal.
+			wantRefusal := !d.Allow && d.Errno != syscall.ESRCH && d.Errno != syscall.EINVAL && d.Errno != syscall.EBADF
 			if d.Refusal != wantRefusal {
 				t.Errorf("Refusal = %v, want %v", d.Refusal, wantRefusal)
 			}

@@ -29,6 +29,7 @@ var scenarios = []struct {
 	{"RefusalStormIsSummarised", refusalStormIsSummarised},
 	{"ShadowListenerRefused", shadowListenerRefused},
 	{"SignalsThroughDescriptors", signalsThroughDescriptors},
+	{"PidfdSendSignalBadFd", pidfdSendSignalBadFd},
 	{"ForkStormWhileSignalling", forkStormWhileSignalling},
 	{"TargetsExitingMidDecision", targetsExitingMidDecision},
 	{"PidReusedAfterCachedDecision", pidReusedAfterCachedDecision},

@@ -346,6 +346,18 @@ echo still-supervised`)
 	}
 }
 
+// pidfdSendSignalBadFd: pidfd_send_signal on a descriptor that is not a
+// pidfd (a pipe, a closed number) fails with the kernel's own EBADF, not
+// EPERM, which would read as a missing privilege to a program probing for
+// pidfd support; nothing is reported as a refusal.
+func pidfdSendSignalBadFd(t *testing.T, b backend) {
+	b.require(t)
+	r := b.sh(t, `$AGENTHELPER pidfd-badfd 0; $AGENTHELPER pidfd-badfd 1`)
+	if !strings.Contains(r.stdout, "err EBADF\nerr EBADF") || strings.Contains(r.stderr, "refused") {
+		t.Fatalf("want EBADF twice and no refusal\n%s", r)
+	}
+}
+
 // agentRootTracemeRefused: PTRACE_TRACEME from the agent root would make
 // the supervisor (its parent, which never traces it) its tracer and hang
 // the session at its next stop: refused with a message; from a process the

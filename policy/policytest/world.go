@@ -5,7 +5,9 @@ package policytest
 
 import (
 	"errors"
+	"fmt"
 	"sort"
+	"syscall"
 
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/ownership"
@@ -103,7 +105,7 @@ func (w World) FdPid(tid, fd int) (int, error) {
 	if pid, ok := w.Fds[[2]int{tid, fd}]; ok {
 		return pid, nil
 	}
-	return 0, errors.New("not a pidfd")
+	return 0, fmt.Errorf("descriptor %d of %d is not a pidfd: %w", fd, tid, syscall.EBADF)
 }
 
 // Missing implements policy.World.

@@ -108,6 +108,19 @@ func run(verb string, a []int) error {
 			return fmt.Errorf("pidfd_open: %w", err)
 		}
 		return unix.PidfdSendSignal(fd, unix.Signal(a[1]), nil, 0)
+	case "pidfd-badfd":
+		// pidfd_send_signal(SIGTERM) on a descriptor that is no pidfd: a
+		// pipe's (a[0] == 0) or a closed number (a[0] == 1).
+		fd := 1000
+		if a[0] == 0 {
+			var p [2]int
+			if err := unix.Pipe(p[:]); err != nil {
+				return err
+			}
+			fd = p[0]
+		}
+		_, _, e := unix.Syscall6(unix.SYS_PIDFD_SEND_SIGNAL, uintptr(fd), uintptr(unix.SIGTERM), 0, 0, 0, 0)
+		return errnoOf(e)
 	case "traceme":
 		// PTRACE_TRACEME: offer this process to its parent as a tracee.
 		_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0, 0, 0, 0)
