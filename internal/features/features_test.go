@@ -291,6 +291,14 @@ func TestBuild(t *testing.T) {
 			reason: "~30 us more",
 		},
 		{
+			name: "Landlock before ABI 6: no wall", backend: "seccomp",
+			change: func(f *facts) {
+				f.landlockABI = 5
+			},
+			status: map[string]Status{IDLandlock: Missing},
+			notes:  map[string]string{IDLandlock: "needs Landlock ABI 6"},
+		},
+		{
 			name: "5.15: no killable wait either", backend: "seccomp",
 			change: func(f *facts) {
 				f.release = "5.15.0-91-generic"
