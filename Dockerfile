@@ -31,7 +31,9 @@ COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags='-s -w' -o /out/paddock ./cmd/paddock
+    go build -trimpath -ldflags=-w -o /out/paddock ./cmd/paddock
+# -w, not -s: the symbol table tells paddock which signals it was started
+# with ignored, so that it passes them on to CMD as tini does.
 
 FROM ${BASE_IMAGE}
 LABEL org.opencontainers.image.title="paddock" \

@@ -65,7 +65,7 @@ func runInit(args []string) (int, error) {
 	var opts filter.Options
 	backend := BackendAuto
 	keepCaps := false
-	var sigmask uint64
+	var sigmask, sigign uint64
 	for len(args) > 0 && args[0] != "--" {
 		switch args[0] {
 		case "--keep-caps":
@@ -80,15 +80,19 @@ func runInit(args []string) (int, error) {
 			}
 			backend = Backend(args[1])
 			args = args[1:]
-		case "--sigmask":
+		case "--sigmask", "--sigign":
 			if len(args) < 2 {
-				return 126, errors.New("init: --sigmask needs a value")
+				return 126, fmt.Errorf("init: %s needs a value", args[0])
 			}
 			m, err := strconv.ParseUint(args[1], 16, 64)
 			if err != nil {
-				return 126, fmt.Errorf("init: --sigmask %q: %w", args[1], err)
+				return 126, fmt.Errorf("init: %s %q: %w", args[0], args[1], err)
 			}
-			sigmask = m
+			if args[0] == "--sigmask" {
+				sigmask = m
+			} else {
+				sigign = m
+			}
 			args = args[1:]
 		default:
 			return 126, fmt.Errorf("init: unknown option %q", args[0])
@@ -143,8 +147,17 @@ func runInit(args []string) (int, error) {
 			return 126, fmt.Errorf("init: install seccomp filter for the ptrace backend: %w", err)
 		}
 	}
-	// The agent starts with the mask the supervisor was started with; this
-	// thread's is the Go runtime's. Nothing of this init runs after exec.
+	// The agent starts with the signals ignored and the mask the
+	// supervisor was started with; this process's handlers and this
+	// thread's mask are the Go runtime's. Nothing of this init runs after
+	// exec.
+	for n := 1; n <= 64; n++ {
+		if sigign&(1<<(n-1)) != 0 {
+			if err := sys.IgnoreSignal(n); err != nil {
+				return 126, fmt.Errorf("init: ignore signal %d: %w", n, err)
+			}
+		}
+	}
 	if err := sys.SetSigmask(sigmask); err != nil {
 		return 126, fmt.Errorf("init: rt_sigprocmask: %w", err)
 	}

@@ -334,7 +334,8 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 		return 0, fmt.Errorf("supervisor: socketpair: %w", err)
 	}
 	defer unix.Close(pair[0])
-	args := []string{"--backend", string(backend), "--sigmask", strconv.FormatUint(s.sigmask, 16)}
+	args := []string{"--backend", string(backend), "--sigmask", strconv.FormatUint(s.sigmask, 16),
+		"--sigign", strconv.FormatUint(s.sigign, 16)}
 	if s.cfg.TrapExec {
 		args = append(args, "--trap-exec", "--trap-power")
 	}

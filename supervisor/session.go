@@ -196,12 +196,55 @@ func (s *Session) ignoreUncatchable() {
 	}
 }
 
-// notIgnored leaves out of sigs those ignored when paddock started, which
-// stay ignored for paddock and, across the exec, for the agent (nohup, a
-// shell's background job): the Go runtime keeps an inherited SIG_IGN for
-// SIGHUP and SIGINT unless they are caught. For other signals the runtime
-// installs its own handler at start, and an inherited SIG_IGN is lost
-// before paddock's code runs (docs/container.md).
+// keepIgnored ignores again the signals that were ignored when paddock
+// started (nohup, a shell's `trap ”`, a background job), so that they stay
+// ignored for paddock and, across the fork and exec, for the agent, and
+// returns them as a mask (bit N-1 for signal N). The Go runtime keeps an
+// inherited SIG_IGN only for SIGHUP and SIGINT; the others are read from
+// the runtime's record (sys.IgnoredAtStart). Left as they are: the signals
+// the runtime or the reaper needs (see passedOnIgnored).
+func keepIgnored(log zerolog.Logger) uint64 {
+	ign, err := sys.IgnoredAtStart()
+	if err != nil {
+		log.Debug().Err(err).Msg("only SIGHUP and SIGINT are known to have been ignored at start")
+		for _, sig := range []syscall.Signal{unix.SIGHUP, unix.SIGINT} {
+			if signal.Ignored(sig) {
+				ign |= 1 << (sig - 1)
+			}
+		}
+	}
+	var kept uint64
+	for n := 1; n <= 64; n++ {
+		if ign&(1<<(n-1)) == 0 || !passedOnIgnored(n) {
+			continue
+		}
+		signal.Ignore(syscall.Signal(n))
+		kept |= 1 << (n - 1)
+	}
+	return kept
+}
+
+// passedOnIgnored reports whether sig, ignored when paddock started, stays
+// ignored for paddock and its agent. Not: SIGCHLD (ignored, the kernel
+// would reap the agent behind the reaper's back), SIGURG and SIGPROF (the
+// Go runtime's preemption and profiling), the synchronous signals (a real
+// fault must end the process), and 32 to 34 (the C library's, 33 the Go
+// runtime's too).
+func passedOnIgnored(sig int) bool {
+	switch syscall.Signal(sig) {
+	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGPROF:
+		return false
+	}
+	for _, s := range syncSignals() {
+		if syscall.Signal(sig) == s {
+			return false
+		}
+	}
+	return sig < 32 || sig > 34
+}
+
+// notIgnored leaves out of sigs those ignored (keepIgnored): they stay
+// ignored, for paddock and, across the exec, for the agent.
 func notIgnored(sigs []os.Signal) []os.Signal {
 	out := sigs[:0:0]
 	for _, sig := range sigs {
@@ -239,8 +282,9 @@ type Session struct {
 	// (on the reaping thread only).
 	backend    Backend
 	backendWhy string
-	// sigmask is the signal mask the agent starts with.
-	sigmask uint64
+	// sigmask is the signal mask the agent starts with, sigign the signals
+	// it starts with ignored (keepIgnored).
+	sigmask, sigign uint64
 	// wallErr is why the agent is not in a Landlock domain of its own
 	// (nil: it is; see landlock.go).
 	wallErr error
@@ -295,6 +339,7 @@ func Start(cfg Config) (*Session, error) {
 		cfg.Log.Debug().Err(err).Msg("the agent starts with no signal blocked")
 		s.sigmask = 0
 	}
+	s.sigign = keepIgnored(cfg.Log)
 	s.reporter = newReporter(cfg.Log, fs, cfg.Journal, cfg.NotifyStderr)
 	s.reporter.logTTY = terminalOf(cfg.LogFile)
 	if s.reporter.logTTY != 0 {

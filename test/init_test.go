@@ -356,43 +356,57 @@ while True: time.sleep(0.01)`
 
 // inheritedDispositions: the command starts with what paddock was started
 // with: SIGHUP ignored under nohup, SIGINT ignored after `trap "" INT`
-// (a shell's background job), and the signal mask (SigBlk) as it was, in
-// /proc/PID/status.
+// (a shell's background job), SIGPIPE, SIGQUIT, SIGTERM, SIGUSR2 and
+// SIGALRM ignored after `trap ”` (the Go runtime replaces those with its
+// own handler before paddock's code runs), and the signal mask (SigBlk)
+// as it was, in /proc/PID/status; with paddock as PID 1 of a new PID
+// namespace and not.
 func inheritedDispositions(t *testing.T, b backend) {
 	b.require(t)
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skipf("needs python3: %v", err)
 	}
-	cmd, _ := b.paddockCmd(t, "--", "grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status")
-	// Python starts paddock with SIGHUP and SIGINT ignored and SIGUSR1 and
+	// Python starts paddock with those signals ignored and SIGUSR1 and
 	// real-time signal 40 blocked.
 	launcher := `import signal, subprocess, sys
-signal.signal(signal.SIGHUP, signal.SIG_IGN)
-signal.signal(signal.SIGINT, signal.SIG_IGN)
+for s in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR2, signal.SIGALRM):
+    signal.signal(s, signal.SIG_IGN)
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, 40})
 sys.exit(subprocess.run(sys.argv[1:], restore_signals=False).returncode)`
-	c := exec.Command(py, append([]string{"-c", launcher}, cmd.Args...)...)
-	c.Env = cmd.Env
-	out, err := c.Output()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	var ign, blk uint64
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
-			ign, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		}
-		if v, ok := strings.CutPrefix(line, "SigBlk:"); ok {
-			blk, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		}
-	}
-	const hup, intr, usr1, rt40 = 1 << 0, 1 << 1, 1 << 9, 1 << 39
-	if ign&(hup|intr) != hup|intr {
-		t.Errorf("SigIgn %016x: want SIGHUP and SIGINT ignored, as paddock was started\n%s", ign, out)
-	}
-	if blk != usr1|rt40 {
-		t.Errorf("SigBlk %016x: want %016x, the mask paddock was started with\n%s", blk, uint64(usr1|rt40), out)
+	const hup, intr, quit, usr1, usr2, pipe, alrm, term, xfsz, rt40 = 1 << 0, 1 << 1, 1 << 2, 1 << 9, 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 24, 1 << 39
+	// SIGXFSZ too: Python's runtime ignores it (and SIGPIPE) itself.
+	const wantIgn = hup | intr | quit | usr2 | pipe | alrm | term | xfsz
+	for _, pid1 := range []bool{false, true} {
+		t.Run("pid1="+strconv.FormatBool(pid1), func(t *testing.T) {
+			cmd, _ := b.paddockCmd(t, "--", "grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status")
+			args := cmd.Args
+			if pid1 {
+				requireUnsharePid(t)
+				args = append([]string{"unshare", "--pid", "--fork", "--mount-proc"}, args...)
+			}
+			c := exec.Command(py, append([]string{"-c", launcher}, args...)...)
+			c.Env = cmd.Env
+			out, err := c.Output()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			var ign, blk uint64
+			for _, line := range strings.Split(string(out), "\n") {
+				if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+					ign, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				}
+				if v, ok := strings.CutPrefix(line, "SigBlk:"); ok {
+					blk, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				}
+			}
+			if ign != wantIgn {
+				t.Errorf("SigIgn %016x: want %016x, as paddock was started\n%s", ign, uint64(wantIgn), out)
+			}
+			if blk != usr1|rt40 {
+				t.Errorf("SigBlk %016x: want %016x, the mask paddock was started with\n%s", blk, uint64(usr1|rt40), out)
+			}
+		})
 	}
 }
 
