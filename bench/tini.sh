@@ -72,23 +72,30 @@ for i in $(seq "$n"); do ( (read -r _ < "$f"; exit 0) & ) ; done
 sleep 0.5; exec 3<>"$f"; t0=$(date +%s%N)
 head -c "$n" /dev/zero | tr "\0" "\n" >&3
 while [ "$(pgrep -c -P 1)" -gt 1 ]; do sleep 0.005; done
-t1=$(date +%s%N); rm -f "$f"; echo "reap_ms=$(( (t1 - t0) / 1000000 ))"'
+t1=$(date +%s%N); rm -f "$f"; echo "reap_ms=$(( (t1 - t0) / 1000000 ))"
+awk '"'"'/^(VmHWM|RssAnon|RssFile):/ {sub(":", "", $1); print $1 "_kb=" $2}'"'"' /proc/1/status'
 
-# reaping INIT...: median reap ms and peak RSS KiB over ROUNDS runs.
+# reaping INIT...: medians over ROUNDS runs of the reap ms, the peak RSS
+# KiB of the run, and the init's own peak RSS (VmHWM) and its anonymous and
+# file-backed (the binary's pages, shared with the page cache) parts at
+# the end of the run.
 reaping() {
-	local ms=() kb=() line
+	local ms=() kb=() hwm=() anon=() file=() line
 	for ((i = 0; i < ROUNDS; i++)); do
 		line=$(/usr/bin/time -f "maxrss_kb=%M" "${ns[@]}" "$@" sh -c "$reap_script" sh "$ORPHANS" 2>&1 | tr '\n' ' ')
 		ms+=("$(field reap_ms "$line")")
 		kb+=("$(field maxrss_kb "$line")")
+		hwm+=("$(field VmHWM_kb "$line")")
+		anon+=("$(field RssAnon_kb "$line")")
+		file+=("$(field RssFile_kb "$line")")
 	done
-	echo "$(median "${ms[@]}") $(median "${kb[@]}")"
+	echo "$(median "${ms[@]}") $(median "${kb[@]}") $(median "${hwm[@]}") $(median "${anon[@]}") $(median "${file[@]}")"
 }
 
 ts=$(startup "${tini[@]}")
 ps=$(startup "${pd[@]}")
-read -r tr tk < <(reaping "${tini[@]}")
-read -r pr pk < <(reaping "${pd[@]}")
+read -r tr tk th ta tf < <(reaping "${tini[@]}")
+read -r pr pk ph pa pf < <(reaping "${pd[@]}")
 {
 	echo "paddock ($BACKEND) as PID 1 against tini $(tini --version | awk '{print $3}'), $(nproc) CPUs, $(uname -r), load $(loadavg)"
 	echo
@@ -97,4 +104,7 @@ read -r pr pk < <(reaping "${pd[@]}")
 	awk -v t="$ts" -v p="$ps" 'BEGIN {printf "| startup, INIT -- true (ms, median of '"$RUNS"') | %.1f | %.1f | %.2fx |\n", t, p, p/t}'
 	awk -v t="$tr" -v p="$pr" 'BEGIN {printf "| reaping '"$ORPHANS"' orphans that exit together (ms, median of '"$ROUNDS"') | %d | %d | %.2fx |\n", t, p, p/t}'
 	awk -v t="$tk" -v p="$pk" 'BEGIN {printf "| peak RSS of the whole run, unshare included (MiB) | %.1f | %.1f | %.2fx |\n", t/1024, p/1024, p/t}'
+	awk -v t="$th" -v p="$ph" 'BEGIN {printf "| the init'"'"'s own peak RSS, VmHWM (MiB) | %.1f | %.1f | %.2fx |\n", t/1024, p/1024, p/t}'
+	awk -v t="$ta" -v p="$pa" 'BEGIN {printf "| of which anonymous at the end, RssAnon (MiB) | %.1f | %.1f | %.2fx |\n", t/1024, p/1024, p/t}'
+	awk -v t="$tf" -v p="$pf" 'BEGIN {printf "| and the binary'"'"'s pages, RssFile (MiB) | %.1f | %.1f | %.2fx |\n", t/1024, p/1024, p/t}'
 } | tee "$out/tini.md"

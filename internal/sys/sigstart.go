@@ -1,7 +1,6 @@
 package sys
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -54,9 +53,9 @@ func IgnoredAtStart() (uint64, error) {
 	return mask, nil
 }
 
-// symbolAddress returns the run-time address of the data symbol name in the
-// executable exe of this process, checking that its size is size: a
-// runtime whose table has another shape is not read.
+// symbolAddress returns the run-time address of the data symbol name of
+// size bytes in the executable exe of this process: a runtime whose table
+// has another shape is not read.
 func symbolAddress(exe, name string, size uint64) (uint64, error) {
 	f, err := elf.Open(exe)
 	if err != nil {
@@ -70,16 +69,9 @@ func symbolAddress(exe, name string, size uint64) (uint64, error) {
 	if symtab == nil || int(symtab.Link) >= len(f.Sections) {
 		return 0, fmt.Errorf("%s has no symbol table (linked with -s?)", exe)
 	}
-	off, err := stringOffset(f.Sections[symtab.Link].Open(), name)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", exe, err)
-	}
-	value, symSize, err := findSymbol(symtab.Open(), f.ByteOrder, off)
+	value, err := findObject(symtab.Open(), f.Sections[symtab.Link], f.ByteOrder, name, size)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %s: %w", exe, name, err)
-	}
-	if symSize != size {
-		return 0, fmt.Errorf("%s: %s has %d bytes, not the %d expected of this runtime", exe, name, symSize, size)
 	}
 	if f.Type == elf.ET_EXEC {
 		return value, nil
@@ -91,47 +83,32 @@ func symbolAddress(exe, name string, size uint64) (uint64, error) {
 	return value + bias, nil
 }
 
-// stringOffset returns the offset of name in a string table, read in chunks
-// so that the table is never held whole.
-func stringOffset(r io.Reader, name string) (uint32, error) {
-	want := []byte("\x00" + name + "\x00")
-	const chunk = 64 << 10
-	buf := make([]byte, 0, chunk+len(want))
-	var base int64 // table offset of buf[0]
+// findObject returns the value of the ELF64 data symbol name of the given
+// size. Only the few symbols of that size have their names read, so that
+// the string table is never read whole.
+func findObject(symtab io.Reader, strtab *elf.Section, order binary.ByteOrder, name string, size uint64) (uint64, error) {
+	const entSize = 24 // Elf64_Sym
+	buf := make([]byte, 256*entSize)
+	want := []byte(name + "\x00")
+	got := make([]byte, len(want))
 	for {
-		n, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if i := bytes.Index(buf, want); i >= 0 {
-			return uint32(base + int64(i) + 1), nil
+		n, err := io.ReadFull(symtab, buf)
+		for ent := buf[:n-n%entSize]; len(ent) >= entSize; ent = ent[entSize:] {
+			if elf.ST_TYPE(ent[4]) != elf.STT_OBJECT || order.Uint64(ent[16:]) != size {
+				continue
+			}
+			if _, err := strtab.ReadAt(got, int64(order.Uint32(ent[0:]))); err != nil {
+				continue // a name at the table's end, shorter than name
+			}
+			if bytes.Equal(got, want) {
+				return order.Uint64(ent[8:]), nil
+			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return 0, fmt.Errorf("no symbol %s", name)
+				return 0, fmt.Errorf("no data symbol of %d bytes by that name", size)
 			}
-			return 0, fmt.Errorf("read string table: %w", err)
-		}
-		// Keep the tail that may hold the start of a match.
-		keep := len(want) - 1
-		base += int64(len(buf) - keep)
-		buf = append(buf[:0], buf[len(buf)-keep:]...)
-	}
-}
-
-// findSymbol returns the value and size of the ELF64 symbol whose name is at
-// string-table offset nameOff.
-func findSymbol(r io.Reader, order binary.ByteOrder, nameOff uint32) (value, size uint64, err error) {
-	const entSize = 24 // Elf64_Sym
-	br := bufio.NewReaderSize(r, 64<<10)
-	var ent [entSize]byte
-	for {
-		if _, err := io.ReadFull(br, ent[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0, 0, errors.New("not in the symbol table")
-			}
-			return 0, 0, fmt.Errorf("read symbol table: %w", err)
-		}
-		if order.Uint32(ent[0:]) == nameOff && elf.ST_TYPE(ent[4]) == elf.STT_OBJECT {
-			return order.Uint64(ent[8:]), order.Uint64(ent[16:]), nil
+			return 0, fmt.Errorf("read symbol table: %w", err)
 		}
 	}
 }
