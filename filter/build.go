@@ -53,6 +53,16 @@ const (
 
 func sigLabel(arg int) string { return "sig" + strconv.Itoa(arg) }
 
+// selfLabel is the tail that lets s run when aimed at the caller itself
+// (SelfArgs); syscalls with the same conditions share one.
+func selfLabel(conds []ArgEq) string {
+	l := "self"
+	for _, c := range conds {
+		l += "-" + strconv.Itoa(c.Arg) + "=" + strconv.FormatUint(uint64(c.Value), 10)
+	}
+	return l
+}
+
 // argLabel is the tail that checks s's command argument (fcntl64 shares
 // fcntl's).
 func argLabel(s Syscall) string {
@@ -167,6 +177,25 @@ func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
 			a.jump(unix.BPF_JEQ, v, lblTrap, jf)
 		}
 	}
+	// The syscalls allowed when aimed at the caller itself: every
+	// condition must hold, the first that fails traps.
+	done := map[string]bool{}
+	for _, sc := range Affecting() {
+		conds, ok := sc.SelfArgs()
+		if !ok || done[selfLabel(conds)] {
+			continue
+		}
+		done[selfLabel(conds)] = true
+		a.label(selfLabel(conds))
+		for i, c := range conds {
+			a.loadAbs(argLow(c.Arg))
+			jt := ""
+			if i == len(conds)-1 {
+				jt = lblAllow
+			}
+			a.jump(unix.BPF_JEQ, c.Value, jt, lblTrap)
+		}
+	}
 	a.label(lblTrap)
 	a.ret(o.Action)
 	a.label(lblAllow)
@@ -197,6 +226,9 @@ func entries(o Options, t *table) ([]entry, error) {
 			}
 			if _, _, ok := s.ArgFilter(); ok {
 				target = argLabel(s)
+			}
+			if conds, ok := s.SelfArgs(); ok {
+				target = selfLabel(conds)
 			}
 			es = append(es, entry{nr: nr, target: target})
 		}

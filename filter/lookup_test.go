@@ -38,12 +38,15 @@ func TestSignalArg(t *testing.T) {
 }
 
 func TestSignalsTargets(t *testing.T) {
-	var sigs, others, channels []Syscall
+	var sigs, others, channels, affecting []Syscall
+	isAffecting := func(s Syscall) bool { return s >= Prlimit64 && s <= Vhangup }
 	for s := Syscall(1); s < numSyscalls; s++ {
 		if _, ok := s.SignalArg(); ok {
 			sigs = append(sigs, s)
 		} else if _, _, ok := s.ArgFilter(); ok {
 			channels = append(channels, s)
+		} else if isAffecting(s) {
+			affecting = append(affecting, s)
 		} else if optsBase.trapped(s) {
 			others = append(others, s)
 		}
@@ -53,6 +56,14 @@ func TestSignalsTargets(t *testing.T) {
 	}
 	if !equalSet(Targets(), others) {
 		t.Errorf("Targets = %v, want the syscalls always trapped besides signals: %v", Targets(), others)
+	}
+	if !equalSet(Affecting(), affecting) {
+		t.Errorf("Affecting = %v, want %v", Affecting(), affecting)
+	}
+	for _, s := range affecting {
+		if !optsBase.trapped(s) {
+			t.Errorf("%s is not trapped by the base options", s)
+		}
 	}
 	if !equalSet(Channels(), channels) {
 		t.Errorf("Channels = %v, want the syscalls trapped by argument: %v", Channels(), channels)

@@ -46,6 +46,22 @@ const (
 	Fcntl64 // i386 and AArch32 only
 	Ioctl
 
+	// Harm without a signal, aimed at a process by its pid (or, for
+	// process_madvise, a pidfd; for vhangup, the caller's terminal):
+	// allowed in BPF when aimed at the caller itself (SelfArgs).
+	Prlimit64         // RLIMIT_CPU or RLIMIT_FSIZE make the kernel kill the target
+	PerfEventOpen     // sigtrap=1 makes the kernel send the target SIGTRAP
+	Setpriority       // nice of a process, a group, a user
+	SchedSetaffinity  // pin the target to one CPU
+	SchedSetscheduler // starve it (SCHED_IDLE) or let it starve others
+	SchedSetparam
+	SchedSetattr
+	IoprioSet    // its disk I/O priority, of a process, a group, a user
+	MigratePages // its memory, to another NUMA node
+	MovePages
+	ProcessMadvise // MADV_PAGEOUT/COLD on its memory, by pidfd
+	Vhangup        // hangs up the caller's terminal: SIGHUP to its session
+
 	numSyscalls // keep last
 )
 
@@ -69,6 +85,19 @@ var syscallNames = [numSyscalls]string{
 	Fcntl:            "fcntl",
 	Fcntl64:          "fcntl64",
 	Ioctl:            "ioctl",
+
+	Prlimit64:         "prlimit64",
+	PerfEventOpen:     "perf_event_open",
+	Setpriority:       "setpriority",
+	SchedSetaffinity:  "sched_setaffinity",
+	SchedSetscheduler: "sched_setscheduler",
+	SchedSetparam:     "sched_setparam",
+	SchedSetattr:      "sched_setattr",
+	IoprioSet:         "ioprio_set",
+	MigratePages:      "migrate_pages",
+	MovePages:         "move_pages",
+	ProcessMadvise:    "process_madvise",
+	Vhangup:           "vhangup",
 }
 
 // Commands of fcntl and ioctl that paddock decides (uapi values, the same
@@ -137,12 +166,63 @@ func Targets() []Syscall { return []Syscall{Ptrace, ProcessVMWritev, PidfdGetfd}
 // ArgFilter), in a fresh slice.
 func Channels() []Syscall { return []Syscall{Fcntl, Fcntl64, Ioctl} }
 
+// Affecting lists the syscalls that harm a process without a signal
+// (resource limits, scheduling, I/O priority, memory placement, perf
+// events, a terminal hangup), which Build traps unless aimed at the caller
+// itself (SelfArgs), in a fresh slice.
+func Affecting() []Syscall {
+	return []Syscall{Prlimit64, PerfEventOpen, Setpriority, SchedSetaffinity, SchedSetscheduler, SchedSetparam,
+		SchedSetattr, IoprioSet, MigratePages, MovePages, ProcessMadvise, Vhangup}
+}
+
+// ArgEq is a condition on one argument: its low 32 bits (the kernel's int
+// or pid_t) equal Value.
+type ArgEq struct {
+	Arg   int
+	Value uint32
+}
+
+// Values of setpriority's and ioprio_set's "which" (linux/resource.h,
+// linux/ioprio.h).
+const (
+	PrioProcess      = 0 // PRIO_PROCESS
+	PrioPgrp         = 1 // PRIO_PGRP
+	PrioUser         = 2 // PRIO_USER
+	IoprioWhoProcess = 1 // IOPRIO_WHO_PROCESS
+	IoprioWhoPgrp    = 2 // IOPRIO_WHO_PGRP
+	IoprioWhoUser    = 3 // IOPRIO_WHO_USER
+)
+
+// SelfArgs returns the conditions under which a call of s is aimed at the
+// calling thread or process alone, so that the BPF program lets it run
+// without asking: pid 0 for prlimit64, the sched_* calls, migrate_pages
+// and move_pages; pid 0 (argument 1) for perf_event_open; PRIO_PROCESS
+// with who 0 for setpriority and IOPRIO_WHO_PROCESS with who 0 for
+// ioprio_set (who 0 of a group or a user means the caller's group or
+// user, which holds other processes). ok is false for syscalls with no
+// such form (process_madvise takes a pidfd, vhangup no target).
+func (s Syscall) SelfArgs() (conds []ArgEq, ok bool) {
+	switch s {
+	case Prlimit64, SchedSetaffinity, SchedSetscheduler, SchedSetparam, SchedSetattr, MigratePages, MovePages:
+		return []ArgEq{{0, 0}}, true
+	case PerfEventOpen:
+		return []ArgEq{{1, 0}}, true
+	case Setpriority:
+		return []ArgEq{{0, PrioProcess}, {1, 0}}, true
+	case IoprioSet:
+		return []ArgEq{{0, IoprioWhoProcess}, {1, 0}}, true
+	}
+	return nil, false
+}
+
 // trapped reports whether the program built from o traps s (before the
 // signal-0 fast path).
 func (o Options) trapped(s Syscall) bool {
 	switch s {
 	case Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal,
-		Ptrace, ProcessVMWritev, PidfdGetfd, Fcntl, Fcntl64, Ioctl:
+		Ptrace, ProcessVMWritev, PidfdGetfd, Fcntl, Fcntl64, Ioctl,
+		Prlimit64, PerfEventOpen, Setpriority, SchedSetaffinity, SchedSetscheduler, SchedSetparam,
+		SchedSetattr, IoprioSet, MigratePages, MovePages, ProcessMadvise, Vhangup:
 		return true
 	case Execve, Execveat:
 		return o.Exec

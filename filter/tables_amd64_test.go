@@ -14,11 +14,14 @@ var wantTables = []wantTable{
 			PidfdSendSignal: 424, Ptrace: 521, ProcessVMWritev: 540, PidfdGetfd: 438,
 			Execve: 520, Execveat: 545, Reboot: 169, KexecLoad: 528, KexecFileLoad: 320, Seccomp: 317,
 			Fcntl: 72, Ioctl: 514,
+			Prlimit64: 302, PerfEventOpen: 298, Setpriority: 141, SchedSetaffinity: 203, SchedSetscheduler: 144,
+			SchedSetparam: 142, SchedSetattr: 314, IoprioSet: 251, MigratePages: 256, MovePages: 533,
+			ProcessMadvise: 440, Vhangup: 153,
 		},
 		// The 64-bit-only numbers that pre-5.4 kernels also ran for x32.
 		legacy: map[Syscall]uint32{
 			RtSigqueueinfo: 129, RtTgsigqueueinfo: 297, Ptrace: 101, ProcessVMWritev: 311,
-			Execve: 59, Execveat: 322, KexecLoad: 246, Ioctl: 16,
+			Execve: 59, Execveat: 322, KexecLoad: 246, Ioctl: 16, MovePages: 279,
 		},
 		untrapped: map[string]uint32{"read": 0, "write": 1, "getpid": 39, "readv": 515, "process_vm_readv": 539},
 	},
@@ -29,6 +32,9 @@ var wantTables = []wantTable{
 			PidfdSendSignal: 424, Ptrace: 26, ProcessVMWritev: 348, PidfdGetfd: 438,
 			Execve: 11, Execveat: 358, Reboot: 88, KexecLoad: 283, Seccomp: 354,
 			Fcntl: 55, Fcntl64: 221, Ioctl: 54,
+			Prlimit64: 340, PerfEventOpen: 336, Setpriority: 97, SchedSetaffinity: 241, SchedSetscheduler: 156,
+			SchedSetparam: 154, SchedSetattr: 351, IoprioSet: 289, MigratePages: 294, MovePages: 317,
+			ProcessMadvise: 440, Vhangup: 111,
 		},
 		// 62 and 320 are kill and kexec_file_load on x86_64 but ustat and
 		// utimensat here.

@@ -13,6 +13,9 @@ var wantTables = []wantTable{
 			PidfdSendSignal: 424, Ptrace: 26, ProcessVMWritev: 377, PidfdGetfd: 438,
 			Execve: 11, Execveat: 387, Reboot: 88, KexecLoad: 347, KexecFileLoad: 401, Seccomp: 383,
 			Fcntl: 55, Fcntl64: 221, Ioctl: 54,
+			Prlimit64: 369, PerfEventOpen: 364, Setpriority: 97, SchedSetaffinity: 241, SchedSetscheduler: 156,
+			SchedSetparam: 154, SchedSetattr: 380, IoprioSet: 314, MigratePages: 400, MovePages: 344,
+			ProcessMadvise: 440, Vhangup: 111,
 		},
 		// 129 and 131 are kill and tgkill on aarch64 but delete_module and
 		// quotactl here.

@@ -307,6 +307,10 @@ func decide(r Request, w World) Decision {
 			return d
 		}
 		return decideThread(r, w, d, pid)
+	case filter.Prlimit64, filter.PerfEventOpen, filter.Setpriority, filter.SchedSetaffinity, filter.SchedSetscheduler,
+		filter.SchedSetparam, filter.SchedSetattr, filter.IoprioSet, filter.MigratePages, filter.MovePages,
+		filter.ProcessMadvise, filter.Vhangup:
+		return decideAffecting(r, w, d)
 	case filter.Execve, filter.Execveat:
 		return decideExec(r, w, d)
 	case filter.Seccomp:
@@ -326,6 +330,106 @@ func decide(r Request, w World) Decision {
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleNotTrapped, true
 	d.Message = fmt.Sprintf("paddock refused %s (%s ABI) from pid %d: paddock traps this syscall but has no rule for it, so it fails closed. Way out: report this as a paddock bug.",
 		describe(r, d), r.ABI, r.Tid)
+	return d
+}
+
+// perf_event_open's flag that makes pid a cgroup descriptor
+// (linux/perf_event.h).
+const perfFlagPidCgroup = 1 << 2
+
+// decideAffecting decides the calls that harm a process without a signal
+// (filter.Affecting), aimed elsewhere than at the caller itself (the BPF
+// program lets those run): the target is decided with the rules of
+// kill(2) on the same process, group or user.
+func decideAffecting(r Request, w World, d Decision) Decision {
+	switch r.Syscall {
+	case filter.Prlimit64:
+		if r.Args[2] == 0 {
+			// No new limit: only reads the target's, as prlimit --pid does.
+			d.Allow, d.Rule, d.Target = true, RuleSelf, arg32(r, 0)
+			return d
+		}
+		return decideThread(r, w, d, arg32(r, 0))
+	case filter.PerfEventOpen:
+		pid := arg32(r, 1)
+		if pid == -1 || r.Args[4]&perfFlagPidCgroup != 0 {
+			// Every process on a CPU, or a cgroup's: aimed at processes
+			// paddock cannot all know to be owned.
+			return refuseWide(r, w, d, "every process on a CPU, or of a cgroup")
+		}
+		return decideThread(r, w, d, pid)
+	case filter.SchedSetaffinity, filter.SchedSetscheduler, filter.SchedSetparam, filter.SchedSetattr,
+		filter.MigratePages, filter.MovePages:
+		return decideThread(r, w, d, arg32(r, 0))
+	case filter.ProcessMadvise:
+		pid, ok := pidfdTarget(r, w, &d, arg32(r, 0))
+		if !ok {
+			return d
+		}
+		return decideThread(r, w, d, pid)
+	case filter.Setpriority, filter.IoprioSet:
+		process, group, user := filter.PrioProcess, filter.PrioPgrp, filter.PrioUser
+		if r.Syscall == filter.IoprioSet {
+			process, group, user = filter.IoprioWhoProcess, filter.IoprioWhoPgrp, filter.IoprioWhoUser
+		}
+		who := arg32(r, 1)
+		switch arg32(r, 0) {
+		case process:
+			if who == 0 {
+				who = r.Tid
+			}
+			return decideThread(r, w, d, who)
+		case group:
+			if who == 0 {
+				pgrp, err := callerGroup(r, w)
+				if err != nil {
+					return undecidable(r, w, d, err)
+				}
+				who = pgrp
+			}
+			return decideGroup(r, w, d, who)
+		case user:
+			return refuseWide(r, w, d, fmt.Sprintf("every process of user %d", who))
+		}
+		// The kernel answers EINVAL for another "which".
+		d.Errno, d.Rule = syscall.EINVAL, RuleNoSuchTarget
+		return d
+	case filter.Vhangup:
+		return decideHangup(r, w, d)
+	}
+	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleNotTrapped, true
+	d.Message = fmt.Sprintf("paddock refused %s from pid %d: no rule for it; report this as a paddock bug.", describe(r, d), r.Tid)
+	return d
+}
+
+// refuseWide refuses a call aimed at a set of processes paddock does not
+// list (a user's, a CPU's, a cgroup's): the set holds processes not owned
+// by this session, paddock's own among them.
+func refuseWide(r Request, w World, d Decision, whom string) Decision {
+	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleBroadcast, true
+	d.Message = fmt.Sprintf("paddock refused %s of %s from pid %d (%s): that reaches processes not owned by this session (the user's other programs, paddock itself). Way out: aim it at the agent's own processes by PID (owned: %s).",
+		describe(r, d), whom, r.Tid, commOf(w, r.Tid), ownedList(w))
+	return d
+}
+
+// decideHangup decides vhangup(2): it hangs up the caller's controlling
+// terminal, and the kernel sends SIGHUP (and SIGCONT) to the session on
+// it, so it is decided like a signal to the caller's session: allowed when
+// the session is the agent's own (the agent root's, or one led by a
+// process the agent started), refused when it is the user's shell's.
+func decideHangup(r Request, w World, d Decision) Decision {
+	d.Signal = int(syscall.SIGHUP)
+	pgrp, err := callerGroup(r, w)
+	if err != nil {
+		return undecidable(r, w, d, err)
+	}
+	if w.GroupOwned(pgrp, r.Tid) {
+		d.Allow, d.Rule, d.Target = true, RuleOwned, -pgrp
+		return d
+	}
+	d.Target, d.Errno, d.Rule, d.Refusal = -pgrp, syscall.EPERM, RuleGroup, true
+	d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the caller's terminal, whose session is not this session's own (the user's shell and its jobs would get SIGHUP). Way out: run the agent on paddock's own terminal (without --no-pty), or close the terminal's descriptors instead.",
+		r.Tid, commOf(w, r.Tid))
 	return d
 }
 
