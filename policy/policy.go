@@ -101,6 +101,8 @@ type World interface {
 	// Pgrp returns the process group pid is in now (0 with a nil error when
 	// there is no such process). An error means it could not be read.
 	Pgrp(pid int) (int, error)
+	// Sid returns the session pid is in now, as Pgrp does its group.
+	Sid(pid int) (int, error)
 	// ThreadOf reports whether thread tid belongs to process pid.
 	ThreadOf(tid, pid int) bool
 	// Tgid returns the process that thread tid belongs to (ErrNotFound-style
@@ -414,22 +416,36 @@ func refuseWide(r Request, w World, d Decision, whom string) Decision {
 
 // decideHangup decides vhangup(2): it hangs up the caller's controlling
 // terminal, and the kernel sends SIGHUP (and SIGCONT) to the session on
-// it, so it is decided like a signal to the caller's session: allowed when
-// the session is the agent's own (the agent root's, or one led by a
-// process the agent started), refused when it is the user's shell's.
+// it, its leader included, so it is decided like a signal to every member
+// of the caller's session (GroupOwned on the session, whose leader leads
+// a group of the same id): allowed in a session of the agent's own led by
+// an owned process, or by the agent root when the root asks; refused in the
+// user's (`--no-pty`), and from a descendant of the agent root in the
+// root's session, since the root is a lifeline against its descendants.
 func decideHangup(r Request, w World, d Decision) Decision {
 	d.Signal = int(syscall.SIGHUP)
-	pgrp, err := callerGroup(r, w)
+	sid, err := w.Sid(r.Tid)
+	if err == nil && sid == 0 {
+		err = fmt.Errorf("caller thread %d vanished", r.Tid)
+	}
 	if err != nil {
 		return undecidable(r, w, d, err)
 	}
-	if w.GroupOwned(pgrp, r.Tid) {
-		d.Allow, d.Rule, d.Target = true, RuleOwned, -pgrp
+	d.Target = -sid
+	if w.GroupOwned(sid, r.Tid) {
+		d.Allow, d.Rule = true, RuleOwned
 		return d
 	}
-	d.Target, d.Errno, d.Rule, d.Refusal = -pgrp, syscall.EPERM, RuleGroup, true
-	d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the caller's terminal, whose session is not this session's own (the user's shell and its jobs would get SIGHUP). Way out: run the agent on paddock's own terminal (without --no-pty), or close the terminal's descriptors instead.",
-		r.Tid, commOf(w, r.Tid))
+	d.Errno, d.Refusal = syscall.EPERM, true
+	if t, err := w.Lookup(sid); err == nil && t.Rel == ownership.AgentRoot {
+		d.Rule = RuleLifeline
+		d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the agent's terminal, and the kernel's SIGHUP would reach the agent itself (pid %d, the session's leader), a critical session lifeline against its own descendants. Way out: run the command in a session of its own (setsid CMD) and hang up that session's terminal.",
+			r.Tid, commOf(w, r.Tid), sid)
+		return d
+	}
+	d.Rule = RuleGroup
+	d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the caller's terminal, and session %d on it is not this session's own (the user's shell and its jobs would get SIGHUP). Way out: run the agent on paddock's own terminal (without --no-pty), or close the terminal's descriptors instead.",
+		r.Tid, commOf(w, r.Tid), sid)
 	return d
 }
 

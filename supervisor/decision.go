@@ -285,6 +285,19 @@ func (c *call) Pgrp(pid int) (int, error) {
 	return pgrp, nil
 }
 
+// Sid implements policy.World, with getsid(2).
+func (c *call) Sid(pid int) (int, error) {
+	c.touch(pid)
+	sid, err := unix.Getsid(pid)
+	if errors.Is(err, unix.ESRCH) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("getsid(%d): %w", pid, err)
+	}
+	return sid, nil
+}
+
 // GroupOwned implements policy.World: a group is known to be all the
 // caller's to signal, without listing it, when it lies in a session that
 // only the agent's processes can be in. A process can join a session only

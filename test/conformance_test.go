@@ -88,6 +88,7 @@ var scenarios = []struct {
 	{"AgentMountsStayPrivate", agentMountsStayPrivate},
 	// The kernel's wall behind the supervisor.
 	{"KernelWallKeepsProcMemClosed", kernelWallKeepsProcMemClosed},
+	{"HarmWithoutSignal", harmWithoutSignal},
 }
 
 // TestConformance runs every scenario against every backend.

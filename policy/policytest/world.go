@@ -21,13 +21,14 @@ var ErrBroken = errors.New("read /proc/x/stat: input/output error")
 // World is a table-driven policy.World. The zero value is an empty world;
 // nil maps read as empty.
 type World struct {
-	Procs   map[int]policy.Target // processes by pid
-	Groups  map[int]int           // pid -> process group
-	Threads map[int]int           // tid -> pid, for non-leader threads only
-	Fds     map[[2]int]int        // (tid, fd) -> pid a pidfd refers to (-1: reaped)
-	Ttys    map[[2]int]int        // (tid, fd) -> foreground process group of the pty
-	Absent  map[string]bool       // paths that do not exist
-	Broken  map[int]bool          // Lookup and Pgrp fail for these pids
+	Procs    map[int]policy.Target // processes by pid
+	Groups   map[int]int           // pid -> process group
+	Sessions map[int]int           // pid -> session, where not its process group
+	Threads  map[int]int           // tid -> pid, for non-leader threads only
+	Fds      map[[2]int]int        // (tid, fd) -> pid a pidfd refers to (-1: reaped)
+	Ttys     map[[2]int]int        // (tid, fd) -> foreground process group of the pty
+	Absent   map[string]bool       // paths that do not exist
+	Broken   map[int]bool          // Lookup and Pgrp fail for these pids
 	// OwnGroups are the process groups GroupOwned answers true for: groups
 	// in a session only the agent's processes can be in.
 	OwnGroups map[int]bool
@@ -63,6 +64,15 @@ func (w World) Pgrp(pid int) (int, error) {
 		pid = tg
 	}
 	return w.Groups[pid], nil
+}
+
+// Sid implements policy.World: a process's session is in Sessions, or
+// else is its process group (a test world has one group per session).
+func (w World) Sid(pid int) (int, error) {
+	if sid, ok := w.Sessions[pid]; ok {
+		return sid, nil
+	}
+	return w.Pgrp(pid)
 }
 
 // ThreadOf implements policy.World.
