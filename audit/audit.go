@@ -21,8 +21,11 @@ const (
 	Released Action = "released"
 	// LeaseExpired: an adopted process went away and its lease with it.
 	LeaseExpired Action = "lease_expired"
-	// SignalDenied: a signal, ptrace, process_vm_writev, pidfd_getfd or
-	// owner-setting call was refused.
+	// SignalDenied: a call aimed at another process was refused: a signal,
+	// ptrace, process_vm_writev, pidfd_getfd, an owner-setting call, or one
+	// that harms without a signal (prlimit64, setpriority, sched_*,
+	// ioprio_set, perf_event_open, migrate_pages, move_pages,
+	// process_madvise, vhangup); its syscall field names which.
 	SignalDenied Action = "signal_denied"
 	// SelfLifelineOverride: a lifeline was adopted with --lifeline-ok.
 	SelfLifelineOverride Action = "self_lifeline_override"
