@@ -25,11 +25,6 @@ type Options struct {
 	Exec bool
 	// Power also traps reboot, kexec_load and kexec_file_load.
 	Power bool
-	// Seccomp also traps seccomp(2). The ptrace backend needs it: a
-	// SECCOMP_RET_USER_NOTIF filter takes precedence over RET_TRACE, so a
-	// listener installed by the agent would answer before paddock does.
-	// (Under the notify backend the kernel refuses a second listener.)
-	Seccomp bool
 }
 
 // Offsets into struct seccomp_data { int nr; __u32 arch; __u64
@@ -47,8 +42,9 @@ func argLow(i int) uint32 { return offArgs + 8*uint32(i) }
 
 // Labels shared by all sections of the program.
 const (
-	lblTrap  = "trap"
-	lblAllow = "allow"
+	lblTrap     = "trap"
+	lblAllow    = "allow"
+	lblListener = "listener"
 )
 
 func sigLabel(arg int) string { return "sig" + strconv.Itoa(arg) }
@@ -177,6 +173,13 @@ func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
 			a.jump(unix.BPF_JEQ, v, lblTrap, jf)
 		}
 	}
+	// seccomp(2): trapped only for a filter with a listener
+	// (SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_NEW_LISTENER).
+	a.label(lblListener)
+	a.loadAbs(argLow(0))
+	a.jump(unix.BPF_JEQ, SeccompSetModeFilter, "", lblAllow)
+	a.loadAbs(argLow(1))
+	a.jump(unix.BPF_JSET, SeccompFlagNewListener, lblTrap, lblAllow)
 	// The syscalls allowed when aimed at the caller itself: every
 	// condition must hold, the first that fails traps.
 	done := map[string]bool{}
@@ -229,6 +232,9 @@ func entries(o Options, t *table) ([]entry, error) {
 			}
 			if conds, ok := s.SelfArgs(); ok {
 				target = selfLabel(conds)
+			}
+			if s == Seccomp {
+				target = lblListener
 			}
 			es = append(es, entry{nr: nr, target: target})
 		}

@@ -34,8 +34,11 @@ const (
 	KexecLoad
 	KexecFileLoad
 
-	// Filter installation, trapped with Options.Seccomp: under the ptrace
-	// backend a listener of the agent's own would answer ahead of paddock.
+	// Filter installation, trapped only for a filter with a listener
+	// (ListenerArgs): under the ptrace backend a listener of the agent's
+	// own would answer ahead of paddock, and under the seccomp backend a
+	// leftover of the agent's would take paddock's place once paddock's
+	// listener has closed (the call then fails with ENOSYS instead).
 	Seccomp
 
 	// Signal paths through file descriptors, trapped only for the commands
@@ -182,6 +185,13 @@ type ArgEq struct {
 	Value uint32
 }
 
+// The seccomp(2) operation and flag of a filter with a listener
+// (linux/seccomp.h): the only seccomp calls the program traps.
+const (
+	SeccompSetModeFilter   = 1      // SECCOMP_SET_MODE_FILTER
+	SeccompFlagNewListener = 1 << 3 // SECCOMP_FILTER_FLAG_NEW_LISTENER
+)
+
 // Values of setpriority's and ioprio_set's "which" (linux/resource.h,
 // linux/ioprio.h).
 const (
@@ -229,7 +239,7 @@ func (o Options) trapped(s Syscall) bool {
 	case Reboot, KexecLoad, KexecFileLoad:
 		return o.Power
 	case Seccomp:
-		return o.Seccomp
+		return true
 	}
 	return false
 }

@@ -449,27 +449,24 @@ func decideHangup(r Request, w World, d Decision) Decision {
 	return d
 }
 
-// seccomp(2) operation and flag that install a listener (linux/seccomp.h).
-const (
-	seccompSetModeFilter = 1
-	seccompFlagListener  = 1 << 3 // SECCOMP_FILTER_FLAG_NEW_LISTENER
-)
-
-// decideSeccomp refuses a filter with a listener: only the ptrace backend
-// traps seccomp(2), and there a SECCOMP_RET_USER_NOTIF filter of the
-// agent's would take precedence over paddock's SECCOMP_RET_TRACE. The
-// answer is EBUSY, what the kernel itself answers under the notify backend
-// (a filter chain takes one listener), so programs see the same thing under
-// both backends. Every other use affects only the caller and is allowed.
+// decideSeccomp refuses a filter with a listener, the only seccomp(2)
+// call the filter traps. Under the ptrace backend a SECCOMP_RET_USER_NOTIF
+// filter of the agent's would take precedence over paddock's
+// SECCOMP_RET_TRACE; under the seccomp backend the kernel refuses a second
+// listener while paddock's lives, and the trap keeps a leftover of the
+// agent's from installing one once it has closed (the call then fails with
+// ENOSYS). The answer is EBUSY, the kernel's own for a second listener, so
+// programs see the same thing under both backends. Any other use affects
+// only the caller and is allowed.
 func decideSeccomp(r Request, w World, d Decision) Decision {
-	if uint32(r.Args[0]) != seccompSetModeFilter || r.Args[1]&seccompFlagListener == 0 {
+	if uint32(r.Args[0]) != filter.SeccompSetModeFilter || uint32(r.Args[1])&filter.SeccompFlagNewListener == 0 {
 		d.Allow, d.Rule = true, RuleSelf
 		return d
 	}
 	d.Errno, d.Rule, d.Refusal = syscall.EBUSY, RuleShadowListener, true
 	d.Message = fmt.Sprintf("paddock refused seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) from pid %d (%s): "+
-		"under paddock's ptrace backend a seccomp listener of the agent's own would answer its process-control syscalls before paddock could decide them "+
-		"(the notify backend's kernel answers EBUSY to a second listener the same way). Way out: run the sandbox without a listener of its own, or outside paddock.",
+		"a seccomp listener of the agent's own could answer its process-control syscalls in paddock's place "+
+		"(the kernel answers EBUSY to a second listener the same way while paddock's lives). Way out: run the sandbox without a listener of its own, or outside paddock.",
 		r.Tid, commOf(w, r.Tid))
 	return d
 }

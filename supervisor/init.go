@@ -138,7 +138,7 @@ func runInit(args []string) (int, error) {
 		return 126, err
 	}
 	if traced {
-		opts.Action, opts.Seccomp = unix.SECCOMP_RET_TRACE, true
+		opts.Action = unix.SECCOMP_RET_TRACE
 		prog, err := filter.Build(opts)
 		if err != nil {
 			return 126, fmt.Errorf("init: build filter: %w", err)

@@ -270,10 +270,17 @@ func (s *Session) launch() (int, error) {
 		backend = BackendAuto
 	}
 	if backend != BackendPtrace {
-		pid, err := s.launchDirect(backend)
-		if err == nil || !errors.Is(err, errNoListener) {
-			return pid, err
+		pid, derr := s.launchDirect(backend)
+		if derr == nil || !errors.Is(derr, errNoListener) {
+			return pid, derr
 		}
+		// No listener here: the init does not try again (under an outer
+		// paddock each try is a refusal reported to the agent's stderr).
+		pid, err := s.launchInit(BackendPtrace)
+		if err == nil {
+			s.backendWhy = strings.Replace(derr.Error(), errNoListener.Error(), "seccomp listener unavailable", 1)
+		}
+		return pid, err
 	}
 	return s.launchInit(backend)
 }

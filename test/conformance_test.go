@@ -28,6 +28,7 @@ var scenarios = []struct {
 	{"SupervisorKilledFromOutside", supervisorKilledFromOutside},
 	{"RefusalStormIsSummarised", refusalStormIsSummarised},
 	{"ShadowListenerRefused", shadowListenerRefused},
+	{"ListenerAfterSupervisorGone", listenerAfterSupervisorGone},
 	{"SignalsThroughDescriptors", signalsThroughDescriptors},
 	{"PidfdSendSignalBadFd", pidfdSendSignalBadFd},
 	{"ForkStormWhileSignalling", forkStormWhileSignalling},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // foreignSurvivesEverySignalPath: a process the test started outside
@@ -629,10 +630,12 @@ rm -f $j
 }
 
 // shadowListenerRefused: the agent cannot put a seccomp listener of its own
-// in front of paddock. Under the notify backend the kernel refuses a second
-// listener (EBUSY); under ptrace, whose SECCOMP_RET_TRACE a listener would
-// take precedence over, paddock refuses it with the same errno, journaled.
-// The helper answers its own kill "continue" if it gets a listener.
+// in front of paddock. paddock traps seccomp(2) for a filter with a
+// listener and refuses it with EBUSY, journaled, under both backends (under
+// ptrace a listener would take precedence over its SECCOMP_RET_TRACE; under
+// the notify backend the kernel would answer EBUSY too while paddock's
+// listener lives). The helper answers its own kill "continue" if it gets a
+// listener.
 func shadowListenerRefused(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
@@ -643,9 +646,6 @@ func shadowListenerRefused(t *testing.T, b backend) {
 	if !strings.Contains(r.stdout, "err seccomp(NEW_LISTENER): EBUSY") {
 		t.Errorf("want the listener refused with EBUSY\n%s", r)
 	}
-	if b != "ptrace" {
-		return
-	}
 	found := false
 	for _, rec := range r.records(t) {
 		if rec["action"] == "seccomp_denied" && rec["rule"] == "shadow_listener" {
@@ -654,5 +654,43 @@ func shadowListenerRefused(t *testing.T, b backend) {
 	}
 	if !found {
 		t.Errorf("journal lacks a seccomp_denied record:\n%s", r.journal)
+	}
+}
+
+// listenerAfterSupervisorGone: a process the agent leaves behind
+// (--keep-orphans) cannot take paddock's place once paddock has exited:
+// its seccomp(2) for a listener of its own fails with ENOSYS (the call is
+// trapped for a listener, and the listener it would reach has closed), so
+// its kill of a foreign process never runs. Without the trap the kernel
+// lets the leftover install a listener once paddock's has closed, the
+// helper answers its own kill "continue", and the foreign process dies.
+// Under the ptrace backend the leftover dies with its tracer
+// (PTRACE_O_EXITKILL); the foreign process survives either way.
+func listenerAfterSupervisorGone(t *testing.T, b backend) {
+	b.require(t)
+	f := startForeign(t, "sleep", "300")
+	out := filepath.Join(t.TempDir(), "leftover")
+	// The leftover waits for its parent, the agent root, to exit and for
+	// paddock to exit after it, then tries.
+	script := `(echo $BASHPID > ` + out + `.pid; exec $AGENTHELPER shadow-kill-orphaned $$ ` + itoa(f.pid()) + ` 9 > ` + out + ` 2>&1) &
+exit 0`
+	r := b.runPaddock(t, "--keep-orphans", "--", "bash", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("paddock exited %d\n%s", r.code, r)
+	}
+	// Until the leftover has tried, or is gone (killed with its tracer).
+	leftover := strings.TrimSpace(readFile(out + ".pid"))
+	deadline := time.Now().Add(30 * time.Second)
+	for readFile(out) == "" && time.Now().Before(deadline) {
+		if _, err := os.Stat("/proc/" + leftover); leftover == "" || err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if b == "seccomp" && !strings.Contains(readFile(out), "err seccomp(NEW_LISTENER): ENOSYS") {
+		t.Errorf("the leftover's listener: %q, want ENOSYS", readFile(out))
+	}
+	if !f.alive() {
+		t.Fatalf("foreign process %d died: a leftover's listener let its kill through\n%s", f.pid(), readFile(out))
 	}
 }

@@ -14,6 +14,8 @@
 // And: agenthelper shadow-kill PID SIG tries to step around paddock with a
 // listener of its own: a filter that sends kill to a listener this process
 // answers with CONTINUE from another thread, then kill(PID, SIG).
+// agenthelper shadow-kill-orphaned ROOT PID SIG does the same once process
+// ROOT (the agent root) has gone, as a leftover of the agent's.
 //
 // And: agenthelper listen-exec PROG ARG... installs a seccomp filter that
 // allows everything but holds a user-notification listener, then execs
@@ -42,8 +44,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: agenthelper VERB ARG...")
 		os.Exit(2)
 	}
-	if os.Args[1] == "shadow-kill" {
-		err := shadowKill(ints(os.Args[2:]))
+	if os.Args[1] == "shadow-kill" || os.Args[1] == "shadow-kill-orphaned" {
+		args := ints(os.Args[2:])
+		if os.Args[1] == "shadow-kill-orphaned" && len(args) > 0 {
+			// A leftover: wait until the agent root (the first
+			// argument) has gone, and a second more for the supervisor
+			// to exit after it. Signal 0 is never trapped.
+			for unix.Kill(args[0], 0) == nil {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(time.Second)
+			args = args[1:]
+		}
+		err := shadowKill(args)
 		if err != nil {
 			fmt.Printf("err %v\n", err)
 			os.Exit(1)
