@@ -2,6 +2,7 @@ package guard
 
 import (
 	"github.com/paddock-dev/paddock/audit"
+	"slices"
 
 	"path"
 	"path/filepath"
@@ -142,6 +143,11 @@ func init() {
 		"killall5":             decideKillall5,
 		"skill":                decideKillall,
 		"fuser":                decideFuser,
+		"renice":               decideRetarget,
+		"taskset":              decideRetarget,
+		"prlimit":              decideRetarget,
+		"ionice":               decideRetarget,
+		"chrt":                 decideRetarget,
 	}
 }
 
@@ -710,6 +716,56 @@ func decideDd(c *cmd, args []word, p *Policy) *finding {
 }
 
 // Broad kill commands: refused only where no supervisor decides per target.
+
+// retargetFlags are, per tool, the options that aim it at other processes
+// by pid, group or user (renice, taskset, prlimit, ionice, chrt); what
+// follows a bare "--" is a command to run, not a target.
+var retargetFlags = map[string][]string{
+	"renice":  {"-p", "--pid", "-g", "--pgrp", "-u", "--user"},
+	"taskset": {"-p", "--pid", "-a", "--all-tasks"},
+	"prlimit": {"-p", "--pid"},
+	"ionice":  {"-p", "--pid", "-P", "--pgid", "-u", "--uid"},
+	"chrt":    {"-p", "--pid", "-a", "--all-tasks"},
+}
+
+// decideRetarget refuses, where no supervisor decides per target, the tools
+// that change another process's priority, affinity, limits or I/O class:
+// RLIMIT_CPU or RLIMIT_FSIZE set on a stranger makes the kernel kill it, as
+// a kill would. renice with bare numbers aims at pids too. A prlimit that
+// only reads (no limit given) and the tools' own-command forms pass.
+func decideRetarget(c *cmd, args []word, p *Policy) *finding {
+	if p.Supervised {
+		return nil
+	}
+	name, _ := c.name()
+	flags := retargetFlags[name]
+	limits := false
+	aimed := name == "renice" // renice PRIO PID... without -p
+	for _, a := range args {
+		if a.dyn {
+			continue
+		}
+		if a.s == "--" {
+			break
+		}
+		if name == "prlimit" && strings.HasPrefix(a.s, "--") && a.s != "--pid" && !strings.HasPrefix(a.s, "--pid=") &&
+			!slices.Contains([]string{"--output", "--noheadings", "--raw", "--verbose", "--help", "--version"}, strings.SplitN(a.s, "=", 2)[0]) {
+			limits = limits || strings.Contains(a.s, "=")
+		}
+		for _, f := range flags {
+			if a.s == f || strings.HasPrefix(a.s, f+"=") || (len(f) == 2 && strings.HasPrefix(a.s, "-") && !strings.HasPrefix(a.s, "--") && strings.Contains(a.s[1:], f[1:])) {
+				aimed = true
+			}
+		}
+	}
+	if name == "renice" && len(args) > 0 && !args[0].dyn && !strings.HasPrefix(args[0].s, "-") {
+		aimed = true
+	}
+	if !aimed || (name == "prlimit" && !limits) {
+		return nil
+	}
+	return broadKill()
+}
 
 func broadKill() *finding { return &finding{rule: RuleBroadKill} }
 

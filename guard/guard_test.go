@@ -210,7 +210,7 @@ func TestCheckShellWrappers(t *testing.T) {
 		{cmd: "nice -n 10 reboot", rule: power},
 		{cmd: "nice -10 poweroff", rule: power},
 		{cmd: "ionice -c3 reboot", rule: power},
-		{cmd: "ionice -c3 -p 1234", allow: true, reason: "ionice -p runs nothing"},
+		{cmd: "ionice -c3 -p 1234", rule: kill, reason: "ionice -p runs nothing, but aims at pid 1234 (no supervisor here)"},
 		{cmd: "setsid -f reboot", rule: power},
 		{cmd: "stdbuf -oL reboot", rule: power},
 		{cmd: "exec reboot", rule: power},

@@ -56,7 +56,8 @@ func verdictFor(f *finding, what, text string, env map[string]string, resetBy st
 				"Way out: signal a process the session owns with `paddock kill PID`; to control one it did not start, adopt it first with "+
 				"`paddock adopt PID --reason \"...\"`; or run the agent under `paddock run`, where the kernel lets such commands reach exactly "+
 				"the processes the session owns. (A program that started the process through paddock's Go library signals it with its "+
-				"session handle's Kill, h.Kill().)",
+				"session handle's Kill, h.Kill().) renice, taskset, prlimit, ionice and chrt aimed at a pid count as kill commands here: "+
+				"a CPU or file-size limit makes the kernel kill its target.",
 			what))}
 	}
 	name, val := findOptIn(env)

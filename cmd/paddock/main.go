@@ -51,8 +51,10 @@ func newRootCmd() *cobra.Command {
 		Short: "Run an agent so it can only signal, trace or write into what it owns",
 		Long: `paddock runs an AI agent, a CI job or any command under a seccomp filter whose
 trapped syscalls (kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo,
-pidfd_send_signal, ptrace, process_vm_writev, pidfd_getfd) are decided by a
-supervisor against the agent's ownership tree. A refused call fails with EPERM
+pidfd_send_signal, ptrace, process_vm_writev, pidfd_getfd, and the calls that
+harm a process without a signal: prlimit64, setpriority, sched_set*,
+ioprio_set, perf_event_open, migrate_pages, move_pages, process_madvise,
+vhangup) are decided by a supervisor against the agent's ownership tree. A refused call fails with EPERM
 and a message, on the caller's stderr, in the log and in the audit journal,
 saying what was refused, why, and the way out.`,
 		SilenceUsage:      true,
