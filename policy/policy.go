@@ -304,11 +304,7 @@ func decide(r Request, w World) Decision {
 	case filter.ProcessVMWritev:
 		return decideThread(r, w, d, arg32(r, 0))
 	case filter.PidfdGetfd:
-		pid, ok := pidfdTarget(r, w, &d, arg32(r, 0))
-		if !ok {
-			return d
-		}
-		return decideThread(r, w, d, pid)
+		return decideByPidfd(r, w, d)
 	case filter.Prlimit64, filter.PerfEventOpen, filter.Setpriority, filter.SchedSetaffinity, filter.SchedSetscheduler,
 		filter.SchedSetparam, filter.SchedSetattr, filter.IoprioSet, filter.MigratePages, filter.MovePages,
 		filter.ProcessMadvise, filter.Vhangup:
@@ -364,11 +360,7 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 		filter.MigratePages, filter.MovePages:
 		return decideThread(r, w, d, arg32(r, 0))
 	case filter.ProcessMadvise:
-		pid, ok := pidfdTarget(r, w, &d, arg32(r, 0))
-		if !ok {
-			return d
-		}
-		return decideThread(r, w, d, pid)
+		return decideByPidfd(r, w, d)
 	case filter.Setpriority, filter.IoprioSet:
 		process, group, user := filter.PrioProcess, filter.PrioPgrp, filter.PrioUser
 		if r.Syscall == filter.IoprioSet {
@@ -661,6 +653,16 @@ func pidfdTarget(r Request, w World, d *Decision, fd int) (int, bool) {
 		return 0, false
 	}
 	return pid, true
+}
+
+// decideByPidfd decides a syscall aimed at the process behind the pidfd in
+// its first argument (pidfd_getfd, process_madvise).
+func decideByPidfd(r Request, w World, d Decision) Decision {
+	pid, ok := pidfdTarget(r, w, &d, arg32(r, 0))
+	if !ok {
+		return d
+	}
+	return decideThread(r, w, d, pid)
 }
 
 // decideThread decides a syscall aimed at a thread id, by its process.

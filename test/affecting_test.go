@@ -104,30 +104,28 @@ func foreignState(t *testing.T, pid string) string {
 		t.Fatal(err)
 	}
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	status, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var affinity string
-	for _, l := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(l, "Cpus_allowed_list:") {
-			affinity = strings.TrimSpace(strings.TrimPrefix(l, "Cpus_allowed_list:"))
-		}
-	}
-	limits, err := os.ReadFile("/proc/" + pid + "/limits")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nofile string
-	for _, l := range strings.Split(string(limits), "\n") {
-		if strings.HasPrefix(l, "Max open files") {
-			nofile = strings.Join(strings.Fields(l), " ")
-		}
-	}
 	io, err := exec.Command("ionice", "-p", pid).Output()
 	if err != nil {
 		t.Fatalf("ionice -p %s: %v", pid, err)
 	}
 	// Field 19 of stat is the nice value (the 17th after the name).
-	return "nice " + fields[16] + "; cpus " + affinity + "; " + nofile + "; io " + strings.TrimSpace(string(io))
+	return "nice " + fields[16] + "; cpus " + procLine(t, pid, "status", "Cpus_allowed_list:") +
+		"; " + procLine(t, pid, "limits", "Max open files") + "; io " + strings.TrimSpace(string(io))
+}
+
+// procLine returns the line of /proc/PID/FILE that starts with prefix,
+// its fields joined by single spaces.
+func procLine(t *testing.T, pid, file, prefix string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return strings.Join(strings.Fields(l), " ")
+		}
+	}
+	t.Fatalf("/proc/%s/%s has no line %q", pid, file, prefix)
+	return ""
 }
