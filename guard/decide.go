@@ -44,7 +44,32 @@ const (
 		"(user.slice, a user-UID.slice, user@UID.service or a session-N.scope holds the user's whole desktop session)"
 	hintCgroupKill = "To stop processes this session started, signal them by PID (`paddock kill PID`, or kill PID under paddock run); " +
 		"to stop a unit, use systemctl, which paddock checks unit by unit."
+	effCgroupFreeze = "freeze every process in that cgroup and its children at once " +
+		"(user.slice, a user-UID.slice, user@UID.service or a session-N.scope holds the user's whole desktop session)"
+	effOOMScore  = "change which process the kernel's OOM killer picks: raised, that process is killed first when memory runs short"
+	hintOOMScore = "Set the agent's own processes' score through /proc/self/oom_score_adj, or start them with `choom -n N -- CMD`."
 )
+
+// oomFiles are the /proc/PID files that set another process's OOM score.
+var oomFiles = []string{"oom_score_adj", "oom_adj"}
+
+// oomTarget reports whether p is /proc/PID/oom_score_adj (or oom_adj) of a
+// process other than the writer itself (self, thread-self, $$, $BASHPID).
+func oomTarget(p string) bool {
+	dir, file := path.Split(filepath.Clean(p))
+	if !slices.Contains(oomFiles, file) {
+		return false
+	}
+	parent, pid := path.Split(strings.TrimSuffix(dir, "/"))
+	if parent != "/proc/" {
+		return false
+	}
+	switch pid {
+	case "self", "thread-self", "$$", "${$}", "$BASHPID", "${BASHPID}":
+		return false
+	}
+	return true
+}
 
 // cgroupKill is the cgroup v2 file whose write kills the whole cgroup. It
 // is guarded under any directory: the shell's working directory is not
@@ -57,8 +82,12 @@ func guardedFile(p string) bool {
 	case "/proc/sysrq-trigger", "/sys/power/state":
 		return true
 	}
-	return path.Base(p) == cgroupKill
+	return path.Base(p) == cgroupKill || path.Base(p) == cgroupFreeze || oomTarget(p)
 }
+
+// cgroupFreeze is the cgroup v2 file whose write freezes the whole cgroup,
+// guarded as cgroup.kill is.
+const cgroupFreeze = "cgroup.freeze"
 
 // guardedTarget returns the file a write to w reaches when writing to it
 // is guarded: a known path, or a path only partly known that ends in
@@ -71,7 +100,15 @@ func guardedTarget(w word) (string, bool) {
 		}
 		return "", false
 	}
-	if tail := w.s[min(w.dynEnd, len(w.s)):]; tail == cgroupKill || strings.HasSuffix(tail, "/"+cgroupKill) {
+	tail := w.s[min(w.dynEnd, len(w.s)):]
+	for _, f := range []string{cgroupKill, cgroupFreeze} {
+		if tail == f || strings.HasSuffix(tail, "/"+f) {
+			return w.s, true
+		}
+	}
+	// /proc/$PID/oom_score_adj: the pid only known at run time (the raw
+	// word keeps $$ and $BASHPID, the writer itself).
+	if oomTarget(strings.Trim(w.raw, `"`)) && strings.HasPrefix(w.s, "/proc/") {
 		return w.s, true
 	}
 	return "", false
@@ -83,6 +120,14 @@ func fileFinding(p string) *finding {
 	case strings.HasSuffix(p, cgroupKill): // guarded, so cgroup.kill itself
 		f := sessionF(effCgroupKill)
 		f.hint = hintCgroupKill
+		return f
+	case strings.HasSuffix(p, cgroupFreeze):
+		f := sessionF(effCgroupFreeze)
+		f.hint = hintCgroupKill
+		return f
+	case strings.HasSuffix(p, oomFiles[0]) || strings.HasSuffix(p, oomFiles[1]):
+		f := sessionF(effOOMScore)
+		f.hint = hintOOMScore
 		return f
 	case filepath.Clean(p) == "/proc/sysrq-trigger":
 		return powerF(effSysrq)

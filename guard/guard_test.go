@@ -813,6 +813,18 @@ func TestCheckShellCgroupKill(t *testing.T) {
 		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 sh -c 'echo 1 > " + user + "/cgroup.kill'", allow: true, rule: sess, optIn: optIn},
 		{cmd: "echo 1 | sudo PADDOCK_ALLOW_POWER_CONTROL=1 tee " + user + "/cgroup.kill", allow: true, rule: sess, optIn: optIn},
 		{cmd: "PADDOCK_ALLOW_POWER_CONTROL=1 sh -c 'echo 1 > " + user + "/cgroup.kill'", pol: noOpt, rule: sess},
+		// cgroup.freeze freezes the same processes; oom_score_adj of
+		// another process makes it the OOM killer's first pick.
+		{cmd: "echo 1 > " + user + "/cgroup.freeze", rule: sess},
+		{cmd: "echo 1 | tee \"$CG/cgroup.freeze\"", rule: sess},
+		{cmd: "echo 0 > " + user + "/cgroup.freeze.txt", allow: true},
+		{cmd: "echo 1000 > /proc/1234/oom_score_adj", rule: sess},
+		{cmd: "echo 15 > /proc/1234/oom_adj", rule: sess},
+		{cmd: "echo 1000 | tee /proc/$pid/oom_score_adj", rule: sess},
+		{cmd: "for p in $(pgrep code); do echo 1000 > /proc/$p/oom_score_adj; done", rule: sess},
+		{cmd: "echo 500 > /proc/self/oom_score_adj", allow: true, reason: "its own score"},
+		{cmd: "echo 500 > /proc/$$/oom_score_adj", allow: true, reason: "the shell's own"},
+		{cmd: "cat /proc/1234/oom_score_adj", allow: true},
 	})
 }
 
