@@ -164,6 +164,10 @@ func (c *call) decide() (d policy.Decision, errno unix.Errno, waiting bool) {
 	if c.listener >= 0 && c.callerRead && reports(d) && !seccomp.IDValid(c.listener, c.id) {
 		return d, 0, false
 	}
+	if forceAllow && d.Refusal {
+		// A test build only (forceallow.go): the kernel's wall alone.
+		d.Allow, d.Refusal, d.Errno, d.Pin, d.Message = true, false, 0, 0, ""
+	}
 	if d.Allow && d.Pin != 0 && !c.stillThere(d.Pin) {
 		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, policy.RuleNoSuchTarget
 	}

@@ -90,6 +90,14 @@ func landlockMissing(err error) bool {
 // KernelWall says what the kernel enforces for this session behind the
 // supervisor's decisions, for the start line and paddock doctor.
 func (s *Session) KernelWall() string {
+	wall := s.kernelWall()
+	if forceAllow {
+		wall += "; TEST BUILD (paddock_forceallow): the supervisor allows every call it would refuse"
+	}
+	return wall
+}
+
+func (s *Session) kernelWall() string {
 	switch {
 	case s.wallErr == nil && s.backend != "":
 		return "landlock: the kernel keeps ptrace, /proc/PID/mem, process_vm_* and pidfd_getfd inside the agent's processes"

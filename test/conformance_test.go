@@ -89,6 +89,7 @@ var scenarios = []struct {
 	{"AgentMountsStayPrivate", agentMountsStayPrivate},
 	// The kernel's wall behind the supervisor.
 	{"KernelWallKeepsProcMemClosed", kernelWallKeepsProcMemClosed},
+	{"KernelWallBehindForcedAllow", kernelWallBehindForcedAllow},
 	{"HarmWithoutSignal", harmWithoutSignal},
 }
 

@@ -53,3 +53,49 @@ kill -0 ` + fp + ` && echo probe=ok`
 		t.Errorf("the foreign process died")
 	}
 }
+
+// kernelWallBehindForcedAllow: with the supervisor's decisions forced to
+// "allow" (a paddock built with the paddock_forceallow tag, which a release
+// build cannot turn on), the kernel's wall alone still keeps a same-user
+// foreign process out of the agent's ptrace-class reach: ptrace attach,
+// pidfd_getfd and /proc/PID/mem are refused by Landlock. That the switch is
+// on shows in the start line and in a renice of the foreign process, which
+// the supervisor would refuse and now lets through. Signals are not behind
+// the wall (the domain does not scope them; docs/threat-model.md).
+func kernelWallBehindForcedAllow(t *testing.T, b backend) {
+	b.require(t)
+	if abi, err := sys.LandlockABI(); err != nil || abi < 6 {
+		t.Skipf("needs Landlock ABI 6 (Linux 6.12+, enabled in lsm=): ABI %d, %v", abi, err)
+	}
+	if _, err := exec.LookPath("renice"); err != nil {
+		t.Skipf("needs renice: %v", err)
+	}
+	dir := nobodyDir(t)
+	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}
+	f := startForeign(t, nobody[0], append(nobody[1:], "sleep", "300")...)
+	fp := itoa(f.pid())
+	script := `echo "attach=$($AGENTHELPER ptrace-attach ` + fp + `)"
+echo "getfd=$($AGENTHELPER pidfd-getfd ` + fp + ` 0)"
+exec 3<>/proc/` + fp + `/mem && echo mem=open || echo mem=closed
+renice -n 1 -p ` + fp + ` >/dev/null && echo renice=ok`
+	cmd := exec.Command(nobody[0], append(nobody[1:], bins.forceAllow, "run", "--backend", string(b),
+		"--journal", filepath.Join(dir, "j.jsonl"), "--", "bash", "-c", script)...)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=",
+		"AGENTHELPER="+bins.helper)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(string(out), "\n")
+	for _, want := range []string{"attach=err EPERM", "getfd=err EPERM", "mem=closed", "renice=ok"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("output lacks the line %q\n%s", want, out)
+		}
+	}
+	if !strings.Contains(string(out), "TEST BUILD (paddock_forceallow)") {
+		t.Errorf("the start line does not say the decisions are forced\n%s", out)
+	}
+	if !f.alive() {
+		t.Errorf("the foreign process died")
+	}
+}
