@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -30,8 +29,7 @@ func harmWithoutSignal(t *testing.T, b backend) {
 		t.Skipf("needs %s (a Python nobody may run): %v", py, err)
 	}
 	dir := nobodyDir(t)
-	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}
-	f := startForeign(t, nobody[0], append(nobody[1:], "sleep", "300")...)
+	f := nobodyStart(t, "sleep", "300")
 	fp := itoa(f.pid())
 	before := foreignState(t, fp)
 	// Python makes the calls no common tool makes: each prints its errno.
@@ -62,25 +60,13 @@ sleep 300 & c=$!
 renice -n 5 -p $c >/dev/null && taskset -p 1 $c >/dev/null && prlimit --pid $c --nofile=7:7 && ionice -c 3 -p $c && echo own=ok
 kill $c
 nice -n 3 true && prlimit --nofile=100:100 true && echo self=ok`
+	out, lines := b.nobodyRun(t, bins.paddock, dir, script)
 	journal := filepath.Join(dir, "j.jsonl")
-	cmd := exec.Command(nobody[0], append(nobody[1:], bins.paddock, "run", "--backend", string(b),
-		"--journal", journal, "--", "bash", "-c", script)...)
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	// Whole lines: paddock's start line quotes the script.
-	lines := strings.Split(string(out), "\n")
-	for _, want := range []string{"renice=1", "taskset=1", "prlimit=1", "ionice=1", "prlimit-read=0", "renice-user=1",
+	wantLines(t, out, lines, "renice=1", "taskset=1", "prlimit=1", "ionice=1", "prlimit-read=0", "renice-user=1",
 		"perf=Operation not permitted", "madvise=Operation not permitted", "migrate=Operation not permitted",
-		"own=ok", "self=ok"} {
-		if !slices.Contains(lines, want) {
-			t.Errorf("output lacks the line %q\n%s", want, out)
-		}
-	}
+		"own=ok", "self=ok")
 	for _, sc := range []string{"setpriority", "sched_setaffinity", "prlimit64", "ioprio_set", "perf_event_open", "process_madvise", "migrate_pages"} {
-		if !strings.Contains(string(out), "paddock refused "+sc+" of ") {
+		if !strings.Contains(out, "paddock refused "+sc+" of ") {
 			t.Errorf("no refusal message for %s\n%s", sc, out)
 		}
 		if j, _ := os.ReadFile(journal); !strings.Contains(string(j), `"syscall":"`+sc+`"`) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -333,6 +334,45 @@ func readAll(t *testing.T, master *os.File) string {
 	case <-time.After(time.Minute):
 		t.Fatal("the terminal was not released in a minute")
 		return ""
+	}
+}
+
+// nobodyStart starts NAME ARGS... as nobody, outside paddock (a foreign
+// process of the same unprivileged user as a nobodyRun agent).
+func nobodyStart(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	return startForeign(t, "setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", name}, args...)...)
+}
+
+// nobodyRun runs `BIN run --backend B [FLAGS] -- bash -c SCRIPT` as nobody,
+// with paddock's defaults and the journal in dir (from nobodyDir), and
+// returns its combined output and the output's lines; paddock failing
+// fails the test.
+func (b backend) nobodyRun(t *testing.T, bin, dir, script string, flags ...string) (string, []string) {
+	t.Helper()
+	args := []string{"--reuid=65534", "--regid=65534", "--clear-groups", bin, "run", "--backend", string(b),
+		"--journal", filepath.Join(dir, "j.jsonl")}
+	args = append(append(args, flags...), "--", "bash", "-c", script)
+	cmd := exec.Command("setpriv", args...)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=",
+		"AGENTHELPER="+bins.helper)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// Whole lines: paddock's start line quotes the script.
+	return string(out), strings.Split(string(out), "\n")
+}
+
+// wantLines reports each of want that is not a whole line of out (split
+// into lines): a check that paddock's start line, which quotes the
+// script, cannot pass.
+func wantLines(t *testing.T, out string, lines []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(lines, w) {
+			t.Errorf("output lacks the line %q\n%s", w, out)
+		}
 	}
 }
 

@@ -1,10 +1,7 @@
 package test
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -24,29 +21,16 @@ func kernelWallKeepsProcMemClosed(t *testing.T, b backend) {
 		t.Skipf("needs Landlock ABI 6 (Linux 6.12+, enabled in lsm=): ABI %d, %v", abi, err)
 	}
 	dir := nobodyDir(t)
-	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}
-	f := startForeign(t, nobody[0], append(nobody[1:], "sleep", "300")...)
+	f := nobodyStart(t, "sleep", "300")
 	fp := itoa(f.pid())
 	script := `exec 3<>/proc/` + fp + `/mem && echo foreign-mem=open || echo foreign-mem=closed
 sleep 300 & c=$!
 exec 4<>/proc/$c/mem && echo own-mem=open
 kill $c
 kill -0 ` + fp + ` && echo probe=ok`
-	cmd := exec.Command(nobody[0], append(nobody[1:], bins.paddock, "run", "--backend", string(b),
-		"--journal", filepath.Join(dir, "j.jsonl"), "--", "bash", "-c", script)...)
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	// Whole lines: paddock's start line quotes the script.
-	lines := strings.Split(string(out), "\n")
-	for _, want := range []string{"foreign-mem=closed", "own-mem=open", "probe=ok"} {
-		if !slices.Contains(lines, want) {
-			t.Errorf("output lacks the line %q\n%s", want, out)
-		}
-	}
-	if !strings.Contains(string(out), "kernel_wall=\"landlock:") {
+	out, lines := b.nobodyRun(t, bins.paddock, dir, script)
+	wantLines(t, out, lines, "foreign-mem=closed", "own-mem=open", "probe=ok")
+	if !strings.Contains(out, "kernel_wall=\"landlock:") {
 		t.Errorf("the start line does not say the kernel's wall is up\n%s", out)
 	}
 	if !f.alive() {
@@ -71,28 +55,15 @@ func kernelWallBehindForcedAllow(t *testing.T, b backend) {
 		t.Skipf("needs renice: %v", err)
 	}
 	dir := nobodyDir(t)
-	nobody := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}
-	f := startForeign(t, nobody[0], append(nobody[1:], "sleep", "300")...)
+	f := nobodyStart(t, "sleep", "300")
 	fp := itoa(f.pid())
 	script := `echo "attach=$($AGENTHELPER ptrace-attach ` + fp + `)"
 echo "getfd=$($AGENTHELPER pidfd-getfd ` + fp + ` 0)"
 exec 3<>/proc/` + fp + `/mem && echo mem=open || echo mem=closed
 renice -n 1 -p ` + fp + ` >/dev/null && echo renice=ok`
-	cmd := exec.Command(nobody[0], append(nobody[1:], bins.forceAllow, "run", "--backend", string(b),
-		"--journal", filepath.Join(dir, "j.jsonl"), "--", "bash", "-c", script)...)
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_RUNTIME_DIR=",
-		"AGENTHELPER="+bins.helper)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	lines := strings.Split(string(out), "\n")
-	for _, want := range []string{"attach=err EPERM", "getfd=err EPERM", "mem=closed", "renice=ok"} {
-		if !slices.Contains(lines, want) {
-			t.Errorf("output lacks the line %q\n%s", want, out)
-		}
-	}
-	if !strings.Contains(string(out), "TEST BUILD (paddock_forceallow)") {
+	out, lines := b.nobodyRun(t, bins.forceAllow, dir, script)
+	wantLines(t, out, lines, "attach=err EPERM", "getfd=err EPERM", "mem=closed", "renice=ok")
+	if !strings.Contains(out, "TEST BUILD (paddock_forceallow)") {
 		t.Errorf("the start line does not say the decisions are forced\n%s", out)
 	}
 	if !f.alive() {
