@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,7 @@ renice -n 5 -u 65534 >/dev/null 2>&1; echo renice-user=$?
 ` + py + ` -c '` + calls + `' ` + fp + `
 sleep 300 & c=$!
 renice -n 5 -p $c >/dev/null && taskset -p 1 $c >/dev/null && prlimit --pid $c --nofile=7:7 && ionice -c 3 -p $c && echo own=ok
+perf stat -e task-clock -p $c -- sleep 0.1 >/dev/null 2>&1; echo perf-own=$?
 kill $c
 nice -n 3 true && prlimit --nofile=100:100 true && echo self=ok`
 	out, lines := b.nobodyRun(t, bins.paddock, dir, script)
@@ -65,6 +67,14 @@ nice -n 3 true && prlimit --nofile=100:100 true && echo self=ok`
 	wantLines(t, out, lines, "renice=1", "taskset=1", "prlimit=1", "ionice=1", "prlimit-read=0", "renice-user=1",
 		"perf=Operation not permitted", "madvise=Operation not permitted", "migrate=Operation not permitted",
 		"own=ok", "self=ok")
+	// perf stat -p of the agent's own child, where perf is installed and
+	// lets an unprivileged user watch its own processes.
+	if _, err := exec.LookPath("perf"); err == nil {
+		p, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+		if level, perr := strconv.Atoi(strings.TrimSpace(string(p))); err == nil && perr == nil && level <= 2 {
+			wantLines(t, out, lines, "perf-own=0")
+		}
+	}
 	for _, sc := range []string{"setpriority", "sched_setaffinity", "prlimit64", "ioprio_set", "perf_event_open", "process_madvise", "migrate_pages"} {
 		if !strings.Contains(out, "paddock refused "+sc+" of ") {
 			t.Errorf("no refusal message for %s\n%s", sc, out)
