@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // foreignSurvivesEverySignalPath: a process the test started outside
@@ -680,6 +682,16 @@ exit 0`
 	}
 	// Until the leftover has tried, or is gone (killed with its tracer).
 	leftover := strings.TrimSpace(readFile(out + ".pid"))
+	if pid, err := strconv.Atoi(leftover); err == nil {
+		// The test started it: it is ended with the test, through a pidfd
+		// taken now, so that no reused pid is ever signalled.
+		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+			t.Cleanup(func() {
+				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+				unix.Close(fd)
+			})
+		}
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for readFile(out) == "" && time.Now().Before(deadline) {
 		if _, err := os.Stat("/proc/" + leftover); leftover == "" || err != nil {
