@@ -682,6 +682,18 @@ func decideThread(r Request, w World, d Decision, tid int) Decision {
 	return decideProcess(r, w, d, pid)
 }
 
+// wayVerb is how a message's way out names aiming the call elsewhere:
+// "signal" for the signal paths, "aim prlimit64 at" and the like for the
+// calls that harm without a signal.
+func wayVerb(r Request) string {
+	for _, sc := range filter.Affecting() {
+		if r.Syscall == sc {
+			return "aim " + sc.String() + " at"
+		}
+	}
+	return "signal"
+}
+
 // decideProcess decides a syscall aimed at one process.
 func decideProcess(r Request, w World, d Decision, pid int) Decision {
 	d.Target = pid
@@ -722,16 +734,16 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 	switch {
 	case t.Rel == ownership.AgentRoot:
 		d.Rule = RuleLifeline
-		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline: it is the agent itself, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched the agent's own command line does this). Way out: signal the agent's child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
-			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w))
+		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline: it is the agent itself, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched the agent's own command line does this). Way out: %s the agent's child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, wayVerb(r), ownedList(w))
 	case t.Rel.Lifeline():
 		d.Rule = RuleLifeline
-		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: signal the agent's own processes by PID (owned: %s).",
-			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, t.Rel, ownedList(w))
+		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: %s the agent's own processes by PID (owned: %s).",
+			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, t.Rel, wayVerb(r), ownedList(w))
 	default:
 		d.Rule = RuleNotOwned
-		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: signal the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: paddock adopt %d --reason \"...\".",
-			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w), pid)
+		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: %s the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: paddock adopt %d --reason \"...\".",
+			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w), wayVerb(r), pid)
 	}
 	return d
 }

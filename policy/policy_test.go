@@ -80,7 +80,7 @@ func TestDecide(t *testing.T) {
 		{name: "kill foreign signal 0 probe", r: req(101, filter.Kill, 200, 0), allow: true, rule: RuleSignalZero},
 		// Harm without a signal (filter.Affecting), decided like kill(2).
 		{name: "prlimit64 foreign", r: req(101, filter.Prlimit64, 200, 0, 0x7000, 0), errno: syscall.EPERM, rule: RuleNotOwned, target: 200,
-			message: []string{"prlimit64 of pid 200 (code)", "paddock adopt 200"}},
+			message: []string{"prlimit64 of pid 200 (code)", "paddock adopt 200", "Way out: aim prlimit64 at the processes the agent started by their PID"}},
 		{name: "prlimit64 owned", r: req(100, filter.Prlimit64, 102, 0, 0x7000, 0), allow: true, rule: RuleOwned, target: 102, pin: 102},
 		{name: "prlimit64 read of foreign", r: req(101, filter.Prlimit64, 200, 0, 0, 0x7000), allow: true, rule: RuleSelf, target: 200},
 		{name: "prlimit64 lifeline supervisor", r: req(101, filter.Prlimit64, 60, 7, 0x7000, 0), errno: syscall.EPERM, rule: RuleLifeline, target: 60},
