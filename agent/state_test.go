@@ -109,11 +109,12 @@ func listener(t *testing.T) int {
 	return r.fd
 }
 
-// send writes msg with fds over one end of a fresh socket pair and returns
-// the other end, as the runtime's connection to paddock agent.
+// send writes msg with fds over one end of a fresh stream socket pair (as
+// runc dials the listenerPath) and returns the other end, as the runtime's
+// connection to paddock agent.
 func send(t *testing.T, msg []byte, fds ...int) *net.UnixConn {
 	t.Helper()
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ const (
 	KexecFileLoad
 
 	// Filter installation, trapped only for a filter with a listener
-	// (ListenerArgs): under the ptrace backend a listener of the agent's
+	// (SeccompSetModeFilter with SeccompFlagNewListener): under the ptrace backend a listener of the agent's
 	// own would answer ahead of paddock, and under the seccomp backend a
 	// leftover of the agent's would take paddock's place once paddock's
 	// listener has closed (the call then fails with ENOSYS instead).
@@ -174,8 +174,24 @@ func Channels() []Syscall { return []Syscall{Fcntl, Fcntl64, Ioctl} }
 // events, a terminal hangup), which Build traps unless aimed at the caller
 // itself (SelfArgs), in a fresh slice.
 func Affecting() []Syscall {
-	return []Syscall{Prlimit64, PerfEventOpen, Setpriority, SchedSetaffinity, SchedSetscheduler, SchedSetparam,
-		SchedSetattr, IoprioSet, MigratePages, MovePages, ProcessMadvise, Vhangup}
+	var out []Syscall
+	for s := Syscall(1); s < numSyscalls; s++ {
+		if s.Affects() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Affects reports whether s is one of the syscalls that harm a process
+// without a signal (Affecting).
+func (s Syscall) Affects() bool {
+	switch s {
+	case Prlimit64, PerfEventOpen, Setpriority, SchedSetaffinity, SchedSetscheduler, SchedSetparam,
+		SchedSetattr, IoprioSet, MigratePages, MovePages, ProcessMadvise, Vhangup:
+		return true
+	}
+	return false
 }
 
 // ArgEq is a condition on one argument: its low 32 bits (the kernel's int
@@ -230,9 +246,7 @@ func (s Syscall) SelfArgs() (conds []ArgEq, ok bool) {
 func (o Options) trapped(s Syscall) bool {
 	switch s {
 	case Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal,
-		Ptrace, ProcessVMWritev, PidfdGetfd, Fcntl, Fcntl64, Ioctl,
-		Prlimit64, PerfEventOpen, Setpriority, SchedSetaffinity, SchedSetscheduler, SchedSetparam,
-		SchedSetattr, IoprioSet, MigratePages, MovePages, ProcessMadvise, Vhangup:
+		Ptrace, ProcessVMWritev, PidfdGetfd, Fcntl, Fcntl64, Ioctl:
 		return true
 	case Execve, Execveat:
 		return o.Exec
@@ -241,5 +255,5 @@ func (o Options) trapped(s Syscall) bool {
 	case Seccomp:
 		return true
 	}
-	return false
+	return s.Affects()
 }

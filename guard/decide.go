@@ -2,10 +2,10 @@ package guard
 
 import (
 	"github.com/paddock-dev/paddock/audit"
-	"slices"
 
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -50,14 +50,15 @@ const (
 	hintOOMScore = "Set the agent's own processes' score through /proc/self/oom_score_adj, or start them with `choom -n N -- CMD`."
 )
 
-// oomFiles are the /proc/PID files that set another process's OOM score.
-var oomFiles = []string{"oom_score_adj", "oom_adj"}
+// isOOMFile reports whether name is a /proc/PID file that sets a
+// process's OOM score.
+func isOOMFile(name string) bool { return name == "oom_score_adj" || name == "oom_adj" }
 
 // oomTarget reports whether p is /proc/PID/oom_score_adj (or oom_adj) of a
 // process other than the writer itself (self, thread-self, $$, $BASHPID).
 func oomTarget(p string) bool {
 	dir, file := path.Split(filepath.Clean(p))
-	if !slices.Contains(oomFiles, file) {
+	if !isOOMFile(file) {
 		return false
 	}
 	parent, pid := path.Split(strings.TrimSuffix(dir, "/"))
@@ -125,7 +126,7 @@ func fileFinding(p string) *finding {
 		f := sessionF(effCgroupFreeze)
 		f.hint = hintCgroupKill
 		return f
-	case strings.HasSuffix(p, oomFiles[0]) || strings.HasSuffix(p, oomFiles[1]):
+	case isOOMFile(path.Base(p)):
 		f := sessionF(effOOMScore)
 		f.hint = hintOOMScore
 		return f

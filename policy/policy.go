@@ -305,10 +305,6 @@ func decide(r Request, w World) Decision {
 		return decideThread(r, w, d, arg32(r, 0))
 	case filter.PidfdGetfd:
 		return decideByPidfd(r, w, d)
-	case filter.Prlimit64, filter.PerfEventOpen, filter.Setpriority, filter.SchedSetaffinity, filter.SchedSetscheduler,
-		filter.SchedSetparam, filter.SchedSetattr, filter.IoprioSet, filter.MigratePages, filter.MovePages,
-		filter.ProcessMadvise, filter.Vhangup:
-		return decideAffecting(r, w, d)
 	case filter.Execve, filter.Execveat:
 		return decideExec(r, w, d)
 	case filter.Seccomp:
@@ -324,7 +320,15 @@ func decide(r Request, w World) Decision {
 		}
 		return fromVerdict(r, d, guard.CheckPowerEnv(d.Syscall, env, w.Guard()))
 	}
-	// A syscall this core does not know was trapped: refuse rather than guess.
+	if r.Syscall.Affects() {
+		return decideAffecting(r, w, d)
+	}
+	return notTrapped(r, d)
+}
+
+// notTrapped refuses a syscall this core does not know was trapped, rather
+// than guess.
+func notTrapped(r Request, d Decision) Decision {
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleNotTrapped, true
 	d.Message = fmt.Sprintf("paddock refused %s (%s ABI) from pid %d: paddock traps this syscall but has no rule for it, so it fails closed. Way out: report this as a paddock bug.",
 		describe(r, d), r.ABI, r.Tid)
@@ -391,9 +395,7 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 	case filter.Vhangup:
 		return decideHangup(r, w, d)
 	}
-	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleNotTrapped, true
-	d.Message = fmt.Sprintf("paddock refused %s from pid %d: no rule for it; report this as a paddock bug.", describe(r, d), r.Tid)
-	return d
+	return notTrapped(r, d)
 }
 
 // refuseWide refuses a call aimed at a set of processes paddock does not
@@ -686,10 +688,8 @@ func decideThread(r Request, w World, d Decision, tid int) Decision {
 // "signal" for the signal paths, "aim prlimit64 at" and the like for the
 // calls that harm without a signal.
 func wayVerb(r Request) string {
-	for _, sc := range filter.Affecting() {
-		if r.Syscall == sc {
-			return "aim " + sc.String() + " at"
-		}
+	if r.Syscall.Affects() {
+		return "aim " + r.Syscall.String() + " at"
 	}
 	return "signal"
 }

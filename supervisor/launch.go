@@ -278,7 +278,7 @@ func (s *Session) launch() (int, error) {
 		// paddock each try is a refusal reported to the agent's stderr).
 		pid, err := s.launchInit(BackendPtrace)
 		if err == nil {
-			s.backendWhy = strings.Replace(derr.Error(), errNoListener.Error(), "seccomp listener unavailable", 1)
+			s.backendWhy = "seccomp listener unavailable: " + strings.TrimPrefix(derr.Error(), errNoListener.Error()+": ")
 		}
 		return pid, err
 	}

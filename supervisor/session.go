@@ -197,7 +197,7 @@ func (s *Session) ignoreUncatchable() {
 }
 
 // keepIgnored ignores again the signals that were ignored when paddock
-// started (nohup, a shell's `trap ”`, a background job), so that they stay
+// started (nohup, a shell's `trap "" PIPE`, a background job), so that they stay
 // ignored for paddock and, across the fork and exec, for the agent, and
 // returns them as a mask (bit N-1 for signal N). The Go runtime keeps an
 // inherited SIG_IGN only for SIGHUP and SIGINT; the others are read from

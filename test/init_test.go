@@ -357,7 +357,7 @@ while True: time.sleep(0.01)`
 // inheritedDispositions: the command starts with what paddock was started
 // with: SIGHUP ignored under nohup, SIGINT ignored after `trap "" INT`
 // (a shell's background job), SIGPIPE, SIGQUIT, SIGTERM, SIGUSR2 and
-// SIGALRM ignored after `trap ”` (the Go runtime replaces those with its
+// SIGALRM ignored after `trap "" PIPE` and the like (the Go runtime replaces those with its
 // own handler before paddock's code runs), and the signal mask (SigBlk)
 // as it was, in /proc/PID/status; with paddock as PID 1 of a new PID
 // namespace and not.

@@ -667,20 +667,19 @@ func shadowListenerRefused(t *testing.T, b backend) {
 // tracer fails the same way), so its kill of a foreign process never runs.
 // Without the trap the kernel lets the leftover install a listener once
 // paddock's has closed, the helper answers its own kill "continue", and
-// the foreign process dies.
+// the foreign process dies. The agent and the foreign process run as
+// nobody.
 func listenerAfterSupervisorGone(t *testing.T, b backend) {
 	b.require(t)
-	f := startForeign(t, "sleep", "300")
-	out := filepath.Join(t.TempDir(), "leftover")
+	dir := nobodyDir(t)
+	f := nobodyStart(t, "sleep", "300")
+	out := filepath.Join(dir, "leftover")
 	// The leftover waits for its parent, the agent root, to exit and for
 	// paddock to exit after it, then tries.
 	script := `(echo $BASHPID > ` + out + `.pid; exec $AGENTHELPER shadow-kill-orphaned $$ ` + itoa(f.pid()) + ` 9 > ` + out + ` 2>&1) &
 while [ "$(cat /proc/$!/comm 2>/dev/null)" != agenthelper ]; do sleep 0.01; done
 exit 0`
-	r := b.runPaddock(t, "--keep-orphans", "--", "bash", "-c", script)
-	if r.code != 0 {
-		t.Fatalf("paddock exited %d\n%s", r.code, r)
-	}
+	b.nobodyRun(t, bins.paddock, dir, script, "--keep-orphans")
 	// Until the leftover has tried (or is gone).
 	leftover := strings.TrimSpace(readFile(out + ".pid"))
 	if pid, err := strconv.Atoi(leftover); err == nil {

@@ -23,7 +23,7 @@ const sigTableLen = 65
 
 // IgnoredAtStart reports the signals that were ignored (SIG_IGN) when this
 // process started, as a mask with bit N-1 for signal N, so that a program
-// that execs others (an init, a wrapper under nohup or a shell's `trap ”`)
+// that execs others (an init, a wrapper under nohup or a shell's `trap "" PIPE`)
 // can pass them on as it got them. The Go runtime keeps an inherited
 // SIG_IGN only for SIGHUP and SIGINT (os/signal.Ignored tells those);
 // for the other signals it installs its own handler at start, and the

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestIgnoredAtStart: a process started by a shell after `trap ”` on some
+// TestIgnoredAtStart: a process started by a shell after `trap "" SIG` on some
 // signals reads exactly those as ignored at its start, though the Go
 // runtime has replaced all but SIGHUP and SIGINT with its own handler, in
 // a fixed and in a position-independent executable.
