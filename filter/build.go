@@ -25,6 +25,12 @@ type Options struct {
 	Exec bool
 	// Power also traps reboot, kexec_load and kexec_file_load.
 	Power bool
+	// Probes also traps the signal syscalls with signal 0, for an agent
+	// whose Landlock domain scopes signals (LANDLOCK_SCOPE_SIGNAL): the
+	// kernel would refuse its probe of a process outside the domain, so
+	// the supervisor answers probes itself (existence, as the caller
+	// would see it without the domain).
+	Probes bool
 }
 
 // Offsets into struct seccomp_data { int nr; __u32 arch; __u64
@@ -77,7 +83,7 @@ func argLabel(s Syscall) string {
 // a small binary search (jumps on nr and arch only, so the kernel's
 // per-syscall allow cache covers every untrapped syscall); a signal syscall
 // then loads the low 32 bits of its signal argument and is allowed when it
-// is 0; every other trapped syscall returns o.Action; the rest return
+// is 0 (unless o.Probes); every other trapped syscall returns o.Action; the rest return
 // SECCOMP_RET_ALLOW.
 func Build(o Options) ([]unix.SockFilter, error) {
 	if err := o.check(); err != nil {
@@ -156,6 +162,9 @@ func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
 	// Shared tails. seccomp_data has the same layout under every ABI, so a
 	// compat signal syscall takes exactly the path of the native one.
 	for _, arg := range []int{1, 2} {
+		if o.Probes {
+			break // no signal syscall jumps here
+		}
 		a.label(sigLabel(arg))
 		a.loadAbs(argLow(arg))
 		a.jump(unix.BPF_JEQ, 0, lblAllow, lblTrap)
@@ -224,7 +233,7 @@ func entries(o Options, t *table) ([]entry, error) {
 			}
 			seen[nr] = s
 			target := lblTrap
-			if arg, ok := s.SignalArg(); ok {
+			if arg, ok := s.SignalArg(); ok && !o.Probes {
 				target = sigLabel(arg)
 			}
 			if _, _, ok := s.ArgFilter(); ok {

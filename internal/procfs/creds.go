@@ -1,0 +1,93 @@
+package procfs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Creds holds what the kernel's signal permission check and a signal's
+// sender fields need of one thread, from a single read of
+// /proc/TID/status: who it is (user ids, as the reader's user namespace
+// shows them), what it may (effective capabilities), which process it
+// belongs to, its pid in each PID namespace from the reader's down to its
+// own, and how many seccomp filters it runs under.
+type Creds struct {
+	Tgid int
+	// Uid is the real, effective, saved and filesystem user id.
+	Uid    [4]uint32
+	CapEff uint64
+	// NSpid is the pid in the reader's PID namespace first, the thread's
+	// own namespace last (one entry when they are the same).
+	NSpid          []int
+	SeccompFilters int
+}
+
+// Creds reads /proc/TID/status. A thread that no longer exists yields an
+// error wrapping ErrNotFound.
+func (fs FS) Creds(tid int) (Creds, error) {
+	if tid <= 0 {
+		return Creds{}, fmt.Errorf("status of tid %d: %w", tid, ErrNotFound)
+	}
+	var buf [4096]byte
+	n, err := readSmall(fs.path(tid, "status"), buf[:])
+	if err != nil {
+		return Creds{}, err
+	}
+	c, err := ParseCreds(buf[:n])
+	if err != nil {
+		return Creds{}, fmt.Errorf("read %s: %w", fs.path(tid, "status"), err)
+	}
+	return c, nil
+}
+
+// ParseCreds extracts Creds from the contents of /proc/TID/status. Tgid,
+// Uid and CapEff are required; NSpid (Linux 4.1+) defaults to the Tgid
+// line's pid and Seccomp_filters (5.9+) to 0.
+func ParseCreds(b []byte) (Creds, error) {
+	var c Creds
+	var err error
+	if c.Tgid, err = ParseTgid(b); err != nil {
+		return c, err
+	}
+	v, ok := field(b, "Uid:")
+	if !ok {
+		return c, fmt.Errorf("no Uid line")
+	}
+	f := strings.Fields(v)
+	if len(f) != 4 {
+		return c, fmt.Errorf("Uid %q: want 4 ids", truncate([]byte(v)))
+	}
+	for i, s := range f {
+		u, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return c, fmt.Errorf("Uid %q: %w", truncate([]byte(v)), numError(err))
+		}
+		c.Uid[i] = uint32(u)
+	}
+	if v, ok = field(b, "CapEff:"); !ok {
+		return c, fmt.Errorf("no CapEff line")
+	}
+	if c.CapEff, err = strconv.ParseUint(v, 16, 64); err != nil {
+		return c, fmt.Errorf("CapEff %q: %w", truncate([]byte(v)), numError(err))
+	}
+	if v, ok = field(b, "NSpid:"); ok {
+		for _, s := range strings.Fields(v) {
+			p, err := strconv.Atoi(s)
+			if err != nil || p <= 0 {
+				return c, fmt.Errorf("NSpid %q: not a list of pids", truncate([]byte(v)))
+			}
+			c.NSpid = append(c.NSpid, p)
+		}
+	}
+	if len(c.NSpid) == 0 {
+		// The Pid line is this thread's id; the process's is Tgid, which is
+		// what a signal's sender field names.
+		c.NSpid = []int{c.Tgid}
+	}
+	if _, c.SeccompFilters, err = ParseSeccomp(b); err != nil {
+		// Seccomp lines are absent without CONFIG_SECCOMP: no filters.
+		c.SeccompFilters = 0
+	}
+	return c, nil
+}

@@ -1,0 +1,55 @@
+package procfs
+
+import (
+	"os"
+	"slices"
+	"testing"
+)
+
+func TestParseCreds(t *testing.T) {
+	full := "Name:\tsleep\nTgid:\t4301\nPid:\t4302\nUid:\t1000\t0\t0\t1000\nCapEff:\t0000000000000020\nNSpid:\t4302\t7\nSeccomp:\t2\nSeccomp_filters:\t3\n"
+	tests := []struct {
+		name string
+		in   string
+		want Creds
+		err  string // substring; "" = no error
+	}{
+		{"thread in a child PID namespace", full, Creds{Tgid: 4301, Uid: [4]uint32{1000, 0, 0, 1000}, CapEff: 0x20, NSpid: []int{4302, 7}, SeccompFilters: 3}, ""},
+		{"before NSpid and Seccomp_filters", "Tgid:\t9\nUid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n", Creds{Tgid: 9, CapEff: 0x1ffffffffff, NSpid: []int{9}}, ""},
+		{"no Uid", "Tgid:\t9\nCapEff:\t0\n", Creds{}, "no Uid line"},
+		{"three ids", "Tgid:\t9\nUid:\t1\t2\t3\nCapEff:\t0\n", Creds{}, "want 4 ids"},
+		{"uid not a number", "Tgid:\t9\nUid:\t1\t2\tx\t4\nCapEff:\t0\n", Creds{}, `Uid "1\t2\tx\t4"`},
+		{"no CapEff", "Tgid:\t9\nUid:\t1\t2\t3\t4\n", Creds{}, "no CapEff line"},
+		{"CapEff not hex", "Tgid:\t9\nUid:\t1\t2\t3\t4\nCapEff:\tzz\n", Creds{}, `CapEff "zz"`},
+		{"NSpid garbage", "Tgid:\t9\nUid:\t1\t2\t3\t4\nCapEff:\t0\nNSpid:\t9\t-1\n", Creds{}, "not a list of pids"},
+		{"no Tgid", "Uid:\t1\t2\t3\t4\n", Creds{}, "no Tgid line"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseCreds([]byte(tc.in))
+			if !errMatches(err, tc.err) {
+				t.Fatalf("ParseCreds error %v, want %q", err, tc.err)
+			}
+			if tc.err != "" {
+				return
+			}
+			if got.Tgid != tc.want.Tgid || got.Uid != tc.want.Uid || got.CapEff != tc.want.CapEff ||
+				!slices.Equal(got.NSpid, tc.want.NSpid) || got.SeccompFilters != tc.want.SeccompFilters {
+				t.Errorf("ParseCreds = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCredsOfSelf(t *testing.T) {
+	c, err := Default().Creds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tgid != os.Getpid() || c.Uid[0] != uint32(os.Getuid()) || c.Uid[1] != uint32(os.Geteuid()) {
+		t.Errorf("Creds(self) = %+v; want tgid %d, uid %d, euid %d", c, os.Getpid(), os.Getuid(), os.Geteuid())
+	}
+	if _, err := Default().Creds(-3); err == nil {
+		t.Error("Creds(-3) succeeded")
+	}
+}
