@@ -153,6 +153,12 @@ func NewTree(fs procfs.FS, supervisorPid int) (*Tree, error) {
 	return t, nil
 }
 
+// CarriesAgentFilter reports whether a process that runs under filters
+// seccomp filters (procfs's Seccomp_filters) carries the agent's: more
+// than the supervisor itself runs under. Every process the agent started
+// does; an adopted process does not.
+func (t *Tree) CarriesAgentFilter(filters int) bool { return filters > t.superFilters }
+
 // Supervisor returns the supervisor's identity.
 func (t *Tree) Supervisor() Identity { return t.supervisor }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/tracer"
 	"github.com/paddock-dev/paddock/vram"
 )
 
@@ -136,10 +137,11 @@ func (c *call) moveTo(w *liveWorld) *call {
 	return &call{w: w, req: req, listener: c.listener, id: c.id, looked: make([]pinned, 0, 4), callerRead: c.callerRead}
 }
 
-// decide runs steps 3 to 7 of c: errno is 0 to let the call run, and
-// waiting is false when the caller stopped waiting (the answer must then
-// not be sent, and nothing is reported).
-func (c *call) decide() (d policy.Decision, errno unix.Errno, waiting bool) {
+// decide runs steps 3 to 7 of c, and carries out what the supervisor does
+// itself (deliver.go): r is the answer to send, and waiting is false when
+// the caller stopped waiting (the answer must then not be sent, and
+// nothing is reported).
+func (c *call) decide() (d policy.Decision, r tracer.Reply, waiting bool) {
 	defer c.reset()
 	if c.preset != nil {
 		d = *c.preset
@@ -162,7 +164,7 @@ func (c *call) decide() (d policy.Decision, errno unix.Errno, waiting bool) {
 	// decision that reports nothing, or that read nothing of the caller,
 	// needs no NOTIF_ID_VALID.
 	if c.listener >= 0 && c.callerRead && reports(d) && !seccomp.IDValid(c.listener, c.id) {
-		return d, 0, false
+		return d, r, false
 	}
 	if forceAllow && d.Refusal {
 		// A test build only (forceallow.go): the kernel's wall alone.
@@ -171,13 +173,15 @@ func (c *call) decide() (d policy.Decision, errno unix.Errno, waiting bool) {
 	if d.Allow && d.Pin != 0 && !c.stillThere(d.Pin) {
 		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, policy.RuleNoSuchTarget
 	}
-	if !d.Allow {
-		errno = d.Errno
-		if errno == 0 {
-			errno = unix.EPERM
-		}
+	if d.Allow {
+		r = c.deliver(d)
+		return d, r, true
 	}
-	return d, errno, true
+	r.Errno = d.Errno
+	if r.Errno == 0 {
+		r.Errno = unix.EPERM
+	}
+	return d, r, true
 }
 
 // reports says whether decision d is reported (message, log, journal).
@@ -433,12 +437,12 @@ func (c *call) Missing(tid int, path string) bool {
 // answer decides c and queues the report of a refusal or an opt-in: before
 // the answer is sent, so that a caller that exits right after its refusal
 // cannot outrun the report (Wait flushes the queue).
-func (s *Session) answer(c *call) (errno unix.Errno, waiting bool) {
-	d, errno, waiting := c.decide()
+func (s *Session) answer(c *call) (r tracer.Reply, waiting bool) {
+	d, r, waiting := c.decide()
 	if waiting && reports(d) {
 		f := refusal{when: time.Now(), caller: c.req.Tid, abi: c.req.ABI, d: d}
 		f.shown = s.reporter.tell(f)
 		s.reporter.report(f)
 	}
-	return errno, waiting
+	return r, waiting
 }

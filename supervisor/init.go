@@ -112,6 +112,9 @@ func runInit(args []string) (int, error) {
 	if err := enterLandlockDomain(keepCaps); err != nil && !landlockMissing(err) {
 		fmt.Fprintf(os.Stderr, "paddock: init: %v: the kernel's wall behind the supervisor is down for this session\n", err)
 	}
+	// Decided as the supervisor decides it (Session.newWorld), so that
+	// both agree on whether probes come to it.
+	opts.Probes = scopesSignals(keepCaps)
 	traced := backend == BackendPtrace
 	if !traced {
 		listener, err := notifyFilter(opts)

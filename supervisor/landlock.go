@@ -24,12 +24,19 @@ import (
 // abstract unix socket scope (Landlock ABI 6, Linux 6.12): the agent may
 // not connect to abstract sockets that processes outside its domain bound
 // (X11 clients fall back to the socket file; the session bus lives in
-// /run/user). Signals are not scoped (LANDLOCK_SCOPE_SIGNAL would also
-// refuse a `kill -0` probe of a foreign process and every signal to an
-// adopted one): the supervisor decides them.
+// /run/user).
+//
+// Signals are scoped too (LANDLOCK_SCOPE_SIGNAL, the same ABI): the kernel
+// refuses every signal from the agent's processes to a process outside the
+// domain (SIGIO and SIGURG of a file owner included), whatever the
+// supervisor decided. Two things then come to the supervisor instead
+// (deliver.go): a signal to an adopted process, which lives outside the
+// domain and which the supervisor delivers itself after deciding; and a
+// probe (signal 0) of a process outside the domain, which the filter then
+// traps and the supervisor answers.
 
 // landlockScopes is what the agent's ruleset restricts.
-const landlockScopes = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+const landlockScopes = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
 
 // landlockMinABI is the Landlock ABI that has scopes.
 const landlockMinABI = 6
@@ -80,6 +87,10 @@ func landlockReady(keepCaps bool) error {
 	return nil
 }
 
+// scopesSignals reports whether the agent will start in a domain that
+// scopes signals: the filter then traps probes (filter.Options.Probes).
+func scopesSignals(keepCaps bool) bool { return landlockReady(keepCaps) == nil }
+
 // landlockMissing reports whether err says this kernel has no Landlock to
 // enter (not built, not enabled, or its syscalls filtered away by a
 // container runtime), rather than that entering it failed.
@@ -100,7 +111,7 @@ func (s *Session) KernelWall() string {
 func (s *Session) kernelWall() string {
 	switch {
 	case s.wallErr == nil && s.backend != "":
-		return "landlock: the kernel keeps ptrace, /proc/PID/mem, process_vm_* and pidfd_getfd inside the agent's processes"
+		return "landlock: the kernel keeps ptrace, /proc/PID/mem, process_vm_*, pidfd_getfd and signals inside the agent's processes"
 	case s.wallErr == nil:
 		return "unknown: the agent has not started"
 	case landlockMissing(s.wallErr):

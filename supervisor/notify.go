@@ -91,11 +91,15 @@ func (s *Session) serve(w *liveWorld) {
 
 // sendAnswer decides c and answers its notification.
 func (s *Session) sendAnswer(c *call) {
-	errno, waiting := s.answer(c)
+	r, waiting := s.answer(c)
 	if !waiting {
 		return
 	}
-	if err := seccomp.Send(c.listener, c.id, errno); err != nil {
+	send := seccomp.Send
+	if r.Done {
+		send = seccomp.Done
+	}
+	if err := send(c.listener, c.id, r.Errno); err != nil {
 		s.cfg.Log.Error().Err(err).Uint64("id", c.id).Msg("seccomp notify answer failed")
 	}
 }

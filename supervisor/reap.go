@@ -14,8 +14,8 @@ import (
 // heldAnswer is a worker's answer for a tracee the ptrace backend holds
 // stopped until it comes (tracer.Tracer.Answer).
 type heldAnswer struct {
-	tid   int
-	errno unix.Errno
+	tid int
+	r   tracer.Reply
 }
 
 // startTracing seizes the init's thread for the ptrace backend. Its
@@ -31,19 +31,19 @@ func (s *Session) startTracing(tid int) error {
 	s.answers = make(chan heldAnswer, maxWaiting)
 	s.sigchld = make(chan os.Signal, 1)
 	signal.Notify(s.sigchld, unix.SIGCHLD)
-	s.tracer = tracer.New(func(tid int, tc tracer.Call) (unix.Errno, bool) {
+	s.tracer = tracer.New(func(tid int, tc tracer.Call) (tracer.Reply, bool) {
 		c := w.read(tid, tc.Arch, tc.Nr, tc.Args, -1, 0)
 		if c.mayWait() {
 			c = c.moveTo(w.spare())
 			if s.offload(c, func(c *call) {
-				errno, _ := s.answer(c)
-				s.answers <- heldAnswer{tid: tid, errno: errno}
+				r, _ := s.answer(c)
+				s.answers <- heldAnswer{tid: tid, r: r}
 			}) {
-				return 0, true
+				return tracer.Reply{}, true
 			}
 		}
-		errno, _ := s.answer(c)
-		return errno, false
+		r, _ := s.answer(c)
+		return r, false
 	}, func(tid int, what string, err error) {
 		s.cfg.Log.Error().Err(err).Int("tid", tid).Msg("ptrace: " + what)
 	})
@@ -65,7 +65,7 @@ func (s *Session) waitNext(flags int, info *unix.Siginfo) error {
 		}
 		select {
 		case a := <-s.answers:
-			s.tracer.Answer(a.tid, a.errno)
+			s.tracer.Answer(a.tid, a.r)
 		case <-s.sigchld:
 		}
 	}
@@ -76,7 +76,7 @@ func (s *Session) waitNext(flags int, info *unix.Siginfo) error {
 func (s *Session) releaseHeld() {
 	for s.tracer.Held() > 0 {
 		a := <-s.answers
-		s.tracer.Answer(a.tid, a.errno)
+		s.tracer.Answer(a.tid, a.r)
 	}
 }
 

@@ -34,6 +34,9 @@ type liveWorld struct {
 	// strictExec refuses the execs of callers whose memory paddock may not
 	// read (Config.StrictExec).
 	strictExec bool
+	// scoped says the agent's Landlock domain scopes signals, and probes
+	// that its filter traps signal 0 (deliver.go).
+	scoped, probes bool
 	// buf is scratch space for reading a caller's memory.
 	buf [execBufSize]byte
 	// pins, when set, keeps pins across notifications (see pinCache).
@@ -68,6 +71,7 @@ func (w *liveWorld) keepPins() *liveWorld {
 func (w *liveWorld) spare() *liveWorld {
 	s := newLiveWorld(w.tree, w.fs, w.guard, w.vram)
 	s.files, s.strictExec = w.files, w.strictExec
+	s.scoped, s.probes = w.scoped, w.probes
 	return s
 }
 

@@ -91,6 +91,8 @@ var scenarios = []struct {
 	{"KernelWallKeepsProcMemClosed", kernelWallKeepsProcMemClosed},
 	{"KernelWallBehindForcedAllow", kernelWallBehindForcedAllow},
 	{"HarmWithoutSignal", harmWithoutSignal},
+	{"AdoptedBehindTheWall", adoptedBehindTheWall},
+	{"DeputyChecksKillPermission", deputyChecksKillPermission},
 }
 
 // TestConformance runs every scenario against every backend.

@@ -44,8 +44,10 @@ kill -0 ` + fp + ` && echo probe=ok`
 // foreign process out of the agent's ptrace-class reach: ptrace attach,
 // pidfd_getfd and /proc/PID/mem are refused by Landlock. That the switch is
 // on shows in the start line and in a renice of the foreign process, which
-// the supervisor would refuse and now lets through. Signals are not behind
-// the wall (the domain does not scope them; docs/threat-model.md).
+// the supervisor would refuse and now lets through. Signals are behind the
+// wall too (LANDLOCK_SCOPE_SIGNAL): kill, tgkill, rt_sigqueueinfo and
+// pidfd_send_signal of the foreign process are refused by the kernel, and
+// a probe (signal 0) still says it exists.
 func kernelWallBehindForcedAllow(t *testing.T, b backend) {
 	b.require(t)
 	if abi, err := sys.LandlockABI(); err != nil || abi < 6 {
@@ -60,9 +62,15 @@ func kernelWallBehindForcedAllow(t *testing.T, b backend) {
 	script := `echo "attach=$($AGENTHELPER ptrace-attach ` + fp + `)"
 echo "getfd=$($AGENTHELPER pidfd-getfd ` + fp + ` 0)"
 exec 3<>/proc/` + fp + `/mem && echo mem=open || echo mem=closed
-renice -n 1 -p ` + fp + ` >/dev/null && echo renice=ok`
+renice -n 1 -p ` + fp + ` >/dev/null && echo renice=ok
+echo "kill=$($AGENTHELPER kill ` + fp + ` 9)"
+echo "tgkill=$($AGENTHELPER tgkill ` + fp + ` ` + fp + ` 9)"
+echo "sigqueue=$($AGENTHELPER sigqueue ` + fp + ` 9)"
+echo "pidfd=$($AGENTHELPER pidfd ` + fp + ` 9)"
+echo "probe=$($AGENTHELPER kill ` + fp + ` 0)"`
 	out, lines := b.nobodyRun(t, bins.forceAllow, dir, script)
-	wantLines(t, out, lines, "attach=err EPERM", "getfd=err EPERM", "mem=closed", "renice=ok")
+	wantLines(t, out, lines, "attach=err EPERM", "getfd=err EPERM", "mem=closed", "renice=ok",
+		"kill=err EPERM", "tgkill=err EPERM", "sigqueue=err EPERM", "pidfd=err EPERM", "probe=ok")
 	if !strings.Contains(out, "TEST BUILD (paddock_forceallow)") {
 		t.Errorf("the start line does not say the decisions are forced\n%s", out)
 	}

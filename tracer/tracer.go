@@ -52,11 +52,20 @@ type Call struct {
 	Args [6]uint64
 }
 
-// Decider answers a trapped call of thread tid: 0 lets it run, an errno
-// refuses it with that error. A decider that needs longer returns later
-// true instead: tid then stays stopped, and the answer comes through
-// Tracer.Answer, so that the other tracees' stops are handled meanwhile.
-type Decider func(tid int, c Call) (errno unix.Errno, later bool)
+// Reply is the answer to one trapped call. Without Done, Errno 0 lets the
+// call run and an errno refuses it with that error. With Done the call does
+// not run and returns -Errno, 0 included: the decider has done what it
+// asked for (a signal the supervisor delivered itself).
+type Reply struct {
+	Errno unix.Errno
+	Done  bool
+}
+
+// Decider answers a trapped call of thread tid. A decider that needs
+// longer returns later true instead: tid then stays stopped, and the
+// answer comes through Tracer.Answer, so that the other tracees' stops are
+// handled meanwhile.
+type Decider func(tid int, c Call) (r Reply, later bool)
 
 // Logger receives the tracer's own failures (nil: dropped).
 type Logger func(tid int, what string, err error)
@@ -85,9 +94,9 @@ func New(decide Decider, log Logger) *Tracer {
 func (t *Tracer) Held() int { return len(t.held) }
 
 // Answer answers the trapped syscall that tid was held in (see Decider) and
-// lets it run again: errno 0 lets the call run, an errno refuses it. An
-// answer for a thread that is not held (it was killed meanwhile) is dropped.
-func (t *Tracer) Answer(tid int, errno unix.Errno) {
+// lets it run again. An answer for a thread that is not held (it was killed
+// meanwhile) is dropped.
+func (t *Tracer) Answer(tid int, r Reply) {
 	arch, ok := t.held[tid]
 	if !ok {
 		return
@@ -96,8 +105,8 @@ func (t *Tracer) Answer(tid int, errno unix.Errno) {
 	if _, alive := t.tracees[tid]; !alive {
 		return
 	}
-	if errno != 0 {
-		t.refuseOrKill(tid, arch, errno)
+	if r.Errno != 0 || r.Done {
+		t.refuseOrKill(tid, arch, r.Errno)
 	}
 	t.check(tid, "PTRACE_CONT", unix.PtraceCont(tid, 0))
 }
@@ -200,22 +209,22 @@ func (t *Tracer) answer(tid int, detach bool) (held bool) {
 		t.refuseOrKill(tid, info.Arch, unix.EPERM)
 		return false
 	}
-	errno, later := t.decide(tid, Call{Arch: info.Arch, Nr: int32(info.Nr), Args: info.Args})
+	r, later := t.decide(tid, Call{Arch: info.Arch, Nr: int32(info.Nr), Args: info.Args})
 	if later && !detach {
 		t.held[tid] = info.Arch
 		return true
 	}
 	if later {
-		errno = unix.EAGAIN
+		r = Reply{Errno: unix.EAGAIN}
 	}
-	if errno != 0 {
-		t.refuseOrKill(tid, info.Arch, errno)
+	if r.Errno != 0 || r.Done {
+		t.refuseOrKill(tid, info.Arch, r.Errno)
 	}
 	return false
 }
 
-// refuseOrKill skips the syscall with -errno, or kills the caller when its
-// registers cannot be rewritten.
+// refuseOrKill skips the syscall with -errno (0: a call the decider did
+// itself), or kills the caller when its registers cannot be rewritten.
 func (t *Tracer) refuseOrKill(tid int, arch uint32, errno unix.Errno) {
 	err := skipSyscall(tid, arch, errno)
 	if err == nil || errors.Is(err, unix.ESRCH) {

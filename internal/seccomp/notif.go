@@ -38,7 +38,18 @@ func Send(fd int, id uint64, errno unix.Errno) error {
 	} else {
 		r.Error = -int32(errno)
 	}
-	err := sys.SeccompNotifSend(fd, &r)
+	return send(fd, &r)
+}
+
+// Done answers notification id with the call's result without running it:
+// 0 when errno is 0, else -errno. The supervisor did what the call asked
+// for itself (a signal it delivered through its own pin on the target).
+func Done(fd int, id uint64, errno unix.Errno) error {
+	return send(fd, &NotifResp{ID: id, Error: -int32(errno)})
+}
+
+func send(fd int, r *NotifResp) error {
+	err := sys.SeccompNotifSend(fd, r)
 	if errors.Is(err, unix.ENOENT) {
 		// The caller was interrupted or died meanwhile; nothing waits for the answer.
 		return nil
