@@ -64,7 +64,13 @@ func (c *call) deliver(d policy.Decision) tracer.Reply {
 		}
 		return tracer.Reply{Errno: c.probe(), Done: true}
 	}
-	if d.Pin == 0 || d.Rule != policy.RuleOwned {
+	if d.Rule != policy.RuleOwned {
+		return tracer.Reply{}
+	}
+	if d.Pin == 0 {
+		if d.Target < 0 && c.w.scoped {
+			return c.deputyGroup(d, -d.Target)
+		}
 		return tracer.Reply{}
 	}
 	if c.w.scoped {
@@ -81,6 +87,57 @@ func (c *call) deliver(d policy.Decision) tracer.Reply {
 		return tracer.Reply{}
 	}
 	return tracer.Reply{Errno: c.deputy(d, pidfd), Done: true}
+}
+
+// deputyGroup delivers an allowed signal to process group pgid when the
+// group holds a process outside the agent's domain (an adopted one, or a
+// child it had), which the kernel would skip: the supervisor signals each
+// member itself, as deputy would one process, and the call succeeds when
+// one member got it, as kill(2) of a group does. While the session has no
+// leases every owned process is inside the domain, and the kernel
+// delivers.
+func (c *call) deputyGroup(d policy.Decision, pgid int) tracer.Reply {
+	if _, noLeases := c.w.tree.Stable(); noLeases {
+		return tracer.Reply{}
+	}
+	members, err := c.w.fs.GroupMembers(pgid)
+	if err != nil {
+		return tracer.Reply{Errno: unix.EPERM, Done: true} // no partial view decides a group
+	}
+	outside := false
+	for _, m := range members {
+		if !c.insideDomain(m.Pid) {
+			outside = true
+			break
+		}
+	}
+	if !outside {
+		return tracer.Reply{}
+	}
+	r := tracer.Reply{Errno: unix.ESRCH, Done: true}
+	delivered := false
+	for _, m := range members {
+		fd, err := unix.PidfdOpen(m.Pid, 0)
+		if err != nil {
+			continue // gone since the listing
+		}
+		// The pin names the listed member only if it has its start time
+		// and is still in the group.
+		if st, err := c.w.fs.Stat(m.Pid); err == nil && st.StartTime == m.StartTime && st.Pgrp == pgid {
+			md := d
+			md.Pin = m.Pid
+			if e := c.deputy(md, fd); e == 0 {
+				delivered = true
+			} else if !delivered {
+				r.Errno = e
+			}
+		}
+		unix.Close(fd)
+	}
+	if delivered {
+		r.Errno = 0
+	}
+	return r
 }
 
 // insideDomain reports whether process pid is in the agent's Landlock

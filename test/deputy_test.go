@@ -57,7 +57,9 @@ func waitFile(t *testing.T, path string) string {
 // signal itself, after deciding, through the pidfd it pinned: adoption
 // keeps working. The receiver sees the caller's pid and uid, with si_code
 // SI_QUEUE (-1). A probe of the adopted process works, and one of a
-// process that has gone says ESRCH. Agent and processes run as nobody.
+// process that has gone says ESRCH. A signal to an adopted process's group
+// (the adopted leader and its children, all outside the domain) reaches
+// every member. Agent and processes run as nobody.
 func adoptedBehindTheWall(t *testing.T, b backend) {
 	b.require(t)
 	if abi, err := sys.LandlockABI(); err != nil || abi < 6 {
@@ -69,7 +71,10 @@ func adoptedBehindTheWall(t *testing.T, b backend) {
 	r := nobodyStart(t, python, recv, ready, got)
 	waitFile(t, ready)
 	s := nobodyStart(t, "sleep", "300")
-	rp, sp := itoa(r.pid()), itoa(s.pid())
+	// A group of its own: setsid makes sh lead it (no fork: it is no
+	// group leader yet), and its two sleeps are in it.
+	g := nobodyStart(t, "setsid", "sh", "-c", "sleep 300 & sleep 300 & wait")
+	rp, sp, gp := itoa(r.pid()), itoa(s.pid()), itoa(g.pid())
 	script := `P=` + bins.paddock + `
 $P adopt ` + rp + ` --reason "deputy test" >/dev/null && $P adopt ` + sp + ` --reason "deputy test" >/dev/null && echo adopted
 echo "sender=$$"
@@ -77,9 +82,13 @@ echo "probe=$($AGENTHELPER kill ` + sp + ` 0)"
 kill -USR1 ` + rp + ` && echo usr1=sent
 echo "term=$($AGENTHELPER tgkill ` + sp + ` ` + sp + ` 15)"
 for i in $(seq 1000); do kill -0 ` + sp + ` 2>/dev/null || break; sleep 0.01; done
-echo "gone=$($AGENTHELPER kill ` + sp + ` 0)"`
+echo "gone=$($AGENTHELPER kill ` + sp + ` 0)"
+for i in $(seq 1000); do [ "$(pgrep -c -g ` + gp + `)" = 3 ] && break; sleep 0.01; done
+$P adopt ` + gp + ` --reason "deputy test" >/dev/null && kill -TERM -- -` + gp + ` && echo group=sent
+for i in $(seq 1000); do kill -0 -- -` + gp + ` 2>/dev/null || break; sleep 0.01; done
+echo "group-gone=$($AGENTHELPER kill -` + gp + ` 0)"`
 	out, lines := b.nobodyRun(t, bins.paddock, dir, script)
-	wantLines(t, out, lines, "adopted", "probe=ok", "usr1=sent", "term=ok", "gone=err ESRCH")
+	wantLines(t, out, lines, "adopted", "probe=ok", "usr1=sent", "term=ok", "gone=err ESRCH", "group=sent", "group-gone=err ESRCH")
 	sender := ""
 	for _, l := range lines {
 		if v, ok := strings.CutPrefix(l, "sender="); ok {
