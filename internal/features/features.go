@@ -829,14 +829,14 @@ func build(f facts) Report {
 		add(IDChildSubreaper, "child subreaper", OK, "yes", "")
 	}
 
-	const notUsed = "the agent runs without the kernel's wall behind the supervisor (a Landlock domain that keeps ptrace-class access, /proc/PID/mem included, inside the agent's processes); the seccomp traps hold alone without "
+	const notUsed = "the agent runs without the kernel's wall behind the supervisor (a Landlock domain that keeps ptrace-class access, /proc/PID/mem included, and signals inside the agent's processes); the seccomp traps hold alone without "
 	switch {
 	case f.landlockErr == nil && f.landlockABI < 6:
 		add(IDLandlock, "Landlock", Missing, fmt.Sprintf("ABI %d", f.landlockABI),
 			"paddock's wall needs Landlock ABI 6 (Linux 6.12+: scopes, so that the agent's domain restricts no file access and mount(2) keeps working); "+notUsed+"Landlock")
 	case f.landlockErr == nil:
 		add(IDLandlock, "Landlock", OK, fmt.Sprintf("ABI %d", f.landlockABI),
-			"paddock run starts the agent in a Landlock domain of its own: the kernel refuses it ptrace-class access (/proc/PID/mem, process_vm_*, ptrace, pidfd_getfd) to anything it did not start (--keep-caps: not)")
+			"paddock run starts the agent in a Landlock domain of its own: the kernel refuses it ptrace-class access (/proc/PID/mem, process_vm_*, ptrace, pidfd_getfd) and signals to anything it did not start, adopted processes getting theirs from the supervisor (--keep-caps: not)")
 	case errors.Is(f.landlockErr, unix.EOPNOTSUPP):
 		add(IDLandlock, "Landlock", Missing, "EOPNOTSUPP", "Landlock is built in but not enabled (add landlock to the lsm= boot parameter); "+notUsed+"Landlock")
 	case errors.Is(f.landlockErr, unix.ENOSYS):
