@@ -138,8 +138,13 @@ wait $c; echo child=$?`)
 // realProgramsSignalTheirGroups: the everyday users of group signals work
 // under paddock as they do bare: GNU timeout (its kill(0) of its own
 // group), make -j interrupted through its group, Python's os.killpg of a
-// child in a new session, Node's process.kill(-pid) of a detached child.
-// Each group lies in the agent's session or one an owned process leads.
+// child in a new session, Node's process.kill(-pid) of a detached child,
+// Python multiprocessing terminating its workers, and go test's timeout
+// (SIGQUIT to the test binary). Each group lies in the agent's session or
+// one an owned process leads. Each runs twice: as paddock starts the agent
+// by default (in a Landlock domain that scopes signals, where the kernel
+// delivers), and with --keep-caps (no domain: the supervisor delivers
+// every signal to another process itself, with si_code SI_QUEUE).
 func realProgramsSignalTheirGroups(t *testing.T, b backend) {
 	b.require(t)
 	dir := t.TempDir()
@@ -173,23 +178,56 @@ print("status", q.wait())'`, []string{"status -15\nstatus -9"}},
 const c = require("child_process").spawn("sleep", ["300"], {detached: true, stdio: "ignore"});
 c.on("spawn", () => process.kill(-c.pid, "SIGTERM"));
 c.on("exit", (code, sig) => console.log("signal", sig));'`, []string{"signal SIGTERM"}},
+		{"Python multiprocessing", "python3", `python3 -c '
+import multiprocessing, time
+if __name__ == "__main__":
+    ps = [multiprocessing.Process(target=time.sleep, args=(300,)) for _ in range(3)]
+    for p in ps: p.start()
+    for p in ps: p.terminate()
+    for p in ps: p.join()
+    print("exitcodes", [p.exitcode for p in ps])
+    with multiprocessing.Pool(2) as pool:
+        print("pool", pool.map(abs, [-1, -2]))'`, []string{"exitcodes [-15, -15, -15]", "pool [1, 2]"}},
+		{"go test timeout", "go", `cd ` + goTimeoutModule(t, dir) + ` && go test -timeout 2s . >out.txt 2>&1; echo rc=$?; grep -c "panic: test timed out after 2s" out.txt`, []string{"rc=1\n1"}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := exec.LookPath(tc.tool); err != nil {
-				t.Skipf("needs %s: %v", tc.tool, err)
-			}
-			r := b.sh(t, tc.script)
-			for _, w := range tc.want {
-				if !strings.Contains(r.stdout, w) {
-					t.Errorf("stdout lacks %q\n%s", w, r)
+		for _, flags := range [][]string{nil, {"--keep-caps"}} {
+			t.Run(strings.TrimSpace(tc.name+" "+strings.Join(flags, " ")), func(t *testing.T) {
+				if _, err := exec.LookPath(tc.tool); err != nil {
+					t.Skipf("needs %s: %v", tc.tool, err)
 				}
-			}
-			if strings.Contains(r.stderr, "refused") {
-				t.Errorf("a group signal was refused\n%s", r)
-			}
-		})
+				r := b.runPaddock(t, append(flags, "--", "bash", "-c", tc.script)...)
+				for _, w := range tc.want {
+					if !strings.Contains(r.stdout, w) {
+						t.Errorf("stdout lacks %q\n%s", w, r)
+					}
+				}
+				if strings.Contains(r.stderr, "refused") {
+					t.Errorf("a signal was refused\n%s", r)
+				}
+			})
+		}
 	}
+}
+
+// goTimeoutModule writes, under dir, a Go module whose one test outlives
+// a 2 s go test timeout, and returns its directory.
+func goTimeoutModule(t *testing.T, dir string) string {
+	t.Helper()
+	m := filepath.Join(dir, "gotimeout")
+	if err := os.MkdirAll(m, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"go.mod":       "module gotimeout\n\ngo 1.21\n",
+		"slow_test.go": "package gotimeout\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(time.Minute) }\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(m, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
 }
 
 // ownedProcessesCanBeSignalled: children, threads' syscalls and a daemon
