@@ -66,7 +66,7 @@ saying what was refused, why, and the way out.`,
 	root.AddCommand(newCheckCmd(), newProfileCmd())
 	root.AddCommand(newJournalCmd())
 	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd())
-	root.AddCommand(newDoctorCmd())
+	root.AddCommand(newDoctorCmd(), newAgentCmd())
 	root.AddCommand(newVersionCmd(), newCompletionCmd(), newManCmd())
 	root.Version = versionString()
 	root.SetVersionTemplate("{{.Version}}\n")

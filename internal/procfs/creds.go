@@ -18,9 +18,11 @@ type Creds struct {
 	Uid    [4]uint32
 	CapEff uint64
 	// NSpid is the pid in the reader's PID namespace first, the thread's
-	// own namespace last (one entry when they are the same).
-	NSpid          []int
-	SeccompFilters int
+	// own namespace last (one entry when they are the same); NSpgid and
+	// NSsid are its process group's and session's ids the same way (0
+	// where the group or session lies outside a namespace).
+	NSpid, NSpgid, NSsid []int
+	SeccompFilters       int
 }
 
 // Creds reads /proc/TID/status. A thread that no longer exists yields an
@@ -71,13 +73,21 @@ func ParseCreds(b []byte) (Creds, error) {
 	if c.CapEff, err = strconv.ParseUint(v, 16, 64); err != nil {
 		return c, fmt.Errorf("CapEff %q: %w", truncate([]byte(v)), numError(err))
 	}
-	if v, ok = field(b, "NSpid:"); ok {
+	for _, l := range []struct {
+		key  string
+		list *[]int
+		min  int
+	}{{"NSpid:", &c.NSpid, 1}, {"NSpgid:", &c.NSpgid, 0}, {"NSsid:", &c.NSsid, 0}} {
+		v, ok := field(b, l.key)
+		if !ok {
+			continue
+		}
 		for _, s := range strings.Fields(v) {
 			p, err := strconv.Atoi(s)
-			if err != nil || p <= 0 {
-				return c, fmt.Errorf("NSpid %q: not a list of pids", truncate([]byte(v)))
+			if err != nil || p < l.min {
+				return c, fmt.Errorf("%s %q: not a list of ids", strings.TrimSuffix(l.key, ":"), truncate([]byte(v)))
 			}
-			c.NSpid = append(c.NSpid, p)
+			*l.list = append(*l.list, p)
 		}
 	}
 	if len(c.NSpid) == 0 {

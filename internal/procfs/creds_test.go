@@ -7,21 +7,21 @@ import (
 )
 
 func TestParseCreds(t *testing.T) {
-	full := "Name:\tsleep\nTgid:\t4301\nPid:\t4302\nUid:\t1000\t0\t0\t1000\nCapEff:\t0000000000000020\nNSpid:\t4302\t7\nSeccomp:\t2\nSeccomp_filters:\t3\n"
+	full := "Name:\tsleep\nTgid:\t4301\nPid:\t4302\nUid:\t1000\t0\t0\t1000\nCapEff:\t0000000000000020\nNSpid:\t4302\t7\nNSpgid:\t4300\t5\nNSsid:\t4000\t0\nSeccomp:\t2\nSeccomp_filters:\t3\n"
 	tests := []struct {
 		name string
 		in   string
 		want Creds
 		err  string // substring; "" = no error
 	}{
-		{"thread in a child PID namespace", full, Creds{Tgid: 4301, Uid: [4]uint32{1000, 0, 0, 1000}, CapEff: 0x20, NSpid: []int{4302, 7}, SeccompFilters: 3}, ""},
+		{"thread in a child PID namespace", full, Creds{Tgid: 4301, Uid: [4]uint32{1000, 0, 0, 1000}, CapEff: 0x20, NSpid: []int{4302, 7}, NSpgid: []int{4300, 5}, NSsid: []int{4000, 0}, SeccompFilters: 3}, ""},
 		{"before NSpid and Seccomp_filters", "Tgid:\t9\nUid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n", Creds{Tgid: 9, CapEff: 0x1ffffffffff, NSpid: []int{9}}, ""},
 		{"no Uid", "Tgid:\t9\nCapEff:\t0\n", Creds{}, "no Uid line"},
 		{"three ids", "Tgid:\t9\nUid:\t1\t2\t3\nCapEff:\t0\n", Creds{}, "want 4 ids"},
 		{"uid not a number", "Tgid:\t9\nUid:\t1\t2\tx\t4\nCapEff:\t0\n", Creds{}, `Uid "1\t2\tx\t4"`},
 		{"no CapEff", "Tgid:\t9\nUid:\t1\t2\t3\t4\n", Creds{}, "no CapEff line"},
 		{"CapEff not hex", "Tgid:\t9\nUid:\t1\t2\t3\t4\nCapEff:\tzz\n", Creds{}, `CapEff "zz"`},
-		{"NSpid garbage", "Tgid:\t9\nUid:\t1\t2\t3\t4\nCapEff:\t0\nNSpid:\t9\t-1\n", Creds{}, "not a list of pids"},
+		{"NSpid garbage", "Tgid:\t9\nUid:\t1\t2\t3\t4\nCapEff:\t0\nNSpid:\t9\t-1\n", Creds{}, "NSpid \"9\\t-1\": not a list of ids"},
 		{"no Tgid", "Uid:\t1\t2\t3\t4\n", Creds{}, "no Tgid line"},
 	}
 	for _, tc := range tests {
@@ -34,7 +34,8 @@ func TestParseCreds(t *testing.T) {
 				return
 			}
 			if got.Tgid != tc.want.Tgid || got.Uid != tc.want.Uid || got.CapEff != tc.want.CapEff ||
-				!slices.Equal(got.NSpid, tc.want.NSpid) || got.SeccompFilters != tc.want.SeccompFilters {
+				!slices.Equal(got.NSpid, tc.want.NSpid) || !slices.Equal(got.NSpgid, tc.want.NSpgid) ||
+				!slices.Equal(got.NSsid, tc.want.NSsid) || got.SeccompFilters != tc.want.SeccompFilters {
 				t.Errorf("ParseCreds = %+v, want %+v", got, tc.want)
 			}
 		})

@@ -1,0 +1,233 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
+)
+
+// container is one container the agent serves: who it is (from the
+// runtime's state), which processes are its own (those in its PID
+// namespace and its cgroup), and its lifelines (its first process, and
+// the first process of each `runc exec` session, against their own
+// descendants). Pid arguments of its calls are numbers of its PID
+// namespace; the agent reads /proc in its own, so every lookup
+// translates (host), and every answer speaks the container's numbers.
+type container struct {
+	fs procfs.FS
+	// id, bundle, annotations and metadata name the container in the
+	// journal.
+	id, bundle, metadata string
+	annotations          map[string]string
+	// pidns is the inode of the container's PID namespace, shared says it
+	// is the agent's own (a hostPID pod), and cgroup is the first
+	// process's /proc/PID/cgroup: a process is the container's when both
+	// match.
+	pidns  uint64
+	shared bool
+	cgroup string
+
+	mu sync.Mutex
+	// lifelines maps the host pid of each session's first process to its
+	// start time.
+	lifelines map[int]uint64
+	// hosts caches container pid -> host pid, checked at each use.
+	hosts map[int]int
+	// listeners counts the container's open listeners (one per session).
+	listeners int
+}
+
+// newContainer describes the container of a handoff from the agent's view
+// of /proc: the handoff's pid is a host pid (the runtime runs in the
+// agent's PID namespace).
+func newContainer(fs procfs.FS, st specs.ContainerProcessState) (*container, error) {
+	c := &container{fs: fs, id: st.State.ID, bundle: st.State.Bundle, metadata: st.Metadata,
+		annotations: st.State.Annotations, lifelines: map[int]uint64{}, hosts: map[int]int{}}
+	ns, err := nsInode(fs, st.Pid, "pid")
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", c.id, err)
+	}
+	self, err := nsInode(fs, os.Getpid(), "pid")
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", c.id, err)
+	}
+	c.pidns, c.shared = ns, ns == self
+	if c.cgroup, err = readCgroup(fs, st.Pid); err != nil {
+		return nil, fmt.Errorf("container %s: %w", c.id, err)
+	}
+	if err := c.addSession(st.Pid); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// addSession records the first process of a session (the container's own,
+// or a `runc exec`'s) as a lifeline.
+func (c *container) addSession(hostPid int) error {
+	st, err := c.fs.Stat(hostPid)
+	if err != nil {
+		return fmt.Errorf("container %s: session process %d: %w", c.id, hostPid, err)
+	}
+	c.mu.Lock()
+	c.lifelines[hostPid] = st.StartTime
+	c.listeners++
+	c.mu.Unlock()
+	return nil
+}
+
+// lifeline reports whether the host process pid (started at start) is the
+// first process of one of the container's sessions.
+func (c *container) lifeline(pid int, start uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.lifelines[pid]
+	return ok && s == start
+}
+
+// member reports whether host process pid is one of the container's: in
+// its PID namespace and its cgroup.
+func (c *container) member(pid int) bool {
+	ns, err := nsInode(c.fs, pid, "pid")
+	if err != nil || ns != c.pidns {
+		return false
+	}
+	cg, err := readCgroup(c.fs, pid)
+	return err == nil && cg == c.cgroup
+}
+
+// local is host process pid's number in the container's PID namespace (0
+// when it has none there).
+func (c *container) local(pid int) (int, error) {
+	if c.shared {
+		return pid, nil
+	}
+	cr, err := c.fs.Creds(pid)
+	if err != nil {
+		return 0, err
+	}
+	if ns, err := nsInode(c.fs, pid, "pid"); err != nil || ns != c.pidns {
+		// Above the container's namespace (the agent's own, a pause
+		// process): invisible from inside.
+		return 0, nil
+	}
+	return cr.NSpid[len(cr.NSpid)-1], nil
+}
+
+// host is the host pid of the container's process or thread id n, or 0
+// when the container has none.
+func (c *container) host(n int) (int, error) {
+	if n <= 0 {
+		return 0, nil
+	}
+	if c.shared {
+		return n, nil
+	}
+	c.mu.Lock()
+	h, ok := c.hosts[n]
+	c.mu.Unlock()
+	if ok {
+		if l, err := c.local(h); err == nil && l == n {
+			return h, nil
+		}
+	}
+	h, err := c.scan(n)
+	if err != nil || h == 0 {
+		return 0, err
+	}
+	c.mu.Lock()
+	if len(c.hosts) > 4096 {
+		clear(c.hosts)
+	}
+	c.hosts[n] = h
+	c.mu.Unlock()
+	return h, nil
+}
+
+// scan finds the host id of the container's process or thread n by
+// reading /proc: the processes first, then their threads.
+func (c *container) scan(n int) (int, error) {
+	pids, err := c.fs.Pids()
+	if err != nil {
+		return 0, err
+	}
+	var mine []int
+	for _, p := range pids {
+		if ns, err := nsInode(c.fs, p, "pid"); err != nil || ns != c.pidns {
+			continue
+		}
+		mine = append(mine, p)
+		if l, err := c.local(p); err == nil && l == n {
+			return p, nil
+		}
+	}
+	for _, p := range mine {
+		tasks, err := os.ReadDir(c.fs.Root + "/" + strconv.Itoa(p) + "/task")
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || tid == p {
+				continue
+			}
+			if l, err := c.local(tid); err == nil && l == n {
+				return tid, nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+// members lists the host pids of the container's processes.
+func (c *container) members() ([]int, error) {
+	pids, err := c.fs.Pids()
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, p := range pids {
+		if c.member(p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// nsInode is the inode of namespace kind of process pid.
+func nsInode(fs procfs.FS, pid int, kind string) (uint64, error) {
+	var st unix.Stat_t
+	p := fs.Root + "/" + strconv.Itoa(pid) + "/ns/" + kind
+	if err := unix.Stat(p, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return 0, fmt.Errorf("stat %s: %w", p, procfs.ErrNotFound)
+		}
+		return 0, fmt.Errorf("stat %s: %w", p, err)
+	}
+	return st.Ino, nil
+}
+
+// readCgroup is /proc/PID/cgroup, bounded.
+func readCgroup(fs procfs.FS, pid int) (string, error) {
+	p := fs.Root + "/" + strconv.Itoa(pid) + "/cgroup"
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("open %s: %w", p, procfs.ErrNotFound)
+		}
+		return "", err
+	}
+	defer f.Close()
+	var buf [8192]byte
+	n, err := f.Read(buf[:])
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", p, err)
+	}
+	return string(buf[:n]), nil
+}

@@ -1,0 +1,341 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/internal/callerio"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/journal"
+	"github.com/paddock-dev/paddock/policy"
+)
+
+// Server is `paddock agent`: it takes each container's seccomp listener
+// from the OCI runtime and decides every trapped call of every container
+// with the policy core of `paddock run`, from one event loop over all
+// listeners. A refusal is answered with its errno, written to the caller's
+// stderr, logged, and journaled with the container's names.
+type Server struct {
+	// Journal receives refusals (nil: none).
+	Journal *journal.Journal
+	// Log is the structured log.
+	Log zerolog.Logger
+	// Guard is the host policy for power calls.
+	Guard guard.Policy
+	// FS is the /proc to read (zero: the host's).
+	FS procfs.FS
+
+	mu sync.Mutex
+	// byFd maps each listener to its container; byID each container id to
+	// its container (a `runc exec` session joins its container).
+	byFd map[int]*container
+	byID map[string]*container
+	ep   int
+}
+
+// Serve accepts the runtime's connections on ln and serves their
+// containers until ln is closed; it then closes every listener (the
+// containers' trapped calls fail with ENOSYS from then on) and returns.
+func (s *Server) Serve(ln *net.UnixListener) error {
+	if s.FS.Root == "" {
+		s.FS = procfs.Default()
+	}
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("agent: epoll_create1: %w", err)
+	}
+	defer unix.Close(ep)
+	// Closing a descriptor does not wake a thread blocked on it: the loop
+	// is stopped through an eventfd of its own.
+	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("agent: eventfd: %w", err)
+	}
+	defer unix.Close(stop)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, stop, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(stop)}); err != nil {
+		return fmt.Errorf("agent: epoll_ctl: %w", err)
+	}
+	s.mu.Lock()
+	s.ep, s.byFd, s.byID = ep, map[int]*container{}, map[string]*container{}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.loop(ep, stop)
+	}()
+	var acceptErr error
+	for {
+		conn, err := ln.AcceptUnix()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				acceptErr = fmt.Errorf("agent: accept: %w", err)
+			}
+			break
+		}
+		s.take(conn)
+	}
+	var one [8]byte
+	one[0] = 1
+	_, _ = unix.Write(stop, one[:])
+	<-done
+	s.mu.Lock()
+	for fd := range s.byFd {
+		unix.Close(fd)
+	}
+	clear(s.byFd)
+	s.mu.Unlock()
+	return acceptErr
+}
+
+// take reads one handoff and starts serving its listener; a malformed or
+// hostile one is refused with a log line.
+func (s *Server) take(conn *net.UnixConn) {
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	h, err := Receive(conn)
+	if err != nil {
+		s.Log.Warn().Err(err).Msg("handoff refused")
+		return
+	}
+	c, err := s.join(h)
+	if err != nil {
+		unix.Close(h.Listener)
+		s.Log.Warn().Err(err).Str("container", h.State.State.ID).Msg("handoff refused")
+		return
+	}
+	if err := seccomp.SetSyncWakeUp(h.Listener); err != nil {
+		s.Log.Debug().Err(err).Msg("sync wake-up unavailable")
+	}
+	s.mu.Lock()
+	s.byFd[h.Listener] = c
+	err = unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, h.Listener, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(h.Listener)})
+	if err != nil {
+		delete(s.byFd, h.Listener)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		unix.Close(h.Listener)
+		s.Log.Error().Err(err).Str("container", c.id).Msg("cannot watch the listener")
+		return
+	}
+	s.Log.Info().Str("container", c.id).Str("status", string(h.State.State.Status)).Int("pid", h.State.Pid).
+		Str("bundle", c.bundle).Msg("serving container")
+}
+
+// join finds or makes the container of handoff h: a new session of a
+// container already served (`runc exec`) joins it.
+func (s *Server) join(h Handoff) (*container, error) {
+	s.mu.Lock()
+	c, ok := s.byID[h.State.State.ID]
+	s.mu.Unlock()
+	if ok {
+		return c, c.addSession(h.State.Pid)
+	}
+	c, err := newContainer(s.FS, h.State)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.byID[c.id] = c
+	s.mu.Unlock()
+	return c, nil
+}
+
+// loop is the event loop: it waits on every listener at once and answers
+// the notification of each that is ready; a listener whose processes have
+// all exited (EPOLLHUP) is closed.
+func (s *Server) loop(ep, stop int) {
+	events := make([]unix.EpollEvent, 64)
+	for {
+		n, err := unix.EpollWait(ep, events, -1)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			s.Log.Error().Err(err).Msg("epoll_wait failed; no container is served any more")
+			return
+		}
+		for _, e := range events[:n] {
+			fd := int(e.Fd)
+			if fd == stop {
+				return // Serve is ending
+			}
+			s.mu.Lock()
+			c := s.byFd[fd]
+			s.mu.Unlock()
+			if c == nil {
+				continue
+			}
+			if e.Events&unix.EPOLLIN != 0 {
+				s.serveOne(fd, c)
+			}
+			if e.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 && e.Events&unix.EPOLLIN == 0 {
+				s.drop(fd, c)
+			}
+		}
+	}
+}
+
+// drop closes a listener whose filter no task uses any more.
+func (s *Server) drop(fd int, c *container) {
+	s.mu.Lock()
+	_ = unix.EpollCtl(s.ep, unix.EPOLL_CTL_DEL, fd, nil)
+	delete(s.byFd, fd)
+	c.mu.Lock()
+	c.listeners--
+	gone := c.listeners == 0
+	c.mu.Unlock()
+	if gone && s.byID[c.id] == c {
+		delete(s.byID, c.id)
+	}
+	s.mu.Unlock()
+	unix.Close(fd)
+	if gone {
+		s.Log.Info().Str("container", c.id).Msg("container gone")
+	}
+}
+
+// serveOne receives one notification from fd and answers it.
+func (s *Server) serveOne(fd int, c *container) {
+	var n seccomp.Notif
+	if err := seccomp.Recv(fd, &n); err != nil {
+		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINTR) {
+			s.Log.Error().Err(err).Str("container", c.id).Msg("seccomp notify receive failed")
+		}
+		return
+	}
+	errno, d, reported := s.decide(c, fd, n)
+	if reported {
+		s.report(c, int(n.Pid), d)
+	}
+	if err := seccomp.Send(fd, n.ID, errno); err != nil {
+		s.Log.Error().Err(err).Str("container", c.id).Msg("seccomp notify answer failed")
+	}
+}
+
+// decide decides notification n of container c: the errno to answer with
+// (0: let it run), the decision, and whether it is to be reported.
+func (s *Server) decide(c *container, fd int, n seccomp.Notif) (unix.Errno, policy.Decision, bool) {
+	sc, abi, known := filter.Lookup(n.Data.Arch, n.Data.Nr)
+	req := policy.Request{Syscall: sc, ABI: abi.Name, Args: n.Data.Args}
+	if !known {
+		req.Syscall, req.ABI = filter.Unknown, fmt.Sprintf("arch %#x nr %d", n.Data.Arch, n.Data.Nr)
+	}
+	caller, err := c.local(int(n.Pid))
+	if err != nil || caller == 0 {
+		// A runtime's own call before the container's program runs (runc's
+		// init is in the container's namespace, so this is a caller the
+		// container cannot name: the runtime itself).
+		return 0, policy.Decision{}, false
+	}
+	req.Tid = caller
+	if _, size := policy.PtrArg(sc, req.Args); size > 0 {
+		req.MemErr = errors.New("fleet mode does not read the caller's memory")
+	}
+	w := newWorld(c, s.Guard)
+	defer w.close()
+	d := policy.Decide(req, w)
+	if d.Allow && d.Pin != 0 && !w.alive(d.Pin) {
+		d.Allow, d.Errno, d.Rule = false, unix.ESRCH, policy.RuleNoSuchTarget
+	}
+	reports := d.Refusal || d.OptIn != ""
+	if reports && !seccomp.IDValid(fd, n.ID) {
+		return 0, d, false // the caller is gone: nobody reads the answer
+	}
+	if d.Allow {
+		return 0, d, reports
+	}
+	errno := d.Errno
+	if errno == 0 {
+		errno = unix.EPERM
+	}
+	return errno, d, reports
+}
+
+// report writes a refusal to the caller's stderr, the log and the journal.
+func (s *Server) report(c *container, hostTid int, d policy.Decision) {
+	s.Log.Warn().Str("container", c.id).Str("rule", string(d.Rule)).Msg(d.Message)
+	if fd, err := callerio.Stderr(s.FS, hostTid); err == nil {
+		done := make(chan struct{})
+		go func() {
+			_ = callerio.WriteAll(fd, []byte(d.Message+"\n"))
+			unix.Close(fd)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(50 * time.Millisecond):
+			// A stuck write (a full pipe) finishes whenever it can.
+		}
+	}
+	if s.Journal == nil {
+		return
+	}
+	fields := map[string]any{"syscall": d.Syscall, "rule": string(d.Rule), "target": d.Target, "signal": d.Signal,
+		"message": d.Message, "container": c.id, "bundle": c.bundle}
+	if c.metadata != "" {
+		fields["listener_metadata"] = c.metadata
+	}
+	for field, keys := range criAnnotations() {
+		for _, k := range keys {
+			if v := c.annotations[k]; v != "" {
+				fields[field] = v
+				break
+			}
+		}
+	}
+	if err := s.Journal.Append(journal.Record{Action: d.Action, Pid: hostTid, Fields: fields}); err != nil {
+		s.Log.Error().Err(err).Str("container", c.id).Msg("journal write failed; the refusal stands")
+	}
+}
+
+// criAnnotations are the annotations that name a container's pod, as
+// containerd's CRI plugin and CRI-O set them, by journal field.
+func criAnnotations() map[string][]string {
+	return map[string][]string{
+		"pod_namespace":  {"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.pod.namespace"},
+		"pod_name":       {"io.kubernetes.cri.sandbox-name", "io.kubernetes.pod.name"},
+		"container_name": {"io.kubernetes.cri.container-name", "io.kubernetes.container.name"},
+	}
+}
+
+// ListenPath makes the agent's socket at path (an absolute path): a stale
+// socket nobody accepts on is replaced, anything else there is an error.
+func ListenPath(path string) (*net.UnixListener, error) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("--socket %q: want an absolute path (the runtime resolves listenerPath from its own directory)", path)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			return nil, fmt.Errorf("--socket %s: exists and is not a socket; remove it or choose another path", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("--socket %s: another agent accepts on it (paddock agent --takeover is not built yet)", path)
+		}
+		if err := unix.Unlink(path); err != nil {
+			return nil, fmt.Errorf("--socket %s: remove the stale socket: %w", path, err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("--socket %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := unix.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("--socket %s: chmod: %w", path, err)
+	}
+	return ln, nil
+}

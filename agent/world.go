@@ -1,0 +1,248 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/vram"
+)
+
+// world is policy.World for one call of a container's process: every pid
+// it takes and gives is a number of the container's PID namespace, as the
+// caller wrote it; behind each lookup it pins the host process with a
+// pidfd, so that the answer can be re-validated before the call runs.
+type world struct {
+	c     *container
+	guard guard.Policy
+	pins  map[int]int // container pid -> pidfd
+}
+
+func newWorld(c *container, g guard.Policy) *world {
+	return &world{c: c, guard: g, pins: map[int]int{}}
+}
+
+// close releases the pins.
+func (w *world) close() {
+	for _, fd := range w.pins {
+		unix.Close(fd)
+	}
+	clear(w.pins)
+}
+
+// alive reports whether the process pinned as container pid n has not been
+// reaped since it was looked up (so n still names it).
+func (w *world) alive(n int) bool {
+	fd, ok := w.pins[n]
+	return ok && !ownership.Reaped(fd)
+}
+
+// Lookup implements policy.World.
+func (w *world) Lookup(n int) (policy.Target, error) {
+	t := policy.Target{Pid: n}
+	h, err := w.c.host(n)
+	if err != nil {
+		return t, err
+	}
+	if h == 0 {
+		return t, nil // Gone
+	}
+	fd, err := unix.PidfdOpen(h, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return t, nil
+		}
+		return t, fmt.Errorf("pidfd_open(%d): %w", h, err)
+	}
+	st, err := w.c.fs.Stat(h)
+	if err == nil {
+		// Pinned first, read second: the pid still names the process the
+		// translation found only if it still has that number inside.
+		var l int
+		if l, err = w.c.local(h); err == nil && l != n {
+			err = procfs.ErrNotFound
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		if errors.Is(err, procfs.ErrNotFound) {
+			return t, nil
+		}
+		return t, err
+	}
+	if old, ok := w.pins[n]; ok {
+		unix.Close(old)
+	}
+	w.pins[n] = fd
+	t.Comm, t.StartTime = st.Comm, st.StartTime
+	switch {
+	case !w.c.member(h):
+		t.Rel = ownership.Foreign
+	case w.c.lifeline(h, st.StartTime):
+		t.Rel = ownership.AgentRoot
+	default:
+		t.Rel = ownership.Owned
+	}
+	return t, nil
+}
+
+// creds reads container process n's status.
+func (w *world) creds(n int) (procfs.Creds, bool, error) {
+	h, err := w.c.host(n)
+	if err != nil || h == 0 {
+		return procfs.Creds{}, false, err
+	}
+	cr, err := w.c.fs.Creds(h)
+	if errors.Is(err, procfs.ErrNotFound) {
+		return cr, false, nil
+	}
+	return cr, err == nil, err
+}
+
+// last is the last entry of an NS* list (0 when empty).
+func last(l []int) int {
+	if len(l) == 0 {
+		return 0
+	}
+	return l[len(l)-1]
+}
+
+// Pgrp implements policy.World.
+func (w *world) Pgrp(n int) (int, error) {
+	cr, ok, err := w.creds(n)
+	if !ok {
+		return 0, err
+	}
+	return last(cr.NSpgid), nil
+}
+
+// Sid implements policy.World.
+func (w *world) Sid(n int) (int, error) {
+	cr, ok, err := w.creds(n)
+	if !ok {
+		return 0, err
+	}
+	return last(cr.NSsid), nil
+}
+
+// ThreadOf implements policy.World.
+func (w *world) ThreadOf(tid, pid int) bool {
+	t, err := w.Tgid(tid)
+	return err == nil && t == pid
+}
+
+// Tgid implements policy.World.
+func (w *world) Tgid(tid int) (int, error) {
+	cr, ok, err := w.creds(tid)
+	if !ok {
+		return 0, err
+	}
+	return w.c.local(cr.Tgid)
+}
+
+// Group implements policy.World: the processes whose group is pgid, among
+// those the container can see (its own, which is every process of its PID
+// namespace but those of other cgroups; a hostPID container's group may
+// hold the node's).
+func (w *world) Group(pgid int) ([]policy.Target, error) {
+	pids, err := w.c.fs.Pids()
+	if err != nil {
+		return nil, err
+	}
+	var out []policy.Target
+	for _, h := range pids {
+		if ns, err := nsInode(w.c.fs, h, "pid"); err != nil || ns != w.c.pidns {
+			continue
+		}
+		cr, err := w.c.fs.Creds(h)
+		if err != nil || last(cr.NSpgid) != pgid {
+			continue
+		}
+		t, err := w.Lookup(last(cr.NSpid))
+		if err != nil {
+			return nil, err
+		}
+		if t.Rel != ownership.Gone {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// GroupOwned implements policy.World: never known without a listing here.
+func (w *world) GroupOwned(int, int) bool { return false }
+
+// FdPid implements policy.World.
+func (w *world) FdPid(tid, fd int) (int, error) {
+	h, err := w.c.host(tid)
+	if err != nil {
+		return 0, err
+	}
+	if h == 0 {
+		return 0, fmt.Errorf("thread %d is gone", tid)
+	}
+	p, err := w.c.fs.FdPid(h, fd)
+	switch {
+	case errors.Is(err, procfs.ErrNotPidfd):
+		return 0, fmt.Errorf("%w: %w", err, unix.EBADF)
+	case errors.Is(err, procfs.ErrNotFound):
+		return 0, fmt.Errorf("descriptor %d of %d is not open: %w", fd, tid, unix.EBADF)
+	case err != nil:
+		return 0, err
+	case p <= 0:
+		return p, nil
+	}
+	return w.c.local(p)
+}
+
+// Owned implements policy.World.
+func (w *world) Owned(max int) []policy.Target {
+	hosts, err := w.c.members()
+	if err != nil {
+		return nil
+	}
+	var out []policy.Target
+	for _, h := range hosts {
+		if len(out) >= max {
+			break
+		}
+		st, err := w.c.fs.Stat(h)
+		if err != nil {
+			continue
+		}
+		n, err := w.c.local(h)
+		if err != nil || n == 0 {
+			continue
+		}
+		rel := ownership.Owned
+		if w.c.lifeline(h, st.StartTime) {
+			rel = ownership.AgentRoot
+		}
+		out = append(out, policy.Target{Pid: n, Comm: st.Comm, StartTime: st.StartTime, Rel: rel})
+	}
+	return out
+}
+
+// Guard implements policy.World.
+func (w *world) Guard() guard.Policy { return w.guard }
+
+// VRAM implements policy.World: no GPU budget in fleet mode.
+func (w *world) VRAM() *vram.Budget { return nil }
+
+// Files implements policy.World (asked only for GPU workloads, which fleet
+// mode does not preflight).
+func (w *world) Files(int) vram.Files { return vram.Files{} }
+
+// Missing implements policy.World (exec is not trapped in fleet mode).
+func (w *world) Missing(int, string) bool { return false }
+
+// TermPgrp implements policy.World (TIOCSIG is not trapped in fleet mode).
+func (w *world) TermPgrp(tid, fd int) (int, error) {
+	return 0, errors.New("fleet mode does not decide TIOCSIG (descriptor " + strconv.Itoa(fd) + ")")
+}

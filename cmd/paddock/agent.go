@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/agent"
+	"github.com/paddock-dev/paddock/journal"
+)
+
+type agentFlags struct {
+	socket, journal, profile string
+	logFormat, logLevel      string
+}
+
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent --socket PATH [--journal FILE] [--profile FILE]",
+		Short: "Serve every container of a node through the OCI runtime's seccomp listener (fleet mode)",
+		Long: `paddock agent listens on PATH, the listenerPath of the containers' seccomp
+profile: the OCI runtime (runc 1.1+, crun) connects for each container it
+creates and each runc exec, and hands over the container's seccomp listener
+with its state. paddock then decides every trapped call of every container
+with the policy core of paddock run: a container's processes may signal each
+other, but not the container's first process from its descendants, nor any
+process outside the container (other containers, a pod's pause process, the
+node's processes in a hostPID pod). A refusal is EPERM with a message on the
+caller's stderr, a log line and a journal record naming the container (id,
+bundle, the pod's namespace, name and container name from the CRI
+annotations, and the profile's listenerMetadata).
+
+Only root may connect (the runtime runs as root). When the agent stops, the
+containers' trapped calls fail with ENOSYS and the runtime refuses to create
+new containers with the profile: run it as a DaemonSet (docs/kubernetes.md).
+Pid arguments are the container's own numbers; exec is not trapped.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(f) },
+	}
+	cmd.Flags().StringVar(&f.socket, "socket", "", "unix socket `PATH` the runtime connects to (the profile's listenerPath; absolute)")
+	cmd.Flags().StringVar(&f.journal, "journal", "", "append audit records (JSON Lines) to `FILE` (default $PADDOCK_JOURNAL, else $XDG_STATE_HOME/paddock/journal.jsonl)")
+	cmd.Flags().StringVar(&f.profile, "profile", "", "host profile `FILE` (TOML; default $PADDOCK_PROFILE, else $XDG_CONFIG_HOME/paddock/profile.toml); a broken profile stops paddock before it listens")
+	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format on stderr: `console` or json")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	return cmd
+}
+
+func runAgent(f agentFlags) error {
+	if f.socket == "" {
+		return fmt.Errorf("--socket is required: the path the containers' seccomp profile names as listenerPath")
+	}
+	log, err := newLogger(f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	prof, err := loadProfile(f.profile)
+	if err != nil {
+		return err
+	}
+	j, err := openJournal(f.journal, journal.Options{}, log)
+	if err != nil {
+		return err
+	}
+	if j != nil {
+		defer j.Close()
+	}
+	ln, err := agent.ListenPath(f.socket)
+	if err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
+	go func() {
+		s := <-sigs
+		log.Info().Str("signal", s.String()).Msg("stopping: the containers' trapped calls fail with ENOSYS until an agent serves them again")
+		ln.Close()
+	}()
+	jpath := ""
+	if j != nil {
+		jpath = j.Path()
+	}
+	log.Info().Str("socket", f.socket).Str("journal", jpath).Msg("fleet agent listening")
+	s := &agent.Server{Journal: j, Log: log, Guard: prof.GuardPolicy()}
+	return s.Serve(ln)
+}

@@ -1,0 +1,61 @@
+// Package callerio writes to a trapped caller's own standard error, the
+// way paddock's refusal messages reach an agent: through a copy of the
+// caller's descriptor 2 taken with pidfd_getfd, which shares the caller's
+// open file description (its offset, its access mode), so that nothing is
+// reopened by path with paddock's credentials. Both the supervisor and the
+// fleet agent use it.
+package callerio
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
+)
+
+// ErrReadOnly: the caller's descriptor 2 is open for reading only.
+var ErrReadOnly = errors.New("descriptor 2 is open read-only")
+
+// Stderr returns a copy of thread tid's descriptor 2, open for writing.
+// The caller closes it.
+func Stderr(fs procfs.FS, tid int) (int, error) {
+	pid, err := fs.Tgid(tid)
+	if err != nil {
+		return -1, err
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pidfd_open(%d): %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, 2, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pidfd_getfd(%d, 2): %w", pid, err)
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil && fl&unix.O_ACCMODE == unix.O_RDONLY {
+		err = ErrReadOnly
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// WriteAll writes b to fd whole (a pipe or socket may take it in parts).
+func WriteAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}

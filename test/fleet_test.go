@@ -1,0 +1,319 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/filter"
+)
+
+// Fleet mode end to end: `paddock agent` served through Debian's runc
+// (apt-get install runc busybox-static; .ci/run does) with containers of
+// a static busybox. Each test runs its own agent on a socket in its
+// temporary directory and its own runc state directory (runc --root), so
+// nothing outside the test is touched.
+
+// fleet is one test's agent and runc.
+type fleet struct {
+	t       *testing.T
+	dir     string
+	socket  string
+	journal string
+	state   string
+	agent   *exec.Cmd
+	logPath string
+}
+
+// log is what the agents of the test logged so far.
+func (f *fleet) log() string { return readFile(f.logPath) }
+
+// newFleet skips without root, runc or a static busybox, and starts an
+// agent.
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the runtime hands listeners to root only, and runc creates containers")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Skipf("needs runc (apt-get install runc): %v", err)
+	}
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Skipf("needs a static busybox (apt-get install busybox-static): %v", err)
+	}
+	dir, err := os.MkdirTemp("", "pdf") // short: a unix socket path has 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	f := &fleet{t: t, dir: dir, socket: filepath.Join(dir, "agent.sock"), journal: filepath.Join(dir, "j.jsonl"),
+		state: filepath.Join(dir, "runc"), logPath: filepath.Join(dir, "agent.log")}
+	f.start()
+	t.Cleanup(f.stop)
+	return f
+}
+
+// start runs an agent on the fleet's socket and waits for it to listen.
+func (f *fleet) start() {
+	f.t.Helper()
+	logf, err := os.OpenFile(f.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer logf.Close()
+	before := len(f.log())
+	f.agent = exec.Command(bins.paddock, "agent", "--socket", f.socket, "--journal", f.journal, "--log-format", "json")
+	f.agent.Stdout, f.agent.Stderr = logf, logf
+	if err := f.agent.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(f.log()[before:], "fleet agent listening") {
+			return
+		}
+	}
+	f.t.Fatalf("the agent did not listen in 10 s\n%s", f.log())
+}
+
+// stop ends the agent (SIGTERM) and every container of the test.
+func (f *fleet) stop() {
+	if f.agent != nil && f.agent.ProcessState == nil {
+		_ = f.agent.Process.Signal(os.Interrupt)
+		_ = f.agent.Wait()
+	}
+	out, _ := exec.Command("runc", "--root", f.state, "list", "-q").Output()
+	for _, id := range strings.Fields(string(out)) {
+		_ = exec.Command("runc", "--root", f.state, "delete", "-f", id).Run()
+	}
+}
+
+// bundle writes a busybox bundle named id whose seccomp profile hands its
+// listener to the agent, running script with sh; hostPID shares the
+// node's PID namespace.
+func (f *fleet) bundle(id, script string, hostPID bool) string {
+	f.t.Helper()
+	b := filepath.Join(f.dir, id)
+	bin := filepath.Join(b, "rootfs", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "busybox"), bb, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	for _, c := range []string{"sh", "sleep", "kill", "echo", "cat", "pgrep"} {
+		if err := os.Symlink("busybox", filepath.Join(bin, c)); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	spec := exec.Command("runc", "spec", "--bundle", b)
+	if out, err := spec.CombinedOutput(); err != nil {
+		f.t.Fatalf("runc spec: %v\n%s", err, out)
+	}
+	var cfg map[string]any
+	p := filepath.Join(b, "config.json")
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		f.t.Fatal(err)
+	}
+	proc := cfg["process"].(map[string]any)
+	proc["terminal"] = false
+	proc["args"] = []string{"sh", "-c", script}
+	cfg["root"].(map[string]any)["readonly"] = false
+	linux := cfg["linux"].(map[string]any)
+	var names []string
+	for _, s := range filter.Signals() {
+		names = append(names, s.String())
+	}
+	linux["seccomp"] = map[string]any{
+		"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": f.socket, "listenerMetadata": "fleet-test",
+		"architectures": []string{"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"},
+		"syscalls":      []map[string]any{{"names": names, "action": "SCMP_ACT_NOTIFY"}},
+	}
+	if hostPID {
+		var ns []any
+		for _, n := range linux["namespaces"].([]any) {
+			if n.(map[string]any)["type"] != "pid" {
+				ns = append(ns, n)
+			}
+		}
+		linux["namespaces"] = ns
+	}
+	raw, err = json.MarshalIndent(cfg, "", " ")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+// run runs container id to completion (at most a minute) and returns its
+// stdout and stderr.
+func (f *fleet) run(id, script string, hostPID bool) (string, string) {
+	f.t.Helper()
+	b := f.bundle(id, script, hostPID)
+	cmd := exec.Command("runc", "--root", f.state, "run", "--bundle", b, id)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = exec.Command("runc", "--root", f.state, "kill", id, "KILL").Run()
+		<-done
+		f.t.Errorf("container %s ran over a minute", id)
+	}
+	return out.String(), errb.String()
+}
+
+// detach starts container id in the background (runc run --detach), its
+// standard descriptors on /dev/null: a pipe would be held open by the
+// container until it ends.
+func (f *fleet) detach(id, script string) {
+	f.t.Helper()
+	b := f.bundle(id, script, false)
+	if err := exec.Command("runc", "--root", f.state, "run", "--detach", "--bundle", b, id).Run(); err != nil {
+		f.t.Fatalf("runc run --detach %s: %v", id, err)
+	}
+}
+
+// records are the agent's journal records.
+func (f *fleet) records() []map[string]any {
+	f.t.Helper()
+	return result{journal: readFile(f.journal)}.records(f.t)
+}
+
+// fleetScript: pid 1 signals its own child; a descendant's kill -9 1 is
+// refused; a probe of pid 1 works.
+const fleetScript = `sleep 100 & kill $!; echo own=$?
+(kill -9 1; echo lifeline=$?)
+kill -0 1; echo probe=$?`
+
+// TestFleetContainer: a container's process signals its own child; a
+// descendant's `kill -9 1` of the container's first process is refused
+// with paddock's message on that process's stderr; the journal record
+// names the container and the profile's listenerMetadata.
+func TestFleetContainer(t *testing.T) {
+	f := newFleet(t)
+	out, errOut := f.run("c1", fleetScript, false)
+	lines := strings.Split(out, "\n")
+	wantLines(t, out+errOut, lines, "own=0", "lifeline=1", "probe=0")
+	if !strings.Contains(errOut, "paddock refused kill(SIGKILL) of pid 1 (sh)") {
+		t.Errorf("the container's stderr lacks paddock's message\n%s", errOut)
+	}
+	recs := f.records()
+	if len(recs) != 1 || recs[0]["container"] != "c1" || recs[0]["listener_metadata"] != "fleet-test" || recs[0]["action"] != "signal_denied" {
+		t.Errorf("want one signal_denied record naming c1, got %v", recs)
+	}
+}
+
+// TestFleetHostPID: a container that shares the node's PID namespace (a
+// hostPID pod) cannot signal a process of the node, which survives.
+func TestFleetHostPID(t *testing.T) {
+	f := newFleet(t)
+	node := startForeign(t, "sleep", "300")
+	out, errOut := f.run("hp", "kill -TERM "+itoa(node.pid())+"; echo node=$?; sleep 100 & kill $!; echo own=$?", true)
+	wantLines(t, out+errOut, strings.Split(out, "\n"), "node=1", "own=0")
+	if !strings.Contains(errOut, "is not owned by this session") {
+		t.Errorf("the container's stderr lacks paddock's message\n%s", errOut)
+	}
+	if !node.alive() {
+		t.Error("the node's process died")
+	}
+}
+
+// TestFleetThreeContainers: three containers at once, each its own
+// session: each may signal its own processes and none its first process
+// from below, and the journal names each.
+func TestFleetThreeContainers(t *testing.T) {
+	f := newFleet(t)
+	var wg sync.WaitGroup
+	outs := make([]string, 3)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, e := f.run(fmt.Sprintf("m%d", i), "sleep 0.5\n"+fleetScript, false)
+			outs[i] = o + e
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		wantLines(t, o, strings.Split(o, "\n"), "own=0", "lifeline=1", "probe=0")
+		if t.Failed() {
+			t.Logf("container m%d", i)
+		}
+	}
+	seen := map[any]bool{}
+	for _, r := range f.records() {
+		seen[r["container"]] = true
+	}
+	if len(seen) != 3 || !seen["m0"] || !seen["m1"] || !seen["m2"] {
+		t.Errorf("want a record from each of m0, m1, m2, got %v", seen)
+	}
+}
+
+// TestFleetExecSession: a `runc exec` session joins its container: its
+// processes may signal the container's, its descendants may not signal
+// its first process.
+func TestFleetExecSession(t *testing.T) {
+	f := newFleet(t)
+	f.detach("ex", "sleep 60")
+	ex := exec.Command("runc", "--root", f.state, "exec", "ex", "sh", "-c", `sleep 100 & kill $!; echo own=$?
+(kill -9 $$; echo exec-lifeline=$?)
+kill -0 1; echo probe=$?`)
+	var out, errb bytes.Buffer
+	ex.Stdout, ex.Stderr = &out, &errb
+	if err := ex.Run(); err != nil {
+		t.Fatalf("runc exec: %v\n%s%s", err, out.String(), errb.String())
+	}
+	wantLines(t, out.String()+errb.String(), strings.Split(out.String(), "\n"), "own=0", "exec-lifeline=1", "probe=0")
+	if !strings.Contains(f.log(), `"status":"running"`) {
+		t.Errorf("the agent did not serve the exec session\n%s", f.log())
+	}
+}
+
+// TestFleetAgentRestart: with the agent killed, a running container's
+// trapped calls fail with ENOSYS and the runtime refuses a new session; a
+// new agent on the same socket serves new containers.
+func TestFleetAgentRestart(t *testing.T) {
+	f := newFleet(t)
+	f.detach("rs", `while [ ! -e /go ]; do sleep 0.05; done
+sleep 100 & kill $! 2>/result.err; echo rc=$? >/result.tmp; mv /result.tmp /result
+sleep 60`)
+	_ = f.agent.Process.Kill()
+	_ = f.agent.Wait()
+	root := filepath.Join(f.dir, "rs", "rootfs")
+	if err := os.WriteFile(filepath.Join(root, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFile(t, filepath.Join(root, "result")); got != "rc=1\n" || !strings.Contains(readFile(filepath.Join(root, "result.err")), "Function not implemented") {
+		t.Errorf("with the agent gone, want kill to fail with ENOSYS: %q, %q", got, readFile(filepath.Join(root, "result.err")))
+	}
+	if out, err := exec.Command("runc", "--root", f.state, "exec", "rs", "true").CombinedOutput(); err == nil {
+		t.Errorf("with the agent gone, runc exec started a session\n%s", out)
+	}
+	f.start()
+	o, e := f.run("rs2", fleetScript, false)
+	wantLines(t, o+e, strings.Split(o, "\n"), "own=0", "lifeline=1", "probe=0")
+}
