@@ -243,6 +243,19 @@ func (s Syscall) SelfArgs() (conds []ArgEq, ok bool) {
 
 // trapped reports whether the program built from o traps s (before the
 // signal-0 fast path).
+// Trapped lists every syscall a program built with o traps (for some
+// arguments, or all), in a fresh slice: what a seccomp profile for another
+// runtime must send to paddock (`paddock agent profile`).
+func Trapped(o Options) []Syscall {
+	var out []Syscall
+	for s := Syscall(1); s < numSyscalls; s++ {
+		if o.trapped(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func (o Options) trapped(s Syscall) bool {
 	switch s {
 	case Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal,

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/internal/callerio"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/policy"
@@ -242,7 +243,7 @@ func (r *reporter) teller() {
 			msg = "paddock: " + strconv.Itoa(n) + " more refusals to this process were not shown while its standard error was blocked; see the journal\n" + msg
 			delete(held, job.caller)
 		}
-		fd, err := callerStderr(r.fs, job.caller)
+		fd, err := callerio.Stderr(r.fs, job.caller)
 		if err != nil {
 			r.log.Debug().Err(err).Int("caller", job.caller).Msg("refusal message not written to the caller's standard error")
 			close(job.done)
@@ -253,7 +254,7 @@ func (r *reporter) teller() {
 		}
 		written := make(chan struct{})
 		go func() {
-			_ = writeAll(fd, []byte(msg))
+			_ = callerio.WriteAll(fd, []byte(msg))
 			unix.Close(fd)
 			close(written)
 		}()

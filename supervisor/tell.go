@@ -1,17 +1,14 @@
 package supervisor
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
-// Writing a refusal's message to the caller's own standard error.
+// Writing a refusal's message to the caller's own standard error
+// (package callerio).
 //
 // The message goes through the caller's descriptor 2 itself: a copy of it
 // taken with pidfd_getfd shares the caller's open file description, so it
@@ -35,51 +32,6 @@ const tellWrite = 50 * time.Millisecond
 // maxStuckWrites bounds the writes left blocked at once; past it messages
 // are counted instead of written.
 const maxStuckWrites = 16
-
-// errReadOnly: the caller's descriptor 2 is open for reading only.
-var errReadOnly = errors.New("descriptor 2 is open read-only")
-
-// callerStderr returns a copy of thread tid's descriptor 2, open for
-// writing. The caller closes it.
-func callerStderr(fs procfs.FS, tid int) (int, error) {
-	pid, err := fs.Tgid(tid)
-	if err != nil {
-		return -1, err
-	}
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return -1, fmt.Errorf("pidfd_open(%d): %w", pid, err)
-	}
-	defer unix.Close(pidfd)
-	fd, err := unix.PidfdGetfd(pidfd, 2, 0)
-	if err != nil {
-		return -1, fmt.Errorf("pidfd_getfd(%d, 2): %w", pid, err)
-	}
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err == nil && fl&unix.O_ACCMODE == unix.O_RDONLY {
-		err = errReadOnly
-	}
-	if err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-// writeAll writes b to fd whole (a pipe or socket may take it in parts).
-func writeAll(fd int, b []byte) error {
-	for len(b) > 0 {
-		n, err := unix.Write(fd, b)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		b = b[n:]
-	}
-	return nil
-}
 
 // terminal identifies a terminal device (its st_rdev); 0 is none.
 type terminal uint64

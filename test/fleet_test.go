@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/agent"
 )
 
 // Fleet mode end to end: `paddock agent` served through Debian's runc
@@ -94,9 +94,9 @@ func (f *fleet) stop() {
 	}
 }
 
-// bundle writes a busybox bundle named id whose seccomp profile hands its
-// listener to the agent, running script with sh; hostPID shares the
-// node's PID namespace.
+// bundle writes a busybox bundle named id whose seccomp profile (the one
+// `paddock agent profile` prints) hands its listener to the agent, running
+// script with sh; hostPID shares the node's PID namespace.
 func (f *fleet) bundle(id, script string, hostPID bool) string {
 	f.t.Helper()
 	b := filepath.Join(f.dir, id)
@@ -134,15 +134,12 @@ func (f *fleet) bundle(id, script string, hostPID bool) string {
 	proc["args"] = []string{"sh", "-c", script}
 	cfg["root"].(map[string]any)["readonly"] = false
 	linux := cfg["linux"].(map[string]any)
-	var names []string
-	for _, s := range filter.Signals() {
-		names = append(names, s.String())
+	// The profile `paddock agent profile` prints.
+	prof, err := agent.Profile(f.socket, "fleet-test")
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	linux["seccomp"] = map[string]any{
-		"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": f.socket, "listenerMetadata": "fleet-test",
-		"architectures": []string{"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"},
-		"syscalls":      []map[string]any{{"names": names, "action": "SCMP_ACT_NOTIFY"}},
-	}
+	linux["seccomp"] = prof
 	if hostPID {
 		var ns []any
 		for _, n := range linux["namespaces"].([]any) {

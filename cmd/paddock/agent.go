@@ -46,6 +46,46 @@ Pid arguments are the container's own numbers; exec is not trapped.`,
 	cmd.Flags().StringVar(&f.profile, "profile", "", "host profile `FILE` (TOML; default $PADDOCK_PROFILE, else $XDG_CONFIG_HOME/paddock/profile.toml); a broken profile stops paddock before it listens")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format on stderr: `console` or json")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	cmd.AddCommand(newAgentProfileCmd())
+	return cmd
+}
+
+func newAgentProfileCmd() *cobra.Command {
+	var socket, format, metadata string
+	cmd := &cobra.Command{
+		Use:   "profile --socket PATH [--format oci|kubernetes|spo]",
+		Short: "Print the seccomp profile that hands a container's listener to paddock agent",
+		Long: `paddock agent profile prints the seccomp section a container needs to be
+served by the agent listening on PATH: SCMP_ACT_NOTIFY on exactly the calls
+paddock run's filter traps (from the same tables), with their argument
+filters, the calls a runtime's default profile refuses still refused (EPERM),
+and everything else allowed.
+
+  oci         the linux.seccomp object of a config.json (JSON; the default)
+  kubernetes  the file kubelet reads for a Localhost profile (the same JSON),
+              to put under /var/lib/kubelet/seccomp/
+  spo         a Security Profiles Operator SeccompProfile (YAML); its
+              listener path must lie under /var/run/security-profiles-operator/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if socket == "" {
+				return fmt.Errorf("--socket is required: the path paddock agent --socket listens on")
+			}
+			p, err := agent.Profile(socket, metadata)
+			if err != nil {
+				return err
+			}
+			b, err := agent.RenderProfile(p, format)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", "", "the agent's socket `PATH` (listenerPath; absolute)")
+	cmd.Flags().StringVar(&format, "format", "oci", "output `FORMAT`: oci, kubernetes or spo")
+	cmd.Flags().StringVar(&metadata, "metadata", "", "listenerMetadata `TEXT`, journaled with each refusal")
 	return cmd
 }
 

@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 // TestDocsCoverEveryFlag keeps docs/cli.md and the README in step with the
-// binary: every command has a section in docs/cli.md and is named in the
-// README, and every flag of every command is documented in its section.
+// binary: every command and subcommand has a section in docs/cli.md and is
+// named in the README, and every flag of every command is documented in its
+// section.
 func TestDocsCoverEveryFlag(t *testing.T) {
 	ref, err := os.ReadFile("../../docs/cli.md")
 	if err != nil {
@@ -21,11 +23,21 @@ func TestDocsCoverEveryFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := newRootCmd()
-	for _, c := range root.Commands() {
-		if c.Hidden || c.Name() == "help" {
-			continue
+	var all []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(p *cobra.Command) {
+		for _, c := range p.Commands() {
+			if c.Hidden || c.Name() == "help" {
+				continue
+			}
+			all = append(all, c)
+			walk(c)
 		}
-		head := "## paddock " + c.Name() + "\n"
+	}
+	walk(root)
+	for _, c := range all {
+		name := strings.TrimPrefix(c.CommandPath(), "paddock ")
+		head := "## paddock " + name + "\n"
 		i := strings.Index(string(ref), head)
 		if i < 0 {
 			t.Errorf("docs/cli.md has no %q section", strings.TrimSpace(head))
@@ -35,15 +47,15 @@ func TestDocsCoverEveryFlag(t *testing.T) {
 		if j := strings.Index(section, "\n## "); j >= 0 {
 			section = section[:j]
 		}
-		if !strings.Contains(string(readme), "paddock "+c.Name()) {
-			t.Errorf("README.md does not mention paddock %s", c.Name())
+		if !strings.Contains(string(readme), "paddock "+name) {
+			t.Errorf("README.md does not mention paddock %s", name)
 		}
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			if f.Hidden || f.Name == "help" {
 				return
 			}
 			if !strings.Contains(section, "--"+f.Name+" ") {
-				t.Errorf("docs/cli.md section of paddock %s lacks --%s (regenerate it from paddock %s --help)", c.Name(), f.Name, c.Name())
+				t.Errorf("docs/cli.md section of paddock %s lacks --%s (regenerate it from paddock %s --help)", name, f.Name, name)
 			}
 		})
 	}
@@ -54,7 +66,7 @@ func TestDocsCoverEveryFlag(t *testing.T) {
 		}
 	}
 	for _, name := range docCmds {
-		if c, _, err := root.Find([]string{name}); err != nil || c == root {
+		if c, _, err := root.Find(strings.Fields(name)); err != nil || c == root || c.CommandPath() != "paddock "+name {
 			t.Errorf("docs/cli.md documents paddock %s, which the binary does not have", name)
 		}
 	}

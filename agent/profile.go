@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/paddock-dev/paddock/filter"
+)
+
+// FleetOptions are the filter options whose trapped syscalls a container's
+// profile sends to the agent: the signal, ptrace-class, descriptor-owner
+// and harm-without-a-signal calls, and seccomp(2) for a listener; not exec
+// (fleet mode does not read the caller's memory) nor the power calls (the
+// runtime's own rules refuse them).
+func FleetOptions() filter.Options { return filter.Options{} }
+
+// RuntimeDenied is what a container runtime's default profile refuses
+// outright (Docker's and containerd's default, as documented: kernel
+// modules, keyrings, clocks, mounts and namespaces, tracing and other
+// processes' memory, NUMA policy, reboot and kexec, swap, BPF,
+// userfaultfd, old compatibility calls). The generated profile keeps
+// refusing them with EPERM; where one is also a syscall paddock decides
+// (ptrace, process_vm_writev, perf_event_open, move_pages), the refusal
+// wins: it is the stricter rule. Listed as a deny list on an allowing
+// default rather than the runtime's allow list, so a syscall newer than
+// this list is allowed.
+func RuntimeDenied() []string {
+	return []string{"acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module", "delete_module",
+		"finit_module", "get_kernel_syms", "get_mempolicy", "init_module", "ioperm", "iopl", "kcmp", "kexec_file_load",
+		"kexec_load", "keyctl", "lookup_dcookie", "mbind", "mount", "move_pages", "name_to_handle_at", "nfsservctl",
+		"open_by_handle_at", "perf_event_open", "pivot_root", "process_vm_readv", "process_vm_writev", "ptrace",
+		"query_module", "quotactl", "reboot", "request_key", "set_mempolicy", "setns", "settimeofday", "stime",
+		"swapoff", "swapon", "sysfs", "_sysctl", "umount", "umount2", "unshare", "uselib", "userfaultfd", "ustat",
+		"vm86", "vm86old"}
+}
+
+// Profile is the seccomp section that makes a container's runtime hand its
+// listener to the agent at socket: SCMP_ACT_NOTIFY on exactly the calls
+// `paddock run`'s filter traps (FleetOptions, from the same tables; with
+// its argument filters for fcntl, ioctl and seccomp), the runtime
+// default's refusals kept (RuntimeDenied), everything else allowed.
+func Profile(socket, metadata string) (specs.LinuxSeccomp, error) {
+	if !strings.HasPrefix(socket, "/") {
+		return specs.LinuxSeccomp{}, fmt.Errorf("--socket %q: want an absolute path (the runtime connects to it from its own directory)", socket)
+	}
+	denied := RuntimeDenied()
+	p := specs.LinuxSeccomp{
+		DefaultAction:    specs.ActAllow,
+		Architectures:    []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32, specs.ArchAARCH64, specs.ArchARM},
+		ListenerPath:     socket,
+		ListenerMetadata: metadata,
+		Syscalls: []specs.LinuxSyscall{{
+			Names: denied, Action: specs.ActErrno, ErrnoRet: func() *uint { e := uint(1); return &e }(), // EPERM
+		}},
+	}
+	var plain []string
+	for _, s := range filter.Trapped(FleetOptions()) {
+		name := s.String()
+		if slices.Contains(denied, name) {
+			continue
+		}
+		switch {
+		case s == filter.Seccomp:
+			// Only a filter with a listener: op SECCOMP_SET_MODE_FILTER
+			// with the NEW_LISTENER flag.
+			p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActNotify, Args: []specs.LinuxSeccompArg{
+				{Index: 0, Value: filter.SeccompSetModeFilter, Op: specs.OpEqualTo},
+				{Index: 1, Value: filter.SeccompFlagNewListener, ValueTwo: filter.SeccompFlagNewListener, Op: specs.OpMaskedEqual},
+			}})
+		default:
+			arg, values, ok := s.ArgFilter()
+			if !ok {
+				plain = append(plain, name)
+				continue
+			}
+			for _, v := range values {
+				p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActNotify, Args: []specs.LinuxSeccompArg{
+					{Index: uint(arg), Value: 0xffffffff, ValueTwo: uint64(v), Op: specs.OpMaskedEqual},
+				}})
+			}
+		}
+	}
+	p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: plain, Action: specs.ActNotify})
+	return p, nil
+}
+
+// SPOListenerDir is where the Security Profiles Operator accepts listener
+// paths.
+const SPOListenerDir = "/var/run/security-profiles-operator/"
+
+// Formats are the forms `paddock agent profile` prints.
+func Formats() []string { return []string{"oci", "kubernetes", "spo"} }
+
+// RenderProfile renders p: "oci" is the linux.seccomp object of a
+// config.json, "kubernetes" the file kubelet reads for a Localhost profile
+// (the same JSON), "spo" a Security Profiles Operator SeccompProfile (YAML,
+// whose listener path must lie under SPOListenerDir).
+func RenderProfile(p specs.LinuxSeccomp, format string) ([]byte, error) {
+	switch format {
+	case "oci", "kubernetes":
+		b, err := json.MarshalIndent(p, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	case "spo":
+		if !strings.HasPrefix(p.ListenerPath, SPOListenerDir) {
+			return nil, fmt.Errorf("--socket %s: the Security Profiles Operator accepts listener paths under %s only", p.ListenerPath, SPOListenerDir)
+		}
+		return spoYAML(p), nil
+	}
+	return nil, fmt.Errorf("--format %q: want one of %s", format, strings.Join(Formats(), ", "))
+}
+
+// spoYAML writes p as a SeccompProfile. Every string is JSON-quoted, which
+// YAML reads as the same string.
+func spoYAML(p specs.LinuxSeccomp) []byte {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	var b strings.Builder
+	b.WriteString("apiVersion: security-profiles-operator.x-k8s.io/v1beta1\nkind: SeccompProfile\nmetadata:\n  name: paddock\nspec:\n")
+	b.WriteString("  defaultAction: " + q(string(p.DefaultAction)) + "\n")
+	b.WriteString("  listenerPath: " + q(p.ListenerPath) + "\n")
+	if p.ListenerMetadata != "" {
+		b.WriteString("  listenerMetadata: " + q(p.ListenerMetadata) + "\n")
+	}
+	b.WriteString("  architectures:\n")
+	for _, a := range p.Architectures {
+		b.WriteString("  - " + q(string(a)) + "\n")
+	}
+	b.WriteString("  syscalls:\n")
+	for _, s := range p.Syscalls {
+		b.WriteString("  - action: " + q(string(s.Action)) + "\n")
+		if s.ErrnoRet != nil {
+			fmt.Fprintf(&b, "    errnoRet: %d\n", *s.ErrnoRet)
+		}
+		b.WriteString("    names:\n")
+		for _, n := range s.Names {
+			b.WriteString("    - " + q(n) + "\n")
+		}
+		if len(s.Args) > 0 {
+			b.WriteString("    args:\n")
+			for _, a := range s.Args {
+				fmt.Fprintf(&b, "    - index: %d\n      value: %d\n      valueTwo: %d\n      op: %s\n", a.Index, a.Value, a.ValueTwo, q(string(a.Op)))
+			}
+		}
+	}
+	return []byte(b.String())
+}
