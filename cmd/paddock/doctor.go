@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"text/tabwriter"
 
@@ -22,8 +23,10 @@ user notification and its flags (CONTINUE, WAIT_KILLABLE_RECV, SYNC_WAKE_UP),
 whether a seccomp listener can be installed here at all (tried in a throwaway
 child), pidfd_open, pidfd_send_signal, pidfd_getfd, the child subreaper,
 Landlock, cgroup v2, IA32 emulation, ptrace (Yama), the seccomp filters this
-process already runs under, and whether another listener holds them; then the
-backend paddock run --backend auto would pick (seccomp, ptrace or none) and why.
+process already runs under, whether another listener holds them, and whether
+this node's OCI runtime (runc, crun) supports listenerPath for paddock agent;
+then the backend paddock run --backend auto would pick (seccomp, ptrace or
+none) and why.
 
 One line per item: ok, MISSING (with what it costs), unknown (with why) or
 n/a. --json prints the same as one object: kernel, machine, arch, items (id,
@@ -34,6 +37,7 @@ Exit status: 0 whatever it finds, 1 when the report could not be written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := features.Probe("")
+			r.Items = append(r.Items, runtimeItem(exec.LookPath, runtimeVersion))
 			var err error
 			if asJSON {
 				err = printJSON(r)

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/features"
+)
+
+// idOCIRuntime is the doctor item for fleet mode: whether this node's OCI
+// runtime hands a container's seccomp listener to a socket (listenerPath).
+const idOCIRuntime = "oci_runtime"
+
+// runtimeRules are the OCI runtimes that support listenerPath, and from
+// which version: runc since 1.1.0 (opencontainers/runc#2682), crun since
+// 0.19 (containers/crun#627).
+func runtimeRules() []struct {
+	name  string
+	since [3]int
+} {
+	return []struct {
+		name  string
+		since [3]int
+	}{{"runc", [3]int{1, 1, 0}}, {"crun", [3]int{0, 19, 0}}}
+}
+
+// runtimeItem reports the OCI runtimes found with lookPath and asked for
+// their version with version (their `--version` output).
+func runtimeItem(lookPath func(string) (string, error), version func(path string) (string, error)) features.Item {
+	it := features.Item{ID: idOCIRuntime, Name: "OCI runtime listenerPath (paddock agent)"}
+	var found, ok []string
+	for _, r := range runtimeRules() {
+		path, err := lookPath(r.name)
+		if err != nil {
+			continue
+		}
+		out, err := version(path)
+		v, perr := parseVersion(r.name, out)
+		switch {
+		case err != nil || perr != nil:
+			found = append(found, fmt.Sprintf("%s (version unreadable)", path))
+		case !atLeast(v, r.since):
+			found = append(found, fmt.Sprintf("%s %d.%d.%d (listenerPath needs %d.%d.%d+)", r.name, v[0], v[1], v[2], r.since[0], r.since[1], r.since[2]))
+		default:
+			s := fmt.Sprintf("%s %d.%d.%d", r.name, v[0], v[1], v[2])
+			found, ok = append(found, s), append(ok, s)
+		}
+	}
+	switch {
+	case len(ok) > 0:
+		it.Status, it.Value = features.OK, strings.Join(found, ", ")
+		it.Note = "containers whose seccomp profile names paddock agent's socket (paddock agent profile) are served by it (docs/fleet.md)"
+	case len(found) > 0:
+		it.Status, it.Value = features.Missing, strings.Join(found, ", ")
+		it.Note = "this runtime cannot hand a container's listener to paddock agent: upgrade to runc 1.1+ or crun 0.19+"
+	default:
+		it.Status, it.Value = features.Missing, "no runc or crun found"
+		it.Note = "fleet mode (paddock agent) needs runc 1.1+ or crun 0.19+ on the node; paddock run does not"
+	}
+	return it
+}
+
+// versionRE finds "NAME version X.Y[.Z]" in a runtime's --version output.
+func versionRE(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` version (\d+)\.(\d+)(?:\.(\d+))?`)
+}
+
+// parseVersion reads runtime name's version from its --version output.
+func parseVersion(name, out string) ([3]int, error) {
+	var v [3]int
+	m := versionRE(name).FindStringSubmatch(out)
+	if m == nil {
+		return v, fmt.Errorf("no %q version line in %q", name, out)
+	}
+	for i := range 3 {
+		if m[i+1] != "" {
+			v[i], _ = strconv.Atoi(m[i+1])
+		}
+	}
+	return v, nil
+}
+
+// atLeast reports whether v >= min.
+func atLeast(v, min [3]int) bool {
+	for i := range 3 {
+		if v[i] != min[i] {
+			return v[i] > min[i]
+		}
+	}
+	return true
+}
+
+// runtimeVersion runs PATH --version.
+func runtimeVersion(path string) (string, error) {
+	out, err := exec.Command(path, "--version").Output()
+	return string(out), err
+}
