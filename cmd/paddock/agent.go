@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -51,7 +52,7 @@ Pid arguments are the container's own numbers; exec is not trapped.`,
 }
 
 func newAgentProfileCmd() *cobra.Command {
-	var socket, format, metadata string
+	var socket, format, metadata, output string
 	cmd := &cobra.Command{
 		Use:   "profile --socket PATH [--format oci|kubernetes|spo]",
 		Short: "Print the seccomp profile that hands a container's listener to paddock agent",
@@ -79,6 +80,9 @@ and everything else allowed.
 			if err != nil {
 				return err
 			}
+			if output != "" {
+				return writeFileAtomic(output, b)
+			}
 			_, err = cmd.OutOrStdout().Write(b)
 			return err
 		},
@@ -86,7 +90,37 @@ and everything else allowed.
 	cmd.Flags().StringVar(&socket, "socket", "", "the agent's socket `PATH` (listenerPath; absolute)")
 	cmd.Flags().StringVar(&format, "format", "oci", "output `FORMAT`: oci, kubernetes or spo")
 	cmd.Flags().StringVar(&metadata, "metadata", "", "listenerMetadata `TEXT`, journaled with each refusal")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (its directory made if missing; replaced whole, never half-written) instead of stdout: what an init container without a shell uses to install the kubelet profile")
 	return cmd
+}
+
+// writeFileAtomic writes b to path through a temporary file in the same
+// directory and a rename, so that a reader (kubelet) never sees half a file.
+func writeFileAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename: nothing there
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("--output %s: %w", path, err)
+	}
+	return nil
 }
 
 func runAgent(f agentFlags) error {
