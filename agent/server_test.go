@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/reexec"
+	"github.com/paddock-dev/paddock/journal"
+)
+
+// The runtime-free harness: a child of the test, started in a PID
+// namespace of its own (its pid 1), does what an OCI runtime's init does
+// for a container whose profile names a listenerPath: it installs a
+// filter with a listener (paddock's own, signals trapped), connects to the
+// agent's socket, sends the container process state with the listener by
+// SCM_RIGHTS, closes its copy, and execs the container's program (sh).
+
+// harnessChild is the child's job: harnessChild SOCKET ID SCRIPT.
+const harnessChild = "__agent_test_container"
+
+func TestMain(m *testing.M) {
+	reexec.Run(reexec.Child{Name: harnessChild, Main: harnessMain})
+	os.Exit(m.Run())
+}
+
+func harnessMain(args []string) int {
+	runtime.LockOSThread() // the filter goes on this thread, which execs
+	socket, id, script := args[0], args[1], args[2]
+	fail := func(what string, err error) int {
+		fmt.Fprintf(os.Stderr, "harness: %s: %v\n", what, err)
+		return 1
+	}
+	// The host's /proc is still mounted: it names this process by its
+	// host pid, which is what a runtime sends.
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fail("read own status", err)
+	}
+	cr, err := procfs.ParseCreds(b)
+	if err != nil {
+		return fail("read own status", err)
+	}
+	prog, err := filter.Build(filter.Options{Action: unix.SECCOMP_RET_USER_NOTIF})
+	if err != nil {
+		return fail("build filter", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fail("no_new_privs", err)
+	}
+	listener, _, err := filter.InstallListener(prog, filter.Install)
+	if err != nil {
+		return fail("install listener", err)
+	}
+	state, err := json.Marshal(specs.ContainerProcessState{
+		Version: specs.Version, Fds: []string{specs.SeccompFdName}, Pid: cr.NSpid[0], Metadata: "harness",
+		State: specs.State{Version: specs.Version, ID: id, Status: specs.StateCreating, Pid: cr.NSpid[0], Bundle: "/harness/" + id},
+	})
+	if err != nil {
+		return fail("state", err)
+	}
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		return fail("connect", err)
+	}
+	if _, _, err := conn.WriteMsgUnix(state, unix.UnixRights(listener), nil); err != nil {
+		return fail("send", err)
+	}
+	conn.Close()
+	unix.Close(listener)
+	return fail("exec sh", syscall.Exec("/bin/sh", []string{"sh", "-c", script}, os.Environ()))
+}
+
+// harness is an agent serving a test socket.
+type harness struct {
+	socket, journal string
+	logs            *syncWriter
+	ln              *net.UnixListener
+	done            chan error
+}
+
+func startHarness(t *testing.T) *harness {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root: a PID namespace for the container, and the agent takes handoffs from root only")
+	}
+	dir, err := os.MkdirTemp("", "pda")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	h := &harness{socket: filepath.Join(dir, "agent.sock"), journal: filepath.Join(dir, "j.jsonl"), logs: &syncWriter{b: &bytes.Buffer{}}, done: make(chan error, 1)}
+	j, err := journal.Open(h.journal, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ln, err = ListenPath(h.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Journal: j, Log: zerolog.New(h.logs)}
+	go func() { h.done <- s.Serve(h.ln) }()
+	t.Cleanup(func() {
+		h.ln.Close()
+		if err := <-h.done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		j.Close()
+	})
+	return h
+}
+
+// container runs the harness child as container id with script, and
+// returns its output.
+func (h *harness) container(t *testing.T, id, script string) string {
+	t.Helper()
+	self, argv := reexec.Argv(harnessChild, h.socket, id, script)
+	cmd := exec.Command(self, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Skipf("needs a new PID namespace: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("container %s ran over a minute\n%s", id, out.String())
+	}
+	return out.String()
+}
+
+// syncWriter is a bytes.Buffer safe for the server's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestServerHarness: served without a runtime, a container's first process
+// (pid 1) signals its own child; a descendant's kill -9 1 is refused with
+// paddock's message on its stderr and a journal record naming the
+// container; a process outside the container (a sleep of the test's) cannot
+// be signalled (its pid names nothing inside); a malformed handoff is
+// refused and the agent goes on.
+func TestServerHarness(t *testing.T) {
+	h := startHarness(t)
+	// Garbage first, from a root peer: refused with a log line only.
+	c, err := net.Dial("unix", h.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	sleep := exec.Command("sleep", "300")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
+	out := h.container(t, "h1", fmt.Sprintf(`sleep 100 & kill $!; echo own=$?
+(kill -9 1; echo lifeline=$?)
+kill -0 1; echo probe=$?
+kill -TERM %d; echo outside=$?`, sleep.Process.Pid))
+	for _, want := range []string{"own=0\n", "lifeline=1\n", "probe=0\n", "outside=1\n", "paddock refused kill(SIGKILL) of pid 1 (sh)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the container's output lacks %q\n%s", want, out)
+		}
+	}
+	if err := sleep.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the process outside the container died: %v", err)
+	}
+	j, _ := os.ReadFile(h.journal)
+	// One record: the node's pid names no process inside the container's
+	// PID namespace, so that kill is ESRCH, as the kernel would say.
+	if n := strings.Count(string(j), `"container":"h1"`); n != 1 || !strings.Contains(string(j), `"listener_metadata":"harness"`) {
+		t.Errorf("want one record naming container h1 with its metadata\n%s", j)
+	}
+	// The second container is served too: the garbage stopped nothing.
+	out = h.container(t, "h2", `(kill -9 1; echo lifeline=$?)`)
+	if !strings.Contains(out, "lifeline=1\n") {
+		t.Errorf("the second container was not served\n%s", out)
+	}
+	if !strings.Contains(h.logs.String(), "handoff refused") {
+		t.Errorf("the malformed handoff was not logged\n%s", h.logs)
+	}
+}
