@@ -34,8 +34,13 @@ type Server struct {
 	Guard guard.Policy
 	// FS is the /proc to read (zero: the host's).
 	FS procfs.FS
+	// Taken, when set, is what a takeover received (TakeOver): Serve goes
+	// on serving its containers, on its listening socket.
+	Taken *Taken
 
 	mu sync.Mutex
+	// handedOver records that Serve ended with a takeover.
+	handedOver bool
 	// byFd maps each listener to its container; byID each container id to
 	// its container (a `runc exec` session joins its container).
 	byFd map[int]*container
@@ -68,13 +73,32 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	s.mu.Lock()
 	s.ep, s.byFd, s.byID = ep, map[int]*container{}, map[string]*container{}
 	s.mu.Unlock()
+	if s.Taken != nil {
+		for id, c := range s.Taken.containers {
+			c.fs = s.FS
+			s.byID[id] = c
+		}
+		for fd, c := range s.Taken.listeners {
+			if err := s.watch(fd, c); err != nil {
+				s.Log.Error().Err(err).Str("container", c.id).Msg("cannot watch a listener taken over")
+			}
+		}
+		s.Log.Info().Int("containers", len(s.Taken.containers)).Int("listeners", len(s.Taken.listeners)).Msg("took over")
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		s.loop(ep, stop)
 	}()
+	stopLoop := func() {
+		var one [8]byte
+		one[0] = 1
+		_, _ = unix.Write(stop, one[:])
+		<-done
+	}
 	var acceptErr error
-	for {
+	handedOver := false
+	for !handedOver {
 		conn, err := ln.AcceptUnix()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
@@ -82,12 +106,14 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 			}
 			break
 		}
-		s.take(conn)
+		handedOver = s.take(conn, ln, stopLoop)
 	}
-	var one [8]byte
-	one[0] = 1
-	_, _ = unix.Write(stop, one[:])
-	<-done
+	if !handedOver {
+		stopLoop()
+	}
+	s.mu.Lock()
+	s.handedOver = handedOver
+	s.mu.Unlock()
 	s.mu.Lock()
 	for fd := range s.byFd {
 		unix.Close(fd)
@@ -97,39 +123,69 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	return acceptErr
 }
 
+// HandedOver reports whether Serve ended because a new agent took
+// everything over (--takeover).
+func (s *Server) HandedOver() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handedOver
+}
+
 // take reads one handoff and starts serving its listener; a malformed or
-// hostile one is refused with a log line.
-func (s *Server) take(conn *net.UnixConn) {
+// hostile one is refused with a log line. A takeover request stops the
+// event loop (stopLoop), hands everything over, and reports true: this
+// agent is done.
+func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func()) bool {
 	defer conn.Close()
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	h, err := Receive(conn)
 	if err != nil {
 		s.Log.Warn().Err(err).Msg("handoff refused")
-		return
+		return false
+	}
+	if h.Takeover {
+		start := time.Now()
+		stopLoop()
+		if err := s.handOver(conn, ln); err != nil {
+			// The new agent fails its start; this one cannot go back to
+			// serving what it may have handed over in part.
+			s.Log.Error().Err(err).Msg("takeover failed; the containers' trapped calls fail with ENOSYS until an agent serves them again")
+		} else {
+			s.Log.Info().Dur("took", time.Since(start)).Msg("handed over to a new agent; exiting")
+		}
+		ln.SetUnlinkOnClose(false) // the socket is the new agent's now
+		ln.Close()
+		return true
 	}
 	c, err := s.join(h)
 	if err != nil {
 		unix.Close(h.Listener)
 		s.Log.Warn().Err(err).Str("container", h.State.State.ID).Msg("handoff refused")
-		return
+		return false
 	}
-	if err := seccomp.SetSyncWakeUp(h.Listener); err != nil {
-		s.Log.Debug().Err(err).Msg("sync wake-up unavailable")
-	}
-	s.mu.Lock()
-	s.byFd[h.Listener] = c
-	err = unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, h.Listener, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(h.Listener)})
-	if err != nil {
-		delete(s.byFd, h.Listener)
-	}
-	s.mu.Unlock()
-	if err != nil {
+	if err := s.watch(h.Listener, c); err != nil {
 		unix.Close(h.Listener)
 		s.Log.Error().Err(err).Str("container", c.id).Msg("cannot watch the listener")
-		return
+		return false
 	}
 	s.Log.Info().Str("container", c.id).Str("status", string(h.State.State.Status)).Int("pid", h.State.Pid).
 		Str("bundle", c.bundle).Msg("serving container")
+	return false
+}
+
+// watch adds listener fd of container c to the event loop.
+func (s *Server) watch(fd int, c *container) error {
+	if err := seccomp.SetSyncWakeUp(fd); err != nil {
+		s.Log.Debug().Err(err).Msg("sync wake-up unavailable")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byFd[fd] = c
+	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+		delete(s.byFd, fd)
+		return fmt.Errorf("epoll_ctl: %w", err)
+	}
+	return nil
 }
 
 // join finds or makes the container of handoff h: a new session of a

@@ -32,6 +32,9 @@ const (
 type Handoff struct {
 	State    specs.ContainerProcessState
 	Listener int
+	// Takeover marks a request from a new agent for this one's listeners
+	// (TakeOver): no state, no descriptor.
+	Takeover bool
 }
 
 // ParseState decodes the runtime's message and checks it against the nfds
@@ -120,6 +123,9 @@ func Receive(conn *net.UnixConn) (Handoff, error) {
 	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
 		closeAll()
 		return Handoff{}, fmt.Errorf("handoff: message over %d bytes or %d descriptors", MaxStateSize, MaxFds)
+	}
+	if len(fds) == 0 && isTakeoverRequest(buf[:n]) {
+		return Handoff{Takeover: true, Listener: -1}, nil
 	}
 	st, index, err := ParseState(buf[:n], len(fds))
 	if err != nil {

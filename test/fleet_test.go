@@ -60,8 +60,9 @@ func newFleet(t *testing.T) *fleet {
 	return f
 }
 
-// start runs an agent on the fleet's socket and waits for it to listen.
-func (f *fleet) start() {
+// start runs an agent on the fleet's socket (with flags) and waits for it
+// to listen.
+func (f *fleet) start(flags ...string) {
 	f.t.Helper()
 	logf, err := os.OpenFile(f.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -69,7 +70,7 @@ func (f *fleet) start() {
 	}
 	defer logf.Close()
 	before := len(f.log())
-	f.agent = exec.Command(bins.paddock, "agent", "--socket", f.socket, "--journal", f.journal, "--log-format", "json")
+	f.agent = exec.Command(bins.paddock, append([]string{"agent", "--socket", f.socket, "--journal", f.journal, "--log-format", "json"}, flags...)...)
 	f.agent.Stdout, f.agent.Stderr = logf, logf
 	if err := f.agent.Start(); err != nil {
 		f.t.Fatal(err)
@@ -312,5 +313,50 @@ sleep 60`)
 	}
 	f.start()
 	o, e := f.run("rs2", fleetScript, false)
+	wantLines(t, o+e, strings.Split(o, "\n"), "own=0", "lifeline=1", "probe=0")
+}
+
+// TestFleetTakeover: a new agent started with --takeover takes every
+// listener and the socket from the running one, which then serves nothing
+// and exits on SIGTERM (so that an orchestrator does not restart it to take
+// everything back); a container
+// that makes trapped calls all through the switch sees none of them fail
+// (they wait in the kernel's queue), and is served by the new agent
+// afterwards, as are new containers.
+func TestFleetTakeover(t *testing.T) {
+	f := newFleet(t)
+	f.detach("tk", `i=0; f=0
+while [ ! -e /stop ]; do kill -0 1 2>/dev/null || f=$((f+1)); i=$((i+1)); done
+echo "calls=$i failed=$f" >/res.tmp; mv /res.tmp /res
+(kill -9 1; echo lifeline=$? >/res2.tmp; mv /res2.tmp /res2)
+sleep 60`)
+	root := filepath.Join(f.dir, "tk", "rootfs")
+	time.Sleep(300 * time.Millisecond) // calls under way before the switch; not a timing assertion
+	old := f.agent
+	f.start("--takeover")
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(f.log(), "handed over: serving nothing") && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = old.Process.Signal(os.Interrupt)
+	if err := old.Wait(); err != nil {
+		t.Errorf("the old agent did not exit cleanly on SIGINT: %v\n%s", err, f.log())
+	}
+	time.Sleep(300 * time.Millisecond) // and after it
+	if err := os.WriteFile(filepath.Join(root, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := waitFile(t, filepath.Join(root, "res"))
+	var calls, failed int
+	if _, err := fmt.Sscanf(res, "calls=%d failed=%d", &calls, &failed); err != nil || calls == 0 || failed != 0 {
+		t.Errorf("through the switch: %q, want calls and none failed", res)
+	}
+	t.Logf("through the switch: %s", strings.TrimSpace(res))
+	if got := waitFile(t, filepath.Join(root, "res2")); got != "lifeline=1\n" {
+		t.Errorf("after the switch, the lifeline refusal: %q", got)
+	}
+	if !strings.Contains(f.log(), "handed over to a new agent") || !strings.Contains(f.log(), `"containers":1`) {
+		t.Errorf("the agents' logs do not show the handover\n%s", f.log())
+	}
+	o, e := f.run("tk2", fleetScript, false)
 	wantLines(t, o+e, strings.Split(o, "\n"), "own=0", "lifeline=1", "probe=0")
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -16,6 +20,7 @@ import (
 type agentFlags struct {
 	socket, journal, profile string
 	logFormat, logLevel      string
+	takeover                 bool
 }
 
 func newAgentCmd() *cobra.Command {
@@ -38,7 +43,13 @@ annotations, and the profile's listenerMetadata).
 Only root may connect (the runtime runs as root). When the agent stops, the
 containers' trapped calls fail with ENOSYS and the runtime refuses to create
 new containers with the profile: run it as a DaemonSet (docs/kubernetes.md).
-Pid arguments are the container's own numbers; exec is not trapped.`,
+Pid arguments are the container's own numbers; exec is not trapped.
+
+--takeover upgrades without breaking running containers: the new agent asks
+the one serving PATH for every listener it serves and for the socket itself;
+the old one hands them over and then serves nothing until it is stopped
+(SIGTERM), and the containers' calls wait in the kernel's queue meanwhile
+(docs/fleet.md). With nothing serving PATH, --takeover listens afresh.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(f) },
 	}
@@ -47,6 +58,7 @@ Pid arguments are the container's own numbers; exec is not trapped.`,
 	cmd.Flags().StringVar(&f.profile, "profile", "", "host profile `FILE` (TOML; default $PADDOCK_PROFILE, else $XDG_CONFIG_HOME/paddock/profile.toml); a broken profile stops paddock before it listens")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format on stderr: `console` or json")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	cmd.Flags().BoolVar(&f.takeover, "takeover", false, "take every container and the socket over from the agent serving PATH, which then exits (an upgrade)")
 	cmd.AddCommand(newAgentProfileCmd())
 	return cmd
 }
@@ -142,22 +154,51 @@ func runAgent(f agentFlags) error {
 	if j != nil {
 		defer j.Close()
 	}
-	ln, err := agent.ListenPath(f.socket)
-	if err != nil {
-		return err
+	s := &agent.Server{Journal: j, Log: log, Guard: prof.GuardPolicy()}
+	var ln *net.UnixListener
+	if f.takeover {
+		if !strings.HasPrefix(f.socket, "/") {
+			return fmt.Errorf("--socket %q: want an absolute path", f.socket)
+		}
+		start := time.Now()
+		t, err := agent.TakeOver(f.socket)
+		switch {
+		case errors.Is(err, agent.ErrNoAgent):
+			log.Info().Err(err).Msg("nothing to take over: listening afresh")
+		case err != nil:
+			return err
+		default:
+			log.Info().Dur("took", time.Since(start)).Msg("took over from the running agent")
+			s.Taken, ln = t, t.Listener
+		}
+	}
+	if ln == nil {
+		if ln, err = agent.ListenPath(f.socket); err != nil {
+			return err
+		}
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT)
+	stopped := make(chan struct{})
 	go func() {
 		s := <-sigs
 		log.Info().Str("signal", s.String()).Msg("stopping: the containers' trapped calls fail with ENOSYS until an agent serves them again")
 		ln.Close()
+		close(stopped)
 	}()
 	jpath := ""
 	if j != nil {
 		jpath = j.Path()
 	}
 	log.Info().Str("socket", f.socket).Str("journal", jpath).Msg("fleet agent listening")
-	s := &agent.Server{Journal: j, Log: log, Guard: prof.GuardPolicy()}
-	return s.Serve(ln)
+	if err := s.Serve(ln); err != nil {
+		return err
+	}
+	if s.HandedOver() {
+		// An orchestrator would start this agent again if it exited, and
+		// take everything back: it waits to be stopped instead.
+		log.Info().Msg("handed over: serving nothing; stop this agent with SIGTERM")
+		<-stopped
+	}
+	return nil
 }

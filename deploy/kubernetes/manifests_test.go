@@ -59,6 +59,13 @@ func TestDaemonSetAndPod(t *testing.T) {
 	if socket == "" || flag(initC.Command, "--socket") != socket {
 		t.Errorf("the agent listens on %q, the installed profile names %q", socket, flag(initC.Command, "--socket"))
 	}
+	// Upgrades: the new pod must start while the old one serves, and take
+	// over from it.
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxSurge == nil || ru.MaxSurge.IntValue() < 1 || ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() != 0 ||
+		!slices.Contains(agentC.Command, "--takeover") {
+		t.Errorf("upgrades would drop running containers: want maxSurge >= 1, maxUnavailable 0 and --takeover (%+v, %q)", ru, agentC.Command)
+	}
 	if flag(initC.Command, "--format") != "kubernetes" {
 		t.Errorf("the init container installs format %q, want kubernetes", flag(initC.Command, "--format"))
 	}
