@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
@@ -50,11 +49,11 @@ type container struct {
 func newContainer(fs procfs.FS, st specs.ContainerProcessState) (*container, error) {
 	c := &container{fs: fs, id: st.State.ID, bundle: st.State.Bundle, metadata: st.Metadata,
 		annotations: st.State.Annotations, lifelines: map[int]uint64{}, hosts: map[int]int{}}
-	ns, err := nsInode(fs, st.Pid, "pid")
+	ns, err := fs.Namespace(st.Pid, "pid")
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %w", c.id, err)
 	}
-	self, err := nsInode(fs, os.Getpid(), "pid")
+	self, err := fs.Namespace(0, "pid")
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %w", c.id, err)
 	}
@@ -94,7 +93,7 @@ func (c *container) lifeline(pid int, start uint64) bool {
 // member reports whether host process pid is one of the container's: in
 // its PID namespace and its cgroup.
 func (c *container) member(pid int) bool {
-	ns, err := nsInode(c.fs, pid, "pid")
+	ns, err := c.fs.Namespace(pid, "pid")
 	if err != nil || ns != c.pidns {
 		return false
 	}
@@ -112,7 +111,7 @@ func (c *container) local(pid int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if ns, err := nsInode(c.fs, pid, "pid"); err != nil || ns != c.pidns {
+	if ns, err := c.fs.Namespace(pid, "pid"); err != nil || ns != c.pidns {
 		// Above the container's namespace (the agent's own, a pause
 		// process): invisible from inside.
 		return 0, nil
@@ -159,7 +158,7 @@ func (c *container) scan(n int) (int, error) {
 	}
 	var mine []int
 	for _, p := range pids {
-		if ns, err := nsInode(c.fs, p, "pid"); err != nil || ns != c.pidns {
+		if ns, err := c.fs.Namespace(p, "pid"); err != nil || ns != c.pidns {
 			continue
 		}
 		mine = append(mine, p)
@@ -198,19 +197,6 @@ func (c *container) members() ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// nsInode is the inode of namespace kind of process pid.
-func nsInode(fs procfs.FS, pid int, kind string) (uint64, error) {
-	var st unix.Stat_t
-	p := fs.Root + "/" + strconv.Itoa(pid) + "/ns/" + kind
-	if err := unix.Stat(p, &st); err != nil {
-		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
-			return 0, fmt.Errorf("stat %s: %w", p, procfs.ErrNotFound)
-		}
-		return 0, fmt.Errorf("stat %s: %w", p, err)
-	}
-	return st.Ino, nil
 }
 
 // readCgroup is /proc/PID/cgroup, bounded.

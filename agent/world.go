@@ -157,7 +157,7 @@ func (w *world) Group(pgid int) ([]policy.Target, error) {
 	}
 	var out []policy.Target
 	for _, h := range pids {
-		if ns, err := nsInode(w.c.fs, h, "pid"); err != nil || ns != w.c.pidns {
+		if ns, err := w.c.fs.Namespace(h, "pid"); err != nil || ns != w.c.pidns {
 			continue
 		}
 		cr, err := w.c.fs.Creds(h)

@@ -240,9 +240,9 @@ func (c *call) mayKill(callerTid int, caller procfs.Creds, pid int, target procf
 		return true
 	}
 	if caller.CapEff&(1<<unix.CAP_KILL) != 0 {
-		cns, err1 := nsIno(c.w.fs, callerTid)
-		tns, err2 := nsIno(c.w.fs, pid)
-		sns, err3 := nsIno(c.w.fs, 0)
+		cns, err1 := c.w.fs.Namespace(callerTid, "user")
+		tns, err2 := c.w.fs.Namespace(pid, "user")
+		sns, err3 := c.w.fs.Namespace(0, "user")
 		if err1 == nil && err2 == nil && err3 == nil && (cns == tns || cns == sns) {
 			return true
 		}
@@ -260,19 +260,6 @@ func (c *call) mayKill(callerTid int, caller procfs.Creds, pid int, target procf
 func killByUid(caller, target procfs.Creds) bool {
 	ruid, euid := caller.Uid[0], caller.Uid[1]
 	return euid == target.Uid[2] || euid == target.Uid[0] || ruid == target.Uid[2] || ruid == target.Uid[0]
-}
-
-// nsIno is the inode of the user namespace of tid (0: the supervisor).
-func nsIno(fs procfs.FS, tid int) (uint64, error) {
-	p := fs.Root + "/self/ns/user"
-	if tid != 0 {
-		p = fs.Root + "/" + strconv.Itoa(tid) + "/ns/user"
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		return 0, err
-	}
-	return st.Ino, nil
 }
 
 // senderPid is the caller's process id as the target's PID namespace

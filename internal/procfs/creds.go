@@ -1,9 +1,12 @@
 package procfs
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Creds holds what the kernel's signal permission check and a signal's
@@ -100,4 +103,24 @@ func ParseCreds(b []byte) (Creds, error) {
 		c.SeccompFilters = 0
 	}
 	return c, nil
+}
+
+// Namespace is the inode that identifies namespace kind ("pid", "user",
+// ...) of process pid, from /proc/PID/ns/KIND; pid 0 is the reader itself
+// (/proc/self). Two processes are in the same namespace when the inodes
+// are equal. A process that no longer exists yields an error wrapping
+// ErrNotFound.
+func (fs FS) Namespace(pid int, kind string) (uint64, error) {
+	p := fs.Root + "/self/ns/" + kind
+	if pid != 0 {
+		p = fs.path(pid, "ns/"+kind)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return 0, fmt.Errorf("stat %s: %w", p, ErrNotFound)
+		}
+		return 0, fmt.Errorf("stat %s: %w", p, err)
+	}
+	return st.Ino, nil
 }

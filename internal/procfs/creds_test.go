@@ -54,3 +54,17 @@ func TestCredsOfSelf(t *testing.T) {
 		t.Error("Creds(-3) succeeded")
 	}
 }
+
+func TestNamespace(t *testing.T) {
+	self, err := Default().Namespace(0, "pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := Default().Namespace(os.Getpid(), "pid")
+	if err != nil || mine != self || self == 0 {
+		t.Errorf("Namespace(self) = %d, Namespace(%d) = %d, %v: want the same inode", self, os.Getpid(), mine, err)
+	}
+	if _, err := Default().Namespace(os.Getpid(), "nosuch"); err == nil {
+		t.Error("Namespace of an unknown kind succeeded")
+	}
+}
