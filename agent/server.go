@@ -38,6 +38,11 @@ type Server struct {
 	// on serving its containers, on its listening socket.
 	Taken *Taken
 
+	// writing bounds the refusal messages whose write to a caller's
+	// stderr is still under way (a full pipe nobody reads): past it,
+	// messages are not written (the log and the journal still have them).
+	writing chan struct{}
+
 	mu sync.Mutex
 	// handedOver records that Serve ended with a takeover.
 	handedOver bool
@@ -72,6 +77,7 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	}
 	s.mu.Lock()
 	s.ep, s.byFd, s.byID = ep, map[int]*container{}, map[string]*container{}
+	s.writing = make(chan struct{}, maxStuckWrites)
 	s.mu.Unlock()
 	if s.Taken != nil {
 		for id, c := range s.Taken.containers {
@@ -321,18 +327,28 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (unix.Errno, poli
 // report writes a refusal to the caller's stderr, the log and the journal.
 func (s *Server) report(c *container, hostTid int, d policy.Decision) {
 	s.Log.Warn().Str("container", c.id).Str("rule", string(d.Rule)).Msg(d.Message)
-	if fd, err := callerio.Stderr(s.FS, hostTid); err == nil {
-		done := make(chan struct{})
-		go func() {
-			_ = callerio.WriteAll(fd, []byte(d.Message+"\n"))
-			unix.Close(fd)
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(50 * time.Millisecond):
-			// A stuck write (a full pipe) finishes whenever it can.
+	select {
+	case s.writing <- struct{}{}:
+		if fd, err := callerio.Stderr(s.FS, hostTid); err == nil {
+			done := make(chan struct{})
+			go func() {
+				defer func() { <-s.writing }()
+				_ = callerio.WriteAll(fd, []byte(d.Message+"\n"))
+				unix.Close(fd)
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(tellWait):
+				// A stuck write (a full pipe) finishes whenever it can,
+				// holding its slot until then.
+			}
+		} else {
+			<-s.writing
 		}
+	default:
+		// maxStuckWrites writes are stuck: the message is in the log and
+		// the journal only.
 	}
 	if s.Journal == nil {
 		return
@@ -354,6 +370,13 @@ func (s *Server) report(c *container, hostTid int, d policy.Decision) {
 		s.Log.Error().Err(err).Str("container", c.id).Msg("journal write failed; the refusal stands")
 	}
 }
+
+// tellWait bounds how long the event loop waits for one message's write,
+// and maxStuckWrites how many may be left under way.
+const (
+	tellWait       = 50 * time.Millisecond
+	maxStuckWrites = 16
+)
 
 // criAnnotations are the annotations that name a container's pod, as
 // containerd's CRI plugin and CRI-O set them, by journal field.
