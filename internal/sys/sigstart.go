@@ -223,14 +223,22 @@ func (h elfHeader) firstLoad(f io.ReaderAt) (vaddr, align uint64, err error) {
 
 // findObject returns the value of the ELF64 data symbol name of the given
 // size. Only the few symbols of that size have their names read, so that
-// the string table is never read whole.
-func findObject(symtab io.Reader, strtab io.ReaderAt, order binary.ByteOrder, name string, size uint64) (uint64, error) {
+// the string table is never read whole. The table is read from its end:
+// the Go linker writes the data symbols after the functions, and the
+// runtime's table is found within the last few thousand entries, not after
+// all of them (a few reads instead of dozens, at every start).
+func findObject(symtab *io.SectionReader, strtab io.ReaderAt, order binary.ByteOrder, name string, size uint64) (uint64, error) {
 	buf := make([]byte, 256*symSize)
 	want := []byte(name + "\x00")
 	got := make([]byte, len(want))
-	for {
-		n, err := io.ReadFull(symtab, buf)
-		for ent := buf[:n-n%symSize]; len(ent) >= symSize; ent = ent[symSize:] {
+	end := symtab.Size() - symtab.Size()%symSize
+	for end > 0 {
+		off := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-off]
+		if _, err := symtab.ReadAt(chunk, off); err != nil {
+			return 0, fmt.Errorf("read symbol table at %d: %w", off, err)
+		}
+		for ent := chunk; len(ent) >= symSize; ent = ent[symSize:] {
 			if ent[4]&0xf != sttObject || order.Uint64(ent[16:]) != size {
 				continue
 			}
@@ -241,13 +249,9 @@ func findObject(symtab io.Reader, strtab io.ReaderAt, order binary.ByteOrder, na
 				return order.Uint64(ent[8:]), nil
 			}
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return 0, fmt.Errorf("no data symbol of %d bytes by that name", size)
-			}
-			return 0, fmt.Errorf("read symbol table: %w", err)
-		}
+		end = off
 	}
+	return 0, fmt.Errorf("no data symbol of %d bytes by that name", size)
 }
 
 // loadBias returns how far a position-independent executable was moved at
