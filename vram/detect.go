@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // GPU is one detected device.
@@ -103,8 +106,8 @@ type Sources interface {
 	ReadFile(path string) ([]byte, error)
 	Glob(pattern string) ([]string, error)
 	Getenv(string) string
-	// Processes returns the comm names of running processes, for
-	// display-server detection.
+	// Processes returns the comm names of running processes (LiveSources:
+	// each name once), for display-server detection.
 	Processes() ([]string, error)
 }
 
@@ -163,23 +166,61 @@ func (liveSources) ReadFile(path string) ([]byte, error)  { return os.ReadFile(p
 func (liveSources) Glob(pattern string) ([]string, error) { return filepath.Glob(pattern) }
 func (liveSources) Getenv(k string) string                { return os.Getenv(k) }
 
+// Processes reads /proc/PID/comm of every process, and returns each name
+// once. It runs in the background of every paddock run (BudgetCache), and
+// paddock may be a container's init with thousands of processes under it:
+// so a name costs one open, one read into a buffer used for all of them
+// and one close, not an *os.File, a stat and a growing buffer each
+// (os.ReadFile), and only a name not seen before is kept.
 func (liveSources) Processes() ([]string, error) {
-	paths, err := filepath.Glob("/proc/[0-9]*/comm")
+	d, err := os.Open("/proc")
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(paths))
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue // exited meanwhile, or not ours to read
+	defer d.Close()
+	seen := map[string]bool{}
+	var names []string
+	buf := make([]byte, 64) // comm is at most 15 bytes and a newline
+	for {
+		ents, err := d.Readdirnames(256)
+		for _, pid := range ents {
+			if pid == "" || pid[0] < '0' || pid[0] > '9' {
+				continue
+			}
+			name, ok := readComm("/proc/"+pid+"/comm", buf)
+			if !ok || seen[string(name)] {
+				continue // exited meanwhile, or not ours to read
+			}
+			seen[string(name)] = true
+			names = append(names, string(name))
 		}
-		names = append(names, strings.TrimSpace(string(b)))
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return names, fmt.Errorf("read /proc: %w", err)
+		}
 	}
 	if len(names) == 0 {
 		return nil, errors.New("no process names readable under /proc")
 	}
 	return names, nil
+}
+
+// readComm reads path (a /proc/PID/comm) into buf and returns the name in
+// it, trimmed.
+func readComm(path string, buf []byte) ([]byte, bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	n, err := unix.Read(fd, buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	name := bytes.TrimSpace(buf[:n])
+	return name, len(name) > 0
 }
 
 // Detect finds the host's GPUs and whether it is headless. headless is the

@@ -224,6 +224,42 @@ func TestLiveSourcesWithoutNvidiaSMI(t *testing.T) {
 	}
 }
 
+// TestLiveSourcesProcesses: the live process list holds this test's own
+// name and a child's, each once, however many processes share it.
+func TestLiveSourcesProcesses(t *testing.T) {
+	self, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Skipf("needs /proc: %v", err)
+	}
+	var kids []*exec.Cmd
+	for range 3 {
+		c := exec.Command("sleep", "10")
+		if err := c.Start(); err != nil {
+			t.Skipf("needs sleep: %v", err)
+		}
+		kids = append(kids, c)
+	}
+	defer func() {
+		for _, c := range kids {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}()
+	names, err := LiveSources().Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, n := range names {
+		count[n]++
+	}
+	for _, want := range []string{strings.TrimSpace(string(self)), "sleep"} {
+		if count[want] != 1 {
+			t.Errorf("Processes has %q %d times, want once: %q", want, count[want], names)
+		}
+	}
+}
+
 // fakeSMI answers nvidia-smi from strings; everything else is empty.
 type fakeSMI struct {
 	gpu, apps string

@@ -68,8 +68,21 @@ saying what was refused, why, and the way out.`,
 	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd())
 	root.AddCommand(newDoctorCmd(), newAgentCmd())
 	root.AddCommand(newVersionCmd(), newCompletionCmd(), newManCmd())
-	root.Version = versionString()
-	root.SetVersionTemplate("{{.Version}}\n")
+	// --version is paddock's own flag, not cobra's (root.Version): cobra
+	// prints its version through a text/template when the format is
+	// anything but its own, and a text/template reachable from main keeps
+	// the linker from dropping any exported method of any type it links
+	// (reflect's MethodByName): a bigger binary, more of it resident in a
+	// container whose init paddock is. The build information is read only
+	// when asked for, not at every start.
+	showVersion := root.Flags().BoolP("version", "v", false, "print paddock's version (as paddock version does)")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *showVersion {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionString())
+			return err
+		}
+		return cmd.Help()
+	}
 	return root
 }
 

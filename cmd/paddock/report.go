@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/policy"
@@ -62,29 +62,28 @@ func writeReport(path, format string, r runReport) error {
 	return nil
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
+// The JUnit document: testsuites > testsuite > testcase > failure. It is
+// written by junitXML rather than encoding/xml, which would be linked into
+// every paddock binary (and its package initialisation run at every start,
+// paddock being a container's init) for this one report.
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name     string
+	Tests    int
+	Failures int
+	Time     string
+	Cases    []junitCase
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
+	Name      string
+	ClassName string
+	Failure   *junitFailure
 }
 
 type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
+	Message string
+	Type    string
+	Text    string
 }
 
 // junit renders the report for CI systems that show JUnit: one failed test
@@ -125,11 +124,74 @@ func junit(r runReport) ([]byte, error) {
 			s.Failures++
 		}
 	}
-	b, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
-	if err != nil {
-		return nil, err
+	return junitXML(s), nil
+}
+
+// junitXML writes the document as encoding/xml's MarshalIndent with a
+// two-space indent would, after the XML declaration: elements are never
+// self-closed, attribute values and text escaped by xmlEscape.
+func junitXML(s junitSuite) []byte {
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n")
+	fmt.Fprintf(&b, "  <testsuite name=\"%s\" tests=\"%d\" failures=\"%d\" time=\"%s\">",
+		xmlEscape(s.Name), s.Tests, s.Failures, xmlEscape(s.Time))
+	for _, c := range s.Cases {
+		fmt.Fprintf(&b, "\n    <testcase name=\"%s\" classname=\"%s\">", xmlEscape(c.Name), xmlEscape(c.ClassName))
+		if f := c.Failure; f != nil {
+			fmt.Fprintf(&b, "\n      <failure message=\"%s\" type=\"%s\">%s</failure>\n    ",
+				xmlEscape(f.Message), xmlEscape(f.Type), xmlEscape(f.Text))
+		}
+		b.WriteString("</testcase>")
 	}
-	return append([]byte(xml.Header), b...), nil
+	if len(s.Cases) > 0 {
+		b.WriteString("\n  ")
+	}
+	b.WriteString("</testsuite>\n</testsuites>")
+	return []byte(b.String())
+}
+
+// xmlEscape escapes s for an XML attribute value or character data as
+// encoding/xml does: the five markup characters as entities, tab, newline
+// and carriage return as character references (a parser would fold them
+// into spaces in an attribute), and what is not an XML character, or not
+// UTF-8, as U+FFFD.
+func xmlEscape(s string) string {
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		switch {
+		case r == '"':
+			b.WriteString("&#34;")
+		case r == '\'':
+			b.WriteString("&#39;")
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '\t':
+			b.WriteString("&#x9;")
+		case r == '\n':
+			b.WriteString("&#xA;")
+		case r == '\r':
+			b.WriteString("&#xD;")
+		case r == utf8.RuneError && n == 1, !xmlChar(r):
+			b.WriteString("\uFFFD")
+		default:
+			b.WriteString(s[i : i+n])
+		}
+	}
+	return b.String()
+}
+
+// xmlChar reports whether r may appear in an XML document (XML 1.0, Char).
+func xmlChar(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D ||
+		r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD ||
+		r >= 0x10000 && r <= 0x10FFFF
 }
 
 // summaryLine is the one line paddock prints about refusals at exit.
