@@ -165,20 +165,31 @@ while kill -0 `+F+` 2>/dev/null; do sleep 0.05; done
 sleep 1.5
 $PADDOCK_BIN ps --json
 $PADDOCK_BIN kill `+F+`; echo kill=$?`)
-	var out strings.Builder
-	var errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	// Output to files, read while paddock writes (a shared buffer would race).
+	outPath, errPath := filepath.Join(t.TempDir(), "out"), filepath.Join(t.TempDir(), "err")
+	outF, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outF.Close()
+	errF, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	cmd.Stdout, cmd.Stderr = outF, errF
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the adoption", func() bool { return strings.Contains(out.String(), "adopted") })
+	waitFor(t, "the adoption", func() bool { return strings.Contains(readFile(outPath), "adopted") })
 	_ = f.cmd.Process.Signal(syscall.SIGTERM)
 	_ = cmd.Wait()
-	if strings.Contains(out.String(), `"pid": `+F) {
-		t.Errorf("paddock ps still lists the dead adopted process:\n%s", out.String())
+	out, errb := readFile(outPath), readFile(errPath)
+	if strings.Contains(out, `"pid": `+F) {
+		t.Errorf("paddock ps still lists the dead adopted process:\n%s", out)
 	}
-	if !strings.Contains(out.String(), "kill=1") || !strings.Contains(errb.String(), "not owned by this session") {
-		t.Errorf("paddock kill of the dead pid was not refused as not owned\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	if !strings.Contains(out, "kill=1") || !strings.Contains(errb, "not owned by this session") {
+		t.Errorf("paddock kill of the dead pid was not refused as not owned\nstdout:\n%s\nstderr:\n%s", out, errb)
 	}
 	j, _ := os.ReadFile(journal)
 	if !strings.Contains(string(j), `"action":"lease_expired","pid":`+F) {
