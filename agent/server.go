@@ -295,9 +295,11 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (unix.Errno, poli
 	}
 	caller, err := c.local(int(n.Pid))
 	if err != nil || caller == 0 {
-		// A runtime's own call before the container's program runs (runc's
-		// init is in the container's namespace, so this is a caller the
-		// container cannot name: the runtime itself).
+		// The caller is not in the container's PID namespace: a process
+		// of a namespace the container made inside itself, whose pid
+		// arguments name only that namespace's processes (all the
+		// container's). Such calls are let through undecided
+		// (docs/fleet.md, "Not built yet").
 		return 0, policy.Decision{}, false
 	}
 	req.Tid = caller
@@ -401,7 +403,7 @@ func ListenPath(path string) (*net.UnixListener, error) {
 		}
 		if c, err := net.Dial("unix", path); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("--socket %s: another agent accepts on it (paddock agent --takeover is not built yet)", path)
+			return nil, fmt.Errorf("--socket %s: another agent accepts on it; stop it, or take over from it with --takeover", path)
 		}
 		if err := unix.Unlink(path); err != nil {
 			return nil, fmt.Errorf("--socket %s: remove the stale socket: %w", path, err)
