@@ -303,6 +303,7 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (unix.Errno, poli
 		return 0, policy.Decision{}, false
 	}
 	req.Tid = caller
+	req.Root = "the container's first process (or a runc exec session's)"
 	if _, size := policy.PtrArg(sc, req.Args); size > 0 {
 		req.MemErr = errors.New("fleet mode does not read the caller's memory")
 	}

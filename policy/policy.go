@@ -39,6 +39,10 @@ type Request struct {
 	// MemErr says why it could not be read (the call is then refused).
 	Mem    []byte
 	MemErr error
+	// Root names the session's first process in messages: "" for the
+	// agent itself (paddock run), or what it is elsewhere (fleet mode: a
+	// container's first process).
+	Root string
 	// AllowUnread lets an exec whose strings paddock may not read (Exec.Err
 	// is ErrUnreadable: a non-dumpable caller) run, reported as
 	// audit.ExecUnread, instead of refusing it as undecidable
@@ -742,8 +746,12 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 	switch {
 	case t.Rel == ownership.AgentRoot:
 		d.Rule = RuleLifeline
-		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline: it is the agent itself, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched the agent's own command line does this). Way out: %s the agent's child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
-			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, wayVerb(r), ownedList(w))
+		root := r.Root
+		if root == "" {
+			root = "the agent itself"
+		}
+		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline: it is %s, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched its own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, root, wayVerb(r), ownedList(w))
 	case t.Rel.Lifeline():
 		d.Rule = RuleLifeline
 		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: %s the agent's own processes by PID (owned: %s).",

@@ -216,8 +216,8 @@ func TestFleetContainer(t *testing.T) {
 	out, errOut := f.run("c1", fleetScript, false)
 	lines := strings.Split(out, "\n")
 	wantLines(t, out+errOut, lines, "own=0", "lifeline=1", "probe=0")
-	if !strings.Contains(errOut, "paddock refused kill(SIGKILL) of pid 1 (sh)") {
-		t.Errorf("the container's stderr lacks paddock's message\n%s", errOut)
+	if !strings.Contains(errOut, "paddock refused kill(SIGKILL) of pid 1 (sh)") || !strings.Contains(errOut, "it is the container's first process") {
+		t.Errorf("the container's stderr lacks paddock's message naming the container's first process\n%s", errOut)
 	}
 	recs := f.records()
 	if len(recs) != 1 || recs[0]["container"] != "c1" || recs[0]["listener_metadata"] != "fleet-test" || recs[0]["action"] != "signal_denied" {
