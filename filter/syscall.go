@@ -241,8 +241,6 @@ func (s Syscall) SelfArgs() (conds []ArgEq, ok bool) {
 	return nil, false
 }
 
-// trapped reports whether the program built from o traps s (before the
-// signal-0 fast path).
 // Trapped lists every syscall a program built with o traps (for some
 // arguments, or all), in a fresh slice: what a seccomp profile for another
 // runtime must send to paddock (`paddock agent profile`).
@@ -256,6 +254,8 @@ func Trapped(o Options) []Syscall {
 	return out
 }
 
+// trapped reports whether the program built from o traps s (before the
+// signal-0 fast path).
 func (o Options) trapped(s Syscall) bool {
 	switch s {
 	case Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal,
