@@ -40,9 +40,9 @@ func RuntimeDenied() []string {
 
 // Profile is the seccomp section that makes a container's runtime hand its
 // listener to the agent at socket: SCMP_ACT_NOTIFY on exactly the calls
-// `paddock run`'s filter traps (FleetOptions, from the same tables; with
-// its argument filters for fcntl, ioctl and seccomp), the runtime
-// default's refusals kept (RuntimeDenied), everything else allowed.
+// `paddock run`'s filter traps (FleetOptions, from the same tables, with
+// the same argument conditions: see notifyWhen), the runtime default's
+// refusals kept (RuntimeDenied), everything else allowed.
 func Profile(socket, metadata string) (specs.LinuxSeccomp, error) {
 	if !strings.HasPrefix(socket, "/") {
 		return specs.LinuxSeccomp{}, fmt.Errorf("--socket %q: want an absolute path (the runtime connects to it from its own directory)", socket)
@@ -63,29 +63,68 @@ func Profile(socket, metadata string) (specs.LinuxSeccomp, error) {
 		if slices.Contains(denied, name) {
 			continue
 		}
-		switch {
-		case s == filter.Seccomp:
-			// Only a filter with a listener: op SECCOMP_SET_MODE_FILTER
-			// with the NEW_LISTENER flag.
-			p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActNotify, Args: []specs.LinuxSeccompArg{
-				{Index: 0, Value: filter.SeccompSetModeFilter, Op: specs.OpEqualTo},
-				{Index: 1, Value: filter.SeccompFlagNewListener, ValueTwo: filter.SeccompFlagNewListener, Op: specs.OpMaskedEqual},
-			}})
-		default:
-			arg, values, ok := s.ArgFilter()
-			if !ok {
-				plain = append(plain, name)
-				continue
-			}
-			for _, v := range values {
-				p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActNotify, Args: []specs.LinuxSeccompArg{
-					{Index: uint(arg), Value: 0xffffffff, ValueTwo: uint64(v), Op: specs.OpMaskedEqual},
-				}})
-			}
+		conds := notifyWhen(s)
+		if conds == nil {
+			plain = append(plain, name)
+			continue
+		}
+		for _, c := range conds {
+			p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{name}, Action: specs.ActNotify, Args: c})
 		}
 	}
 	p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: plain, Action: specs.ActNotify})
 	return p, nil
+}
+
+// notifyWhen returns the argument conditions under which the program built
+// from FleetOptions traps s, as OCI seccomp rules: each inner slice is one
+// rule (its conditions all hold), and s is notified when any rule holds;
+// nil means whatever the arguments. The filter's fast paths become
+// conditions here, so the agent is asked exactly what paddock run's
+// supervisor is asked, and a container's calls that paddock lets through
+// keep working while the agent is down:
+//
+//   - a signal syscall with signal 0 (a probe) is allowed: notified when
+//     the signal argument is not 0;
+//   - a harm-without-a-signal call aimed at the caller itself (SelfArgs:
+//     pid 0, or PRIO_PROCESS/IOPRIO_WHO_PROCESS with who 0) is allowed:
+//     notified when any of those conditions fails, one rule each;
+//   - fcntl and ioctl are notified for the commands in ArgFilter only,
+//     one rule each, compared on the low 32 bits as the kernel reads them;
+//   - seccomp(2) is notified for SECCOMP_SET_MODE_FILTER (low 32 bits)
+//     with SECCOMP_FILTER_FLAG_NEW_LISTENER set.
+//
+// The runtimes compare an argument on all 64 bits (libseccomp), the filter
+// on the low 32: a "not equal" condition also holds for a value with
+// garbage in its high half, so such a call is notified where the filter
+// would let it through (the agent reads the low 32 bits, as the kernel
+// does). That errs towards asking, never towards letting through.
+func notifyWhen(s filter.Syscall) [][]specs.LinuxSeccompArg {
+	const low32 = 0xffffffff
+	if s == filter.Seccomp {
+		return [][]specs.LinuxSeccompArg{{
+			{Index: 0, Value: low32, ValueTwo: filter.SeccompSetModeFilter, Op: specs.OpMaskedEqual},
+			{Index: 1, Value: filter.SeccompFlagNewListener, ValueTwo: filter.SeccompFlagNewListener, Op: specs.OpMaskedEqual},
+		}}
+	}
+	if arg, ok := s.SignalArg(); ok && !FleetOptions().Probes {
+		return [][]specs.LinuxSeccompArg{{{Index: uint(arg), Value: 0, Op: specs.OpNotEqual}}}
+	}
+	if arg, values, ok := s.ArgFilter(); ok {
+		var out [][]specs.LinuxSeccompArg
+		for _, v := range values {
+			out = append(out, []specs.LinuxSeccompArg{{Index: uint(arg), Value: low32, ValueTwo: uint64(v), Op: specs.OpMaskedEqual}})
+		}
+		return out
+	}
+	if conds, ok := s.SelfArgs(); ok {
+		var out [][]specs.LinuxSeccompArg
+		for _, c := range conds {
+			out = append(out, []specs.LinuxSeccompArg{{Index: uint(c.Arg), Value: uint64(c.Value), Op: specs.OpNotEqual}})
+		}
+		return out
+	}
+	return nil
 }
 
 // SPOListenerDir is where the Security Profiles Operator accepts listener

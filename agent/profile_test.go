@@ -13,9 +13,10 @@ import (
 )
 
 // TestProfileMatchesFilter: the profile sends to the agent exactly what
-// `paddock run`'s filter traps, with the same argument filters, except what
-// the runtime default refuses outright (the refusal stays); the runtime's
-// refusals are EPERM.
+// `paddock run`'s filter traps, with the same commands for fcntl and ioctl
+// (TestProfileAgreesWithFilterProgram checks every argument condition),
+// except what the runtime default refuses outright (the refusal stays); the
+// runtime's refusals are EPERM.
 func TestProfileMatchesFilter(t *testing.T) {
 	p, err := Profile("/run/paddock/agent.sock", "meta")
 	if err != nil {
