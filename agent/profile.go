@@ -25,9 +25,11 @@ func FleetOptions() filter.Options { return filter.Options{} }
 // userfaultfd, old compatibility calls). The generated profile keeps
 // refusing them with EPERM; where one is also a syscall paddock decides
 // (ptrace, process_vm_writev, perf_event_open, move_pages), the refusal
-// wins: it is the stricter rule. Listed as a deny list on an allowing
-// default rather than the runtime's allow list, so a syscall newer than
-// this list is allowed.
+// wins: it is the stricter rule. (ptrace is stricter than the defaults
+// themselves: containerd's and Docker's allow it on Linux 4.8 and later.)
+// Listed as a deny list on an allowing default rather than the runtime's
+// allow list, so a syscall newer than this list is allowed; the refusals
+// that depend on arguments are runtimeConditional's.
 func RuntimeDenied() []string {
 	return []string{"acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module", "delete_module",
 		"finit_module", "get_kernel_syms", "get_mempolicy", "init_module", "ioperm", "iopl", "kcmp", "kexec_file_load",
@@ -35,7 +37,46 @@ func RuntimeDenied() []string {
 		"open_by_handle_at", "perf_event_open", "pivot_root", "process_vm_readv", "process_vm_writev", "ptrace",
 		"query_module", "quotactl", "reboot", "request_key", "set_mempolicy", "setns", "settimeofday", "stime",
 		"swapoff", "swapon", "sysfs", "_sysctl", "umount", "umount2", "unshare", "uselib", "userfaultfd", "ustat",
-		"vm86", "vm86old"}
+		"vm86", "vm86old",
+		// Refused by the runtime defaults without CAP_SYS_ADMIN (or
+		// CAP_SYSLOG), which a pod does not have by default: the kernel
+		// log (readable by anyone where kernel.dmesg_restrict is 0),
+		// fanotify, the UTS names.
+		"fanotify_init", "setdomainname", "sethostname", "syslog"}
+}
+
+// Clone namespace flags (linux/sched.h): clone with any of them makes a
+// namespace, which the runtime defaults refuse without CAP_SYS_ADMIN.
+const (
+	cloneNewNS     = 0x00020000
+	cloneNewCgroup = 0x02000000
+	cloneNewUTS    = 0x04000000
+	cloneNewIPC    = 0x08000000
+	cloneNewUser   = 0x10000000
+	cloneNewPID    = 0x20000000
+	cloneNewNet    = 0x40000000
+)
+
+// enosys is the errno for clone3 (ENOSYS on every architecture paddock
+// supports).
+const enosys = 38
+
+// runtimeConditional are the runtime defaults' refusals that depend on a
+// call's arguments, as rules on an allowing default: clone with a
+// namespace flag is refused with EPERM (one rule per flag, as a default
+// profile allows clone only when none is set; unshare and setns are in
+// RuntimeDenied), and clone3, whose flags lie in memory a filter cannot
+// read, fails with ENOSYS, so that C libraries fall back to clone (what
+// containerd's and Docker's defaults do). clone's flags are argument 0 on
+// every architecture the profile lists (s390 would differ).
+func runtimeConditional() []specs.LinuxSyscall {
+	eperm, nosys := uint(1), uint(enosys)
+	var out []specs.LinuxSyscall
+	for _, f := range []uint64{cloneNewNS, cloneNewCgroup, cloneNewUTS, cloneNewIPC, cloneNewUser, cloneNewPID, cloneNewNet} {
+		out = append(out, specs.LinuxSyscall{Names: []string{"clone"}, Action: specs.ActErrno, ErrnoRet: &eperm,
+			Args: []specs.LinuxSeccompArg{{Index: 0, Value: f, ValueTwo: f, Op: specs.OpMaskedEqual}}})
+	}
+	return append(out, specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &nosys})
 }
 
 // Profile is the seccomp section that makes a container's runtime hand its
@@ -57,6 +98,7 @@ func Profile(socket, metadata string) (specs.LinuxSeccomp, error) {
 			Names: denied, Action: specs.ActErrno, ErrnoRet: func() *uint { e := uint(1); return &e }(), // EPERM
 		}},
 	}
+	p.Syscalls = append(p.Syscalls, runtimeConditional()...)
 	var plain []string
 	for _, s := range filter.Trapped(FleetOptions()) {
 		name := s.String()

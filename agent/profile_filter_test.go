@@ -98,7 +98,15 @@ func runBPF(t *testing.T, prog []unix.SockFilter, nr, arch uint32, args [6]uint6
 // rules with different actions that both hold are an error here: the
 // profile is meant to leave no such choice to the runtime.
 func profileAction(p specs.LinuxSeccomp, name string, args [6]uint64) (specs.LinuxSeccompAction, error) {
+	r, err := profileRule(p, name, args)
+	return r.Action, err
+}
+
+// profileRule is profileAction's rule: the one whose conditions hold (its
+// action and errno), or the default action with no errno.
+func profileRule(p specs.LinuxSeccomp, name string, args [6]uint64) (specs.LinuxSyscall, error) {
 	var got []specs.LinuxSeccompAction
+	var rule specs.LinuxSyscall
 	for _, r := range p.Syscalls {
 		if !slices.Contains(r.Names, name) {
 			continue
@@ -123,21 +131,22 @@ func profileAction(p specs.LinuxSeccomp, name string, args [6]uint64) (specs.Lin
 			case specs.OpGreaterEqual:
 				ok = a >= c.Value
 			default:
-				return "", fmt.Errorf("%s: unknown op %s", name, c.Op)
+				return rule, fmt.Errorf("%s: unknown op %s", name, c.Op)
 			}
 			holds = holds && ok
 		}
 		if holds && !slices.Contains(got, r.Action) {
 			got = append(got, r.Action)
+			rule = r
 		}
 	}
 	switch len(got) {
 	case 0:
-		return p.DefaultAction, nil
+		return specs.LinuxSyscall{Action: p.DefaultAction}, nil
 	case 1:
-		return got[0], nil
+		return rule, nil
 	}
-	return "", fmt.Errorf("%s%v: rules with actions %v all hold", name, args[:3], got)
+	return rule, fmt.Errorf("%s%v: rules with actions %v all hold", name, args[:3], got)
 }
 
 // argValues are the values tried in each of the first three arguments:
@@ -267,5 +276,58 @@ func TestProfileAgreesWithFilterProgram(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d syscalls notified, %d calls compared", abi.name, len(gotSet), checked)
+	}
+}
+
+// TestProfileKeepsRuntimeDefault: what a runtime's default profile refuses
+// stays refused under paddock's profile, with the same errno, and what it
+// allows stays allowed (calls paddock does not decide).
+func TestProfileKeepsRuntimeDefault(t *testing.T) {
+	p, err := Profile("/run/paddock/agent.sock", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sigchld = 17
+	cases := []struct {
+		name  string
+		call  string
+		arg0  uint64
+		errno uint // 0: allowed
+	}{
+		{"fork", "clone", sigchld, 0},
+		{"a thread (glibc's pthread_create flags)", "clone", 0x3d0f00, 0},
+		{"vfork", "clone", 0x4000 | 0x100 | sigchld, 0},
+		{"a user namespace", "clone", cloneNewUser | sigchld, 1},
+		{"a mount namespace", "clone", cloneNewNS, 1},
+		{"a cgroup namespace", "clone", cloneNewCgroup, 1},
+		{"a UTS namespace", "clone", cloneNewUTS, 1},
+		{"an IPC namespace", "clone", cloneNewIPC, 1},
+		{"a PID namespace", "clone", cloneNewPID | sigchld, 1},
+		{"a network namespace", "clone", cloneNewNet, 1},
+		{"every namespace", "clone", cloneNewNS | cloneNewCgroup | cloneNewUTS | cloneNewIPC | cloneNewUser | cloneNewPID | cloneNewNet, 1},
+		{"clone3 (its flags are out of a filter's reach)", "clone3", 0, enosys},
+		{"unshare", "unshare", cloneNewUser, 1},
+		{"setns", "setns", 3, 1},
+		{"mount", "mount", 0, 1},
+		{"the kernel log", "syslog", 3, 1},
+		{"fanotify", "fanotify_init", 0, 1},
+		{"the host name", "sethostname", 0, 1},
+		{"a kernel module", "finit_module", 3, 1},
+		{"bpf", "bpf", 0, 1},
+		{"open", "openat", 0, 0},
+		{"exec (not decided in fleet mode)", "execve", 0, 0},
+		{"a signal probe", "kill", 0, 0},
+	}
+	for _, c := range cases {
+		r, err := profileRule(p, c.call, [6]uint64{c.arg0})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		switch {
+		case c.errno == 0 && r.Action != specs.ActAllow:
+			t.Errorf("%s: %s(%#x) is %s, want allowed", c.name, c.call, c.arg0, r.Action)
+		case c.errno != 0 && (r.Action != specs.ActErrno || r.ErrnoRet == nil || *r.ErrnoRet != c.errno):
+			t.Errorf("%s: %s(%#x) is %s %v, want errno %d", c.name, c.call, c.arg0, r.Action, r.ErrnoRet, c.errno)
+		}
 	}
 }
