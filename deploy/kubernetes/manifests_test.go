@@ -7,6 +7,7 @@ package kubernetes
 import (
 	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,64 @@ func TestSPOProfile(t *testing.T) {
 	}
 	if strings.Join(body, "") != string(want) {
 		t.Errorf("spo-seccompprofile.yaml is stale: regenerate it with paddock agent profile --socket %s --format spo (keeping its comment)", p.Spec.ListenerPath)
+	}
+}
+
+// TestSPODaemonSet: daemonset-spo.yaml serves the Security Profiles
+// Operator's profile: it listens on that profile's listenerPath (under the
+// operator's directory, on the node), installs no profile of its own, and
+// is otherwise daemonset.yaml (privileges included) with its own name and
+// journal, so the two cannot drift apart.
+func TestSPODaemonSet(t *testing.T) {
+	var ds, spo appsv1.DaemonSet
+	decode(t, "daemonset.yaml", &ds)
+	decode(t, "daemonset-spo.yaml", &spo)
+	var prof seccompProfile
+	decode(t, "spo-seccompprofile.yaml", &prof)
+	socket := prof.Spec.ListenerPath
+	if !strings.HasPrefix(socket, agent.SPOListenerDir) {
+		t.Fatalf("the SPO profile's listenerPath %s is not under %s", socket, agent.SPOListenerDir)
+	}
+	if len(spo.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("daemonset-spo.yaml: want one container, got %d", len(spo.Spec.Template.Spec.Containers))
+	}
+	if got := flag(spo.Spec.Template.Spec.Containers[0].Command, "--socket"); got != socket {
+		t.Errorf("daemonset-spo.yaml listens on %q, the SPO profile names %q", got, socket)
+	}
+
+	// daemonset.yaml, turned into what daemonset-spo.yaml must be.
+	want := ds.DeepCopy()
+	const name = "paddock-agent-spo"
+	want.Name = name
+	for _, labels := range []map[string]string{want.Labels, want.Spec.Selector.MatchLabels, want.Spec.Template.Labels} {
+		labels["app.kubernetes.io/name"] = name
+	}
+	pod := &want.Spec.Template.Spec
+	pod.InitContainers = nil
+	pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "kubelet-seccomp" })
+	c := &pod.Containers[0]
+	oldSocket := flag(c.Command, "--socket")
+	for i, a := range c.Command {
+		switch {
+		case a == oldSocket:
+			c.Command[i] = socket
+		case a == flag(ds.Spec.Template.Spec.Containers[0].Command, "--journal"):
+			c.Command[i] = strings.TrimSuffix(a, ".jsonl") + "-spo.jsonl"
+		}
+	}
+	for i, m := range c.VolumeMounts {
+		if m.MountPath == path.Dir(oldSocket) {
+			c.VolumeMounts[i].MountPath = path.Dir(socket)
+		}
+	}
+	for i, v := range pod.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == path.Dir(oldSocket) {
+			pod.Volumes[i].HostPath.Path = path.Dir(socket)
+		}
+	}
+	if !reflect.DeepEqual(want, &spo) {
+		w, _ := yaml.Marshal(want)
+		g, _ := yaml.Marshal(&spo)
+		t.Errorf("daemonset-spo.yaml differs from daemonset.yaml in more than name, socket, journal and installer:\nwant\n%s\ngot\n%s", w, g)
 	}
 }
