@@ -37,7 +37,7 @@ Exit status: 0 whatever it finds, 1 when the report could not be written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := features.Probe("")
-			r.Items = append(r.Items, runtimeItem(exec.LookPath, runtimeVersion))
+			r.Items = append(r.Items, runtimeItem(lookRuntime(exec.LookPath, runtimeDirs), runtimeVersion))
 			var err error
 			if asJSON {
 				err = printJSON(r)

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/features"
 )
@@ -27,8 +32,9 @@ func runtimeRules() []struct {
 	}{{"runc", [3]int{1, 1, 0}}, {"crun", [3]int{0, 19, 0}}}
 }
 
-// runtimeItem reports the OCI runtimes found with lookPath and asked for
-// their version with version (their `--version` output).
+// runtimeItem reports the OCI runtimes found with lookPath (lookRuntime:
+// PATH, then runtimeDirs) and asked for their version with version (their
+// `--version` output): ok when one of them supports listenerPath.
 func runtimeItem(lookPath func(string) (string, error), version func(path string) (string, error)) features.Item {
 	it := features.Item{ID: idOCIRuntime, Name: "OCI runtime listenerPath (paddock agent)"}
 	var found, ok []string
@@ -43,9 +49,9 @@ func runtimeItem(lookPath func(string) (string, error), version func(path string
 		case err != nil || perr != nil:
 			found = append(found, fmt.Sprintf("%s (version unreadable)", path))
 		case !atLeast(v, r.since):
-			found = append(found, fmt.Sprintf("%s %d.%d.%d (listenerPath needs %d.%d.%d+)", r.name, v[0], v[1], v[2], r.since[0], r.since[1], r.since[2]))
+			found = append(found, fmt.Sprintf("%s %d.%d.%d at %s (listenerPath needs %d.%d.%d+)", r.name, v[0], v[1], v[2], path, r.since[0], r.since[1], r.since[2]))
 		default:
-			s := fmt.Sprintf("%s %d.%d.%d", r.name, v[0], v[1], v[2])
+			s := fmt.Sprintf("%s %d.%d.%d at %s", r.name, v[0], v[1], v[2], path)
 			found, ok = append(found, s), append(ok, s)
 		}
 	}
@@ -57,7 +63,7 @@ func runtimeItem(lookPath func(string) (string, error), version func(path string
 		it.Status, it.Value = features.Missing, strings.Join(found, ", ")
 		it.Note = "this runtime cannot hand a container's listener to paddock agent: upgrade to runc 1.1+ or crun 0.19+"
 	default:
-		it.Status, it.Value = features.Missing, "no runc or crun found"
+		it.Status, it.Value = features.Missing, "no runc or crun found (PATH, "+strings.Join(runtimeDirs, ", ")+")"
 		it.Note = "fleet mode (paddock agent) needs runc 1.1+ or crun 0.19+ on the node; paddock run does not"
 	}
 	return it
@@ -93,8 +99,43 @@ func atLeast(v, min [3]int) bool {
 	return true
 }
 
-// runtimeVersion runs PATH --version.
+// runtimeDirs are where doctor also looks for a runtime that PATH misses
+// (doctor run under sudo's secure_path, or from a minimal environment):
+// distributions put runc and crun in /usr/bin or /usr/sbin, containerd's
+// release instructions put runc in /usr/local/sbin.
+var runtimeDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// lookRuntime returns a lookup that finds a runtime on PATH (lookPath),
+// else as an executable regular file in one of dirs, in order.
+func lookRuntime(lookPath func(string) (string, error), dirs []string) func(string) (string, error) {
+	return func(name string) (string, error) {
+		if p, err := lookPath(name); err == nil {
+			return p, nil
+		}
+		for _, d := range dirs {
+			p := filepath.Join(d, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("%s: not on PATH nor in %s", name, strings.Join(dirs, ", "))
+	}
+}
+
+// runtimeTimeout bounds `RUNTIME --version`: a wedged runtime must not
+// wedge doctor.
+const runtimeTimeout = 5 * time.Second
+
+// runtimeVersion runs PATH --version and returns its standard output.
 func runtimeVersion(path string) (string, error) {
-	out, err := exec.Command(path, "--version").Output()
-	return string(out), err
+	ctx, cancel := context.WithTimeout(context.Background(), runtimeTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return string(out), fmt.Errorf("%s --version: no answer in %s", path, runtimeTimeout)
+	}
+	if err != nil {
+		return string(out), fmt.Errorf("%s --version: %w", path, err)
+	}
+	return string(out), nil
 }
