@@ -326,7 +326,7 @@ sleep 60`)
 func TestFleetTakeover(t *testing.T) {
 	f := newFleet(t)
 	f.detach("tk", `i=0; f=0
-while [ ! -e /stop ]; do kill -0 1 2>/dev/null || f=$((f+1)); i=$((i+1)); done
+while [ ! -e /stop ]; do kill -CONT $$ 2>/dev/null || f=$((f+1)); i=$((i+1)); done
 echo "calls=$i failed=$f" >/res.tmp; mv /res.tmp /res
 (kill -9 1; echo lifeline=$? >/res2.tmp; mv /res2.tmp /res2)
 sleep 60`)
