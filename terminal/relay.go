@@ -59,11 +59,12 @@ type Relay struct {
 	mu    sync.Mutex
 	saved *term.State // the user's settings while raw, else nil
 
-	sigs      chan os.Signal
-	quit      chan struct{}
-	loops     sync.WaitGroup
-	outDone   chan struct{}
-	followPid int
+	// sigs (SIGCONT), winch and chld: see Start.
+	sigs, winch, chld chan os.Signal
+	quit              chan struct{}
+	loops             sync.WaitGroup
+	outDone           chan struct{}
+	followPid         int
 	// stopRoot asks the signal loop to stop the agent root's group and
 	// paddock with it (the user typed the suspend key at the root).
 	stopRoot chan struct{}
@@ -152,8 +153,16 @@ func (r *Relay) Start() error {
 	if err := r.raw(); err != nil {
 		return err
 	}
-	r.sigs = make(chan os.Signal, 4)
-	signal.Notify(r.sigs, unix.SIGWINCH, unix.SIGCHLD, unix.SIGCONT)
+	// One channel per signal, each holding one: os/signal drops a signal
+	// whose channel is full, and a shared channel full of SIGCHLDs (every
+	// orphan of the agent's that exits sends one to this subreaper) would
+	// drop a SIGWINCH, leaving the agent's pty at the old size for good.
+	// A pending one of each is all it takes: each handler reads the state
+	// afresh.
+	r.sigs, r.winch, r.chld = make(chan os.Signal, 1), make(chan os.Signal, 1), make(chan os.Signal, 1)
+	signal.Notify(r.sigs, unix.SIGCONT)
+	signal.Notify(r.winch, unix.SIGWINCH)
+	signal.Notify(r.chld, unix.SIGCHLD)
 	r.loops.Add(1)
 	go r.signals()
 	go r.output()
@@ -195,29 +204,26 @@ func (r *Relay) signals() {
 		select {
 		case <-r.quit:
 			return
-		case sig := <-r.sigs:
-			switch sig {
-			case unix.SIGWINCH:
+		case <-r.winch:
+			r.copySize()
+		case <-r.sigs: // SIGCONT
+			// Continued in the foreground (fg) or the background (bg).
+			if r.background() {
+				r.pauseInput()
+			} else {
+				_ = r.raw()
 				r.copySize()
-			case unix.SIGCONT:
-				// Continued in the foreground (fg) or the background (bg).
-				if r.background() {
-					r.pauseInput()
-				} else {
-					_ = r.raw()
-					r.copySize()
-				}
-				select {
-				case r.wake <- struct{}{}:
-				default:
-				}
-			case unix.SIGCHLD:
-				r.mu.Lock()
-				pid := r.followPid
-				r.mu.Unlock()
-				if pid > 0 && stopped(pid) {
-					r.suspend(pid)
-				}
+			}
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		case <-r.chld:
+			r.mu.Lock()
+			pid := r.followPid
+			r.mu.Unlock()
+			if pid > 0 && stopped(pid) {
+				r.suspend(pid)
 			}
 		case <-r.stopRoot:
 			r.mu.Lock()
@@ -451,6 +457,8 @@ func (r *Relay) Close() error {
 	r.closeOnce.Do(func() {
 		if r.sigs != nil {
 			signal.Stop(r.sigs)
+			signal.Stop(r.winch)
+			signal.Stop(r.chld)
 		}
 		close(r.quit)
 		// The signal loop uses the slave (window sizes): it ends first.

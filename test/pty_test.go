@@ -266,8 +266,12 @@ func interactiveShellOnPty(t *testing.T, b backend) {
 		t.Fatalf("resize the terminal: %v", err)
 	}
 	// paddock copies the new size on its SIGWINCH, which may come after
-	// the next command has run: ask until it shows (or the safety ends).
-	for got := ""; got != "50x120"; {
+	// the next command has run: ask until it shows, 200 times at most (a
+	// lost resize once hung this loop).
+	for got, tries := "", 0; got != "50x120"; tries++ {
+		if tries == 200 {
+			t.Fatalf("the agent's pty kept the old size after %d asks: the resize was lost", tries)
+		}
 		p.send(size)
 		got = p.expect(`S(\d+x\d+)E`)
 		if got != "40x100" && got != "50x120" {
