@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/filter/filtertest"
 )
 
 // An ABI of this build's filter, as the kernel presents a call made
@@ -40,56 +40,16 @@ func hostABIs() []testABI {
 	return nil
 }
 
-// runBPF runs a seccomp program on one seccomp_data (nr, arch, args) and
-// returns what it returns. It knows the instructions filter's assembler
-// emits (word loads, AND, conditional and unconditional jumps, returns),
-// from the kernel's semantics, and fails the test on any other.
+// runBPF runs a seccomp program on one seccomp_data (nr, arch, args)
+// through filtertest's interpreter and returns what it returns, failing
+// the test on an instruction the interpreter does not know.
 func runBPF(t *testing.T, prog []unix.SockFilter, nr, arch uint32, args [6]uint64) uint32 {
-	var data [64]byte
-	binary.NativeEndian.PutUint32(data[0:], nr)
-	binary.NativeEndian.PutUint32(data[4:], arch)
-	for i, a := range args {
-		binary.NativeEndian.PutUint64(data[16+8*i:], a)
+	t.Helper()
+	r, err := filtertest.Run(prog, filtertest.Data{Nr: int32(nr), Arch: arch, Args: args}, false)
+	if err != nil {
+		t.Fatalf("run the filter on nr %d arch %#x args %x: %v", nr, arch, args, err)
 	}
-	var acc uint32
-	for pc := 0; pc < len(prog); pc++ {
-		in := prog[pc]
-		switch in.Code {
-		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
-			if in.K+4 > uint32(len(data)) {
-				t.Fatalf("load beyond seccomp_data at %d", in.K)
-			}
-			acc = binary.NativeEndian.Uint32(data[in.K:])
-		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
-			acc &= in.K
-		case unix.BPF_JMP | unix.BPF_JA:
-			pc += int(in.K)
-		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K,
-			unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
-			var cond bool
-			switch in.Code &^ (unix.BPF_JMP | unix.BPF_K) {
-			case unix.BPF_JEQ:
-				cond = acc == in.K
-			case unix.BPF_JGT:
-				cond = acc > in.K
-			case unix.BPF_JGE:
-				cond = acc >= in.K
-			case unix.BPF_JSET:
-				cond = acc&in.K != 0
-			}
-			if cond {
-				pc += int(in.Jt)
-			} else {
-				pc += int(in.Jf)
-			}
-		case unix.BPF_RET | unix.BPF_K:
-			return in.K
-		default:
-			t.Fatalf("instruction %#x at %d: not one the filter's assembler emits", in.Code, pc)
-		}
-	}
-	t.Fatal("the program ran off its end")
-	return 0
+	return r.Ret
 }
 
 // profileAction is what a runtime does with a call of name with args under

@@ -39,8 +39,8 @@ func TestAssembler(t *testing.T) {
 			}
 		}
 		for nr, ret := range map[int32]uint32{1: 1, 2: 1, 3: 2} {
-			if r, err := interpret(prog, seccompData{Nr: nr}, false); err != nil || r.ret != ret {
-				t.Errorf("nr %d: ret %d err %v, want %d", nr, r.ret, err, ret)
+			if r, err := interpret(prog, seccompData{Nr: nr}, false); err != nil || r.Ret != ret {
+				t.Errorf("nr %d: ret %d err %v, want %d", nr, r.Ret, err, ret)
 			}
 		}
 	})
@@ -163,8 +163,8 @@ func TestTree(t *testing.T) {
 				want = 1
 			}
 			r, err := interpret(prog, seccompData{Nr: nr}, false)
-			if err != nil || r.ret != want {
-				t.Errorf("n=%d nr=%d: ret %d err %v, want %d", n, nr, r.ret, err, want)
+			if err != nil || r.Ret != want {
+				t.Errorf("n=%d nr=%d: ret %d err %v, want %d", n, nr, r.Ret, err, want)
 			}
 		}
 	}

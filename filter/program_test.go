@@ -240,7 +240,7 @@ func TestProgram(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			slices.SortFunc(cases, func(a, b tc) int { return strings.Compare(a.name, b.name) })
 			for _, c := range cases {
-				if got := verdict(run(t, prog, c.d).ret, o); got != c.want {
+				if got := verdict(run(t, prog, c.d).Ret, o); got != c.want {
 					t.Errorf("%s: got %s, want %s", c.name, got, c.want)
 				}
 			}
@@ -284,8 +284,8 @@ func TestProgramMatchesLookup(t *testing.T) {
 						want = ok && o.trapped(s) && !self
 					}
 					r := run(t, prog, d)
-					if got := r.ret == o.Action; got != want || (!got && r.ret != unix.SECCOMP_RET_ALLOW) {
-						t.Errorf("%+v: %s nr %d (%s, ok=%v) sig %d: got %s, want trap=%v", o, w.name, n, s, ok, sig, verdict(r.ret, o), want)
+					if got := r.Ret == o.Action; got != want || (!got && r.Ret != unix.SECCOMP_RET_ALLOW) {
+						t.Errorf("%+v: %s nr %d (%s, ok=%v) sig %d: got %s, want trap=%v", o, w.name, n, s, ok, sig, verdict(r.Ret, o), want)
 					}
 				}
 			}
@@ -311,8 +311,8 @@ func TestProgramCacheable(t *testing.T) {
 					continue
 				}
 				r, err := interpret(prog, seccompData{Nr: int32(n), Arch: w.arch}, true)
-				if err != nil || r.ret != unix.SECCOMP_RET_ALLOW {
-					t.Errorf("%s nr %d: not constant-allow: ret %#x, err %v", w.name, n, r.ret, err)
+				if err != nil || r.Ret != unix.SECCOMP_RET_ALLOW {
+					t.Errorf("%s nr %d: not constant-allow: ret %#x, err %v", w.name, n, r.Ret, err)
 				}
 			}
 		}
@@ -338,10 +338,10 @@ func TestProgramFastPath(t *testing.T) {
 				continue
 			}
 			r := run(t, prog, seccompData{Nr: w.nr(n), Arch: w.arch})
-			worst = max(worst, r.steps)
-			total += r.steps
+			worst = max(worst, r.Steps)
+			total += r.Steps
 			count++
-			if r.loadsArg {
+			if r.LoadsArg {
 				t.Errorf("%s nr %d: untrapped syscall loads an argument", w.name, n)
 			}
 		}
@@ -369,7 +369,7 @@ func TestProgramExecPower(t *testing.T) {
 					if !ok {
 						continue
 					}
-					got := run(t, prog, seccompData{Nr: w.nr(n), Arch: w.arch}).ret == o.Action
+					got := run(t, prog, seccompData{Nr: w.nr(n), Arch: w.arch}).Ret == o.Action
 					if got != on {
 						t.Errorf("%+v: %s %s trapped=%v, want %v", o, w.name, s, got, on)
 					}
@@ -413,7 +413,7 @@ func TestBuildAction(t *testing.T) {
 		}
 		// The action is what trapped syscalls get, verbatim.
 		w := wantTables[0]
-		if got := run(t, prog, seccompData{Nr: w.nr(w.nrs[Ptrace]), Arch: w.arch}).ret; got != c.action {
+		if got := run(t, prog, seccompData{Nr: w.nr(w.nrs[Ptrace]), Arch: w.arch}).Ret; got != c.action {
 			t.Errorf("Action %#x: ptrace returned %#x", c.action, got)
 		}
 	}
