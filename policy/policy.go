@@ -56,26 +56,18 @@ type Request struct {
 // or is another user's process that paddock has no privilege over.
 var ErrUnreadable = errors.New("paddock may not read this process's memory (it is not dumpable)")
 
-// PtrArg says which bytes of the caller's memory a decision needs for a
+// PtrArg says which bytes of the caller's memory Decide needs for a
 // syscall, so that both backends read the same thing: size bytes at addr
-// (size 0: none). Decide reads a descriptor owner; the supervisor reads the
-// siginfo a caller queues, to deliver it as the caller would have.
+// (size 0: none).
 func PtrArg(sc filter.Syscall, args [6]uint64) (addr uint64, size int) {
 	switch cmd := uint32(args[1]); {
 	case (sc == filter.Fcntl || sc == filter.Fcntl64) && cmd == filter.FSetownEx:
 		return args[2], 8 // struct f_owner_ex { int type; pid_t pid; }
 	case sc == filter.Ioctl && (cmd == filter.FIOSETOWN || cmd == filter.SIOCSPGRP):
 		return args[2], 4 // int
-	case sc == filter.RtSigqueueinfo || (sc == filter.PidfdSendSignal && args[2] != 0):
-		return args[2], SiginfoSize
-	case sc == filter.RtTgsigqueueinfo:
-		return args[3], SiginfoSize
 	}
 	return 0, 0
 }
-
-// SiginfoSize is the size of siginfo_t under every ABI.
-const SiginfoSize = 128
 
 // Exec is an exec's path, argv and environment as read from the caller's
 // memory (strings may hold any bytes), or the reason they could not be read.

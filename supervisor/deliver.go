@@ -173,12 +173,19 @@ func (c *call) deputy(d policy.Decision, pidfd int) unix.Errno {
 	if !c.mayKill(r.Tid, caller, d.Pin, target, sig) {
 		return unix.EPERM
 	}
-	var info [128]byte
-	if _, size := policy.PtrArg(r.Syscall, r.Args); size > 0 {
-		if r.MemErr != nil || len(r.Mem) < size {
+	var info [siginfoSize]byte
+	if addr, ok := siginfoArg(r.Syscall, r.Args); ok {
+		// Read only now, for the one call that needs it: the caller waits,
+		// and its memory is what it passed.
+		if narrow(r.ABI) || r.ABI == "x32" { // 32-bit pointers (filter's ABI names)
+			addr &= 0xffffffff
+		}
+		var buf [siginfoSize]byte
+		mem, err := readMem(r.Tid, addr, buf[:])
+		if err != nil {
 			return unix.EFAULT
 		}
-		info = callerSiginfo(r.Mem, r.ABI)
+		info = callerSiginfo(mem, r.ABI)
 		binary.LittleEndian.PutUint32(info[0:], uint32(sig)) // rt_sigqueueinfo takes the signal from its argument
 	} else {
 		senderPid := c.senderPid(r.Tid, caller, target)
@@ -283,14 +290,36 @@ func (c *call) senderPid(tid int, caller, target procfs.Creds) int {
 	return ns[depth-1]
 }
 
+// siginfoSize is the size of siginfo_t under every ABI.
+const siginfoSize = 128
+
+// siginfoArg is where the siginfo a call queues lies in the caller's
+// memory: rt_sigqueueinfo's and pidfd_send_signal's third argument (NULL:
+// none), rt_tgsigqueueinfo's fourth.
+func siginfoArg(sc filter.Syscall, args [6]uint64) (uint64, bool) {
+	switch sc {
+	case filter.RtSigqueueinfo:
+		return args[2], true
+	case filter.PidfdSendSignal:
+		return args[2], args[2] != 0
+	case filter.RtTgsigqueueinfo:
+		return args[3], true
+	}
+	return 0, false
+}
+
+// narrow reports whether ABI abi (filter's names) lays siginfo_t out with
+// 32-bit fields: i386 and AArch32 (x32 uses the native layout).
+func narrow(abi string) bool { return abi == "i386" || abi == "arm" }
+
 // callerSiginfo is the siginfo a caller handed to rt_sigqueueinfo,
 // rt_tgsigqueueinfo or pidfd_send_signal, in the supervisor's layout: a
 // 32-bit caller's (i386, x32 uses the native one, AArch32) has its
 // sender fields 4 bytes earlier and a 4-byte value, converted as the
 // kernel does for the _rt layout of user-sent codes.
-func callerSiginfo(mem []byte, abi string) (info [128]byte) {
-	switch abi {
-	case "i386", "arm":
+func callerSiginfo(mem []byte, abi string) (info [siginfoSize]byte) {
+	switch {
+	case narrow(abi):
 		copy(info[0:12], mem[0:12])   // signo, errno, code
 		copy(info[16:20], mem[12:16]) // pid
 		copy(info[20:24], mem[16:20]) // uid
