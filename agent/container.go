@@ -107,14 +107,21 @@ func (c *container) local(pid int) (int, error) {
 	if c.shared {
 		return pid, nil
 	}
-	cr, err := c.fs.Creds(pid)
-	if err != nil {
-		return 0, err
-	}
 	if ns, err := c.fs.Namespace(pid, "pid"); err != nil || ns != c.pidns {
 		// Above the container's namespace (the agent's own, a pause
-		// process): invisible from inside.
+		// process), or in one nested in it: not a number of the
+		// container's.
 		return 0, nil
+	}
+	return c.innermost(pid)
+}
+
+// innermost is id's number in its own PID namespace, for an id known to be
+// in the container's.
+func (c *container) innermost(id int) (int, error) {
+	cr, err := c.fs.Creds(id)
+	if err != nil {
+		return 0, err
 	}
 	return cr.NSpid[len(cr.NSpid)-1], nil
 }
@@ -162,7 +169,7 @@ func (c *container) scan(n int) (int, error) {
 			continue
 		}
 		mine = append(mine, p)
-		if l, err := c.local(p); err == nil && l == n {
+		if l, err := c.innermost(p); err == nil && l == n {
 			return p, nil
 		}
 	}
@@ -176,7 +183,7 @@ func (c *container) scan(n int) (int, error) {
 			if err != nil || tid == p {
 				continue
 			}
-			if l, err := c.local(tid); err == nil && l == n {
+			if l, err := c.innermost(tid); err == nil && l == n { // a thread shares its process's namespace
 				return tid, nil
 			}
 		}
