@@ -55,6 +55,10 @@ type call struct {
 	// caller only if it is still waiting: only then must the notify
 	// backend re-check the notification id.
 	callerRead bool
+	// noLeases records that the session held no lease when the decision
+	// began (ownership.Tree.Stable): every owned process is then inside
+	// the agent's Landlock domain (deliver.go).
+	noLeases bool
 	// grp is the group Pgrp last found process grpOf in, in this decision:
 	// a member whose session GroupOwned may ask about.
 	grp, grpOf int
@@ -110,8 +114,10 @@ func (w *liveWorld) begin(req policy.Request, listener int, id uint64) *call {
 	c.w, c.req, c.listener, c.id = w, req, listener, id
 	c.keep, c.fresh, c.callerRead, c.preset = false, false, false, nil
 	c.grp, c.grpOf = 0, 0
+	epoch, stable := w.tree.Stable()
+	c.noLeases = stable
 	if w.pins != nil {
-		c.keep = w.pins.sync(w.tree.Stable())
+		c.keep = w.pins.sync(epoch, stable)
 	}
 	return c
 }
@@ -134,7 +140,7 @@ func (c *call) mayWait() bool {
 func (c *call) moveTo(w *liveWorld) *call {
 	req := c.req
 	req.Mem = nil // points into the loop's scratch space; only exec calls move, and they have none
-	return &call{w: w, req: req, listener: c.listener, id: c.id, looked: make([]pinned, 0, 4), callerRead: c.callerRead}
+	return &call{w: w, req: req, listener: c.listener, id: c.id, looked: make([]pinned, 0, 4), callerRead: c.callerRead, noLeases: c.noLeases}
 }
 
 // decide runs steps 3 to 7 of c, and carries out what the supervisor does
