@@ -40,7 +40,9 @@ libc.syscall.restype = ctypes.c_long
 pid = int(sys.argv[1])
 def call(name, nr, *args):
     r = libc.syscall(nr, *args)
-    print("%s=%s" % (name, "ok" if r >= 0 else os.strerror(ctypes.get_errno())))
+    # One write per line: under PYTHONUNBUFFERED, print writes the newline
+    # apart, and a log line of paddock may come between (no quote: bash -c).
+    os.write(1, ("%s=%s\n" % (name, "ok" if r >= 0 else os.strerror(ctypes.get_errno()))).encode())
 attr = ctypes.create_string_buffer(128)
 ctypes.c_uint32.from_buffer(attr, 0).value = 1    # PERF_TYPE_SOFTWARE
 ctypes.c_uint32.from_buffer(attr, 4).value = 128  # size
