@@ -150,20 +150,27 @@ func readAnswer(t *testing.T, c *net.UnixConn) Response {
 }
 
 // The socket lives alone in a fresh 0700 directory under $XDG_RUNTIME_DIR,
-// else the temp dir, and Close takes both away.
+// else $TMPDIR, else /dev/shm where it is a tmpfs, else /tmp, and Close
+// takes both away.
 func TestListen(t *testing.T) {
 	xdg, tmp := t.TempDir(), t.TempDir()
+	neither := "/tmp"
+	var fs unix.Statfs_t
+	if err := unix.Statfs("/dev/shm", &fs); err == nil && fs.Type == unix.TMPFS_MAGIC && unix.Access("/dev/shm", unix.W_OK) == nil {
+		neither = "/dev/shm"
+	}
 	for _, tc := range []struct {
-		name, xdg, parent string
+		name, xdg, tmpdir, parent string
 	}{
-		{"XDG_RUNTIME_DIR", xdg, xdg},
-		{"relative XDG_RUNTIME_DIR", "run", tmp},
-		{"missing XDG_RUNTIME_DIR", filepath.Join(xdg, "gone"), tmp},
-		{"TMPDIR", "", tmp},
+		{"XDG_RUNTIME_DIR", xdg, tmp, xdg},
+		{"relative XDG_RUNTIME_DIR", "run", tmp, tmp},
+		{"missing XDG_RUNTIME_DIR", filepath.Join(xdg, "gone"), tmp, tmp},
+		{"TMPDIR", "", tmp, tmp},
+		{"neither", "", "", neither},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("XDG_RUNTIME_DIR", tc.xdg)
-			t.Setenv("TMPDIR", tmp)
+			t.Setenv("TMPDIR", tc.tmpdir)
 			s, err := Listen(Options{}, &recorder{})
 			if err != nil {
 				t.Fatal(err)
