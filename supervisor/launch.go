@@ -154,6 +154,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 		s.rootSet = make(chan rootPin, 1)
 	}
 	s.startServing()
+	<-s.sigs.ready
 	close(proceed)
 	fr := <-forked
 	if fr.err != nil {
@@ -359,6 +360,7 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 		self = s.cfg.Self
 	}
 	env := s.agentEnv()
+	<-s.sigs.ready
 	pid, err := syscall.ForkExec(self, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{fdOr(s.cfg.Stdin, 0), fdOr(s.cfg.Stdout, 1), fdOr(s.cfg.Stderr, 2), uintptr(pair[1])},
@@ -431,19 +433,18 @@ func agentEnv(base []string, socket string) []string {
 }
 
 // agentEnv is the agent's environment (agentEnv), with Config.Bin callable
-// by name: a directory of the session's own, next to its control socket
-// and removed with it, holding a link named paddock to Bin, first on PATH.
+// by name: the session's own directory, which holds its control socket
+// and is removed with it, gets a link named paddock to Bin and goes first
+// on PATH.
 // Without it the agent still has PADDOCK_BIN.
 func (s *Session) agentEnv() []string {
 	env := agentEnv(s.cfg.Env, s.SocketPath())
 	if s.cfg.Bin == "" {
 		return env
 	}
-	dir := filepath.Join(filepath.Dir(s.SocketPath()), "bin")
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		s.cfg.Log.Debug().Err(err).Msg("paddock is not on the agent's PATH")
-		return env
-	}
+	// Not a directory of its own: making and removing one for the link
+	// alone cost a container's init about a twentieth of its start.
+	dir := filepath.Dir(s.SocketPath())
 	if err := os.Symlink(s.cfg.Bin, filepath.Join(dir, "paddock")); err != nil && !errors.Is(err, os.ErrExist) {
 		s.cfg.Log.Debug().Err(err).Msg("paddock is not on the agent's PATH")
 		return env

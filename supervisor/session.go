@@ -91,6 +91,10 @@ type Config struct {
 	// every signal tini forwards, not only the interactive set. It is on by
 	// itself when paddock is PID 1 of its PID namespace.
 	Init bool
+	// Signals are paddock's own signals, caught by CatchSignals before
+	// Start for a shorter start (nil: Start catches them). Its init must
+	// agree with Init.
+	Signals *Signals
 	// ForwardToGroup starts the agent in a process group of its own and
 	// forwards signals to that whole group.
 	ForwardToGroup bool
@@ -306,7 +310,8 @@ type Session struct {
 	done   chan struct{}
 	status unix.WaitStatus
 
-	sigs chan os.Signal
+	// sigs has paddock's own signals, for forward.
+	sigs *Signals
 
 	waitOnce sync.Once
 	cleaned  Cleanup
@@ -327,45 +332,40 @@ func Start(cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("supervisor: prctl(PR_SET_DUMPABLE, 0): %w", err)
 	}
 	fs := procfs.Default()
-	tree, err := ownership.NewTree(fs, os.Getpid())
-	if err != nil {
-		return nil, err
-	}
-	s := &Session{cfg: cfg, fs: fs, tree: tree, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
+	s := &Session{cfg: cfg, fs: fs, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
 	// The agent starts with the signal mask paddock was started with, not
 	// whatever the launching thread holds at the fork. A thread running Go
 	// code holds it, less the signals the runtime must handle itself.
+	var err error
 	if s.sigmask, err = fs.SigBlk(); err != nil {
 		cfg.Log.Debug().Err(err).Msg("the agent starts with no signal blocked")
 		s.sigmask = 0
 	}
-	s.sigign = keepIgnored(cfg.Log)
+	sg := cfg.Signals
+	if sg == nil {
+		sg = CatchSignals(cfg.Init, cfg.Log)
+	}
+	s.sigs, s.sigign = sg, sg.ignored
+	if s.tree, err = ownership.NewTree(fs, os.Getpid()); err != nil {
+		s.sigs.Stop()
+		return nil, err
+	}
 	s.reporter = newReporter(cfg.Log, fs, cfg.Journal, cfg.NotifyStderr)
 	s.reporter.logTTY = terminalOf(cfg.LogFile)
 	if s.reporter.logTTY != 0 {
 		s.reporter.relayedTTY = terminalOf(cfg.Terminal)
 	}
 	if s.control, err = control.Listen(control.Options{Timeout: cfg.controlTimeout, Log: cfg.Log}, controlOps{s}); err != nil {
+		s.sigs.Stop()
 		return nil, err
 	}
-
-	// Signals are caught from before the agent exists: one that arrives
-	// while it starts (a ^C, a container's SIGTERM) waits for it and is
-	// forwarded, instead of killing paddock by default under a running agent.
-	s.sigs = make(chan os.Signal, 16)
-	if cfg.Init || os.Getpid() == 1 {
-		signal.Notify(s.sigs, notIgnored(append(initSignals(), initDropped()...))...)
-	} else {
-		signal.Notify(s.sigs, notIgnored(interactiveSignals())...)
-	}
-	signal.Notify(s.sigs, syncSignals()...)
 
 	started := make(chan error, 1)
 	// The launching thread must outlive the agent: Pdeathsig fires when the
 	// thread that forked it exits (golang/go#27505). It then becomes the reaper.
 	go s.launchAndReap(started)
 	if err := <-started; err != nil {
-		signal.Stop(s.sigs)
+		s.sigs.Stop()
 		_ = s.control.Close()
 		return nil, err
 	}
@@ -396,11 +396,51 @@ func Start(cfg Config) (*Session, error) {
 	return s, nil
 }
 
+// Signals are a session's own signals, being caught (CatchSignals).
+type Signals struct {
+	c       chan os.Signal
+	ready   chan struct{}
+	ignored uint64
+}
+
+// CatchSignals starts catching the signals a session forwards to its
+// agent (an init's when init or when this process is PID 1; see
+// initSignals), and keeps ignored those that were ignored when this
+// process started (keepIgnored). A signal is caught from before the agent
+// exists: one that arrives while it starts (a ^C, a container's SIGTERM)
+// waits for it and is forwarded, instead of killing paddock by default
+// under a running agent. os/signal enables each signal through a round
+// trip to a thread of the Go runtime's own, about 20 us each, and an init
+// catches about 60: the catching goes on in the background, beside the
+// rest of the start, and the launch waits for it before the fork. A
+// caller that has other work to do before Start calls it first and passes
+// the result in Config.Signals.
+func CatchSignals(init bool, log zerolog.Logger) *Signals {
+	sg := &Signals{c: make(chan os.Signal, 16), ready: make(chan struct{}), ignored: keepIgnored(log)}
+	go func() {
+		defer close(sg.ready)
+		if init || os.Getpid() == 1 {
+			signal.Notify(sg.c, notIgnored(append(initSignals(), initDropped()...))...)
+		} else {
+			signal.Notify(sg.c, notIgnored(interactiveSignals())...)
+		}
+		signal.Notify(sg.c, syncSignals()...)
+	}()
+	return sg
+}
+
+// Stop gives the signals back once they are caught (Wait does, for a
+// session's), for a caller of CatchSignals that does not go on to Start.
+func (sg *Signals) Stop() {
+	<-sg.ready
+	signal.Stop(sg.c)
+}
+
 // forward passes paddock's own signals on to the agent root, or its group.
 func (s *Session) forward() {
 	for {
 		select {
-		case sig := <-s.sigs:
+		case sig := <-s.sigs.c:
 			if dropped(sig) {
 				continue // initDropped, syncSignals
 			}
@@ -473,7 +513,10 @@ func (s *Session) SocketPath() string { return s.control.Path() }
 func (s *Session) Wait() int {
 	<-s.done
 	s.waitOnce.Do(func() {
-		signal.Stop(s.sigs)
+		// In the background: giving each signal back is a round trip
+		// too, and a signal that comes meanwhile finds the agent gone
+		// and is dropped, as an init drops it.
+		go s.sigs.Stop()
 		if !s.cfg.KeepOrphans {
 			grace := s.cfg.Grace
 			switch {

@@ -171,6 +171,9 @@ func runRun(f runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	// First: catching an init's signals is most of its start, and goes on
+	// beside the rest (see supervisor.CatchSignals).
+	sigs := supervisor.CatchSignals(f.init, log)
 	prof, err := loadProfile(f.profile)
 	if err != nil {
 		return err
@@ -292,7 +295,7 @@ func runRun(f runFlags, args []string) error {
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
-		Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
+		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
 	if err != nil {
 		return err
