@@ -44,7 +44,7 @@ func InitChild() reexec.Child {
 }
 
 // runInit expects: --backend auto|seccomp|ptrace [--trap-exec] [--trap-power]
-// [--keep-caps] -- PATH ARGV0 ARG... It returns only on failure, with an
+// [--keep-caps] [--strict-wall] -- PATH ARGV0 ARG... It returns only on failure, with an
 // exit status (126, like a shell that could not execute a command) and the
 // error.
 //
@@ -64,12 +64,14 @@ func runInit(args []string) (int, error) {
 	runtime.LockOSThread()
 	var opts filter.Options
 	backend := BackendAuto
-	keepCaps := false
+	keepCaps, strict := false, false
 	var sigmask, sigign uint64
 	for len(args) > 0 && args[0] != "--" {
 		switch args[0] {
 		case "--keep-caps":
 			keepCaps = true
+		case "--strict-wall":
+			strict = true
 		case "--trap-exec":
 			opts.Exec = true
 		case "--trap-power":
@@ -109,7 +111,11 @@ func runInit(args []string) (int, error) {
 	// The supervisor says on its start line whether this kernel has
 	// Landlock; a domain that could not be entered where it has is said
 	// here. The supervisor's traps hold without it.
-	if err := enterLandlockDomain(keepCaps); err != nil && !landlockMissing(err) {
+	err := enterLandlockDomain(keepCaps, strict)
+	if err != nil && strict {
+		return 126, fmt.Errorf("init: --strict-wall: %w", err)
+	}
+	if err != nil && !landlockMissing(err) {
 		fmt.Fprintf(os.Stderr, "paddock: init: %v: the kernel's wall behind the supervisor is down for this session\n", err)
 	}
 	// Decided as the supervisor decides it (Session.newWorld), so that

@@ -3,6 +3,12 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -45,26 +51,228 @@ const landlockMinABI = 6
 var errLandlockOld = errors.New("Landlock before ABI 6 (Linux 6.12) has no scope to restrict without also forbidding mount(2)")
 
 // enterLandlockDomain puts the calling thread, which is about to start the
-// agent, in a Landlock domain of its own. With keepCaps, or where the
-// kernel has no Landlock or one without scopes, it returns an error
-// landlockMissing recognizes: the seccomp traps then hold alone.
-func enterLandlockDomain(keepCaps bool) error {
+// agent, in a Landlock domain of its own; with strict, one that also
+// refuses writes to processes' and cgroups' files (strictRuleset). With
+// keepCaps, or where the kernel has no Landlock or one without scopes, it
+// returns an error landlockMissing recognizes: the seccomp traps then hold
+// alone (a strict wall's caller refuses to start instead).
+func enterLandlockDomain(keepCaps, strict bool) error {
 	if err := landlockReady(keepCaps); err != nil {
 		return err
 	}
-	err := sys.LandlockRestrictSelf(landlockScopes)
+	ruleset, err := sys.LandlockCreateRuleset(0, landlockScopes)
+	if strict {
+		ruleset, err = strictRuleset("/", mountinfoPath)
+	}
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	defer unix.Close(ruleset)
+	err = sys.LandlockRestrict(ruleset)
 	if errors.Is(err, unix.EPERM) {
 		// Neither CAP_SYS_ADMIN nor no_new_privs: set the latter, as the
 		// filter's install does.
 		if perr := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); perr != nil {
 			return fmt.Errorf("landlock: prctl(PR_SET_NO_NEW_PRIVS): %w", perr)
 		}
-		err = sys.LandlockRestrictSelf(landlockScopes)
+		err = sys.LandlockRestrict(ruleset)
 	}
 	if err != nil {
 		return fmt.Errorf("landlock: landlock_restrict_self: %w", err)
 	}
 	return nil
+}
+
+// The strict wall (paddock run --strict-wall) closes what signals and
+// ptrace scoping leave open to an agent that runs as the same user as the
+// processes it would harm: files that act on a process or a group of
+// processes when written, which the kernel guards by file owner alone.
+// /proc/PID/oom_score_adj (raised to 1000, it makes the process the OOM
+// killer's first victim), and a delegated cgroup's cgroup.kill,
+// cgroup.freeze, cgroup.procs (moving a process into a cgroup the agent
+// then kills) and its limits (memory.max). Its ruleset handles writing
+// and truncating files, and moving or linking them across directories
+// (which a ruleset that handles any filesystem access refuses unless it is
+// granted), and grants all three everywhere but in the mounts of procfs
+// and of cgroupfs (v1 and v2), where only procfs's entries that are not
+// processes (/proc/sys, ...) keep them, /proc/sysrq-trigger excepted.
+//
+// What it costs the agent, which is why it is asked for and not the
+// default: no file of any process, its own included, may be written
+// (/proc/self/uid_map for a user namespace, /proc/self/oom_score_adj),
+// no cgroup of its own managed, no file created directly in / written;
+// and, as in any domain that handles filesystem access, mount(2),
+// umount(2) and pivot_root(2) are refused: bwrap, unshare -m and rootless
+// containers fail inside it.
+
+// strictAccess is what a strict wall handles, and grants on a directory;
+// strictFileAccess what it grants on a file.
+const (
+	strictFileAccess = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	strictAccess     = strictFileAccess | unix.LANDLOCK_ACCESS_FS_REFER
+)
+
+// mountinfoPath lists the mounts the strict wall's thread sees.
+const mountinfoPath = "/proc/thread-self/mountinfo"
+
+// strictRuleset builds the strict wall's ruleset for the tree at root:
+// the scopes, and strictAccess granted on each of strictGrants.
+func strictRuleset(root, mountinfo string) (int, error) {
+	sealed, err := sealedMounts(mountinfo, root)
+	if err != nil {
+		return -1, err
+	}
+	grants, err := strictGrants(root, sealed)
+	if err != nil {
+		return -1, err
+	}
+	ruleset, err := sys.LandlockCreateRuleset(strictAccess, landlockScopes)
+	if err != nil {
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", err)
+	}
+	for _, g := range grants {
+		fd, err := unix.Open(g.path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			// Gone since it was listed, or not ours to reach: it stays
+			// unwritable, which fails closed.
+			continue
+		}
+		access := uint64(strictFileAccess)
+		if g.dir {
+			access = strictAccess
+		}
+		err = sys.LandlockAddPathRule(ruleset, fd, access)
+		unix.Close(fd)
+		if err != nil {
+			unix.Close(ruleset)
+			return -1, fmt.Errorf("landlock_add_rule %s: %w", g.path, err)
+		}
+	}
+	return ruleset, nil
+}
+
+// wallGrant is a file, or a directory and what lies beneath it, that the
+// strict wall leaves writable.
+type wallGrant struct {
+	path string
+	dir  bool
+}
+
+// strictGrants lists what a strict wall grants under root: every entry
+// of every directory on the way from root to a sealed mount (sealed maps
+// its path to whether it is a procfs), but the sealed mounts themselves
+// and symbolic links (what one leads to is granted or not where it lies);
+// and in a procfs, every entry that is neither a process (a number, self,
+// thread-self) nor sysrq-trigger.
+func strictGrants(root string, sealed map[string]bool) ([]wallGrant, error) {
+	var grants []wallGrant
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("strict wall: %w", err)
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if proc, ok := sealed[p]; ok {
+				if proc {
+					grants = append(grants, procGrants(p)...)
+				}
+				continue
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				continue
+			}
+			if e.IsDir() && holdsSealed(p, sealed) {
+				if err := walk(p); err != nil {
+					return err
+				}
+				continue
+			}
+			grants = append(grants, wallGrant{path: p, dir: e.IsDir()})
+		}
+		return nil
+	}
+	if err := walk(root); err != nil {
+		return nil, err
+	}
+	return grants, nil
+}
+
+// holdsSealed reports whether a sealed mount lies beneath dir.
+func holdsSealed(dir string, sealed map[string]bool) bool {
+	for p := range sealed {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// procGrants are the entries of the procfs at dir that a strict wall
+// leaves writable (see strictGrants). Unreadable, it leaves none.
+func procGrants(dir string) []wallGrant {
+	entries, _ := os.ReadDir(dir)
+	var grants []wallGrant
+	for _, e := range entries {
+		name := e.Name()
+		if e.Type()&fs.ModeSymlink != 0 || name == "sysrq-trigger" || strings.Trim(name, "0123456789") == "" {
+			continue
+		}
+		grants = append(grants, wallGrant{path: filepath.Join(dir, name), dir: e.IsDir()})
+	}
+	return grants
+}
+
+// sealedMounts reads the mounts of procfs and cgroupfs under root from a
+// mountinfo file (proc(5)): their paths, each mapped to whether it is a
+// procfs.
+func sealedMounts(mountinfo, root string) (map[string]bool, error) {
+	b, err := os.ReadFile(mountinfo)
+	if err != nil {
+		return nil, fmt.Errorf("strict wall: %w", err)
+	}
+	sealed := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPEROPTIONS
+		fields := strings.Fields(line)
+		sep := slices.Index(fields, "-")
+		if sep < 5 || sep+1 >= len(fields) {
+			continue
+		}
+		switch fields[sep+1] {
+		case "proc", "cgroup", "cgroup2":
+		default:
+			continue
+		}
+		p := unescapeMount(fields[4])
+		if root != "/" {
+			if !strings.HasPrefix(p, root+"/") {
+				continue
+			}
+		}
+		sealed[p] = fields[sep+1] == "proc"
+	}
+	return sealed, nil
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // errKeepCaps is why an agent started with --keep-caps is outside a domain:
@@ -110,6 +318,8 @@ func (s *Session) KernelWall() string {
 
 func (s *Session) kernelWall() string {
 	switch {
+	case s.wallErr == nil && s.backend != "" && s.cfg.StrictWall:
+		return "landlock, strict: the kernel keeps ptrace, /proc/PID/mem, process_vm_*, pidfd_getfd and signals inside the agent's processes, and refuses the agent writes to /proc/PID and cgroup files, and mount(2)"
 	case s.wallErr == nil && s.backend != "":
 		return "landlock: the kernel keeps ptrace, /proc/PID/mem, process_vm_*, pidfd_getfd and signals inside the agent's processes"
 	case s.wallErr == nil:

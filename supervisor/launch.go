@@ -131,8 +131,15 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 		}
 		// After the filter: a thread the ptrace fallback would leave behind
 		// stays out of the domain. A wall that cannot go up is said on the
-		// start line; the supervisor's traps hold without it.
-		listenerc <- listenerResult{fd: fd, wall: enterLandlockDomain(s.cfg.KeepCaps)}
+		// start line; the supervisor's traps hold without it. A strict
+		// wall was asked for: without it, no agent.
+		wall := enterLandlockDomain(s.cfg.KeepCaps, s.cfg.StrictWall)
+		if wall != nil && s.cfg.StrictWall {
+			unix.Close(fd)
+			listenerc <- listenerResult{err: fmt.Errorf("supervisor: --strict-wall: %w", wall)}
+			return
+		}
+		listenerc <- listenerResult{fd: fd, wall: wall}
 		<-proceed
 		// The fork gives the child this thread's mask (runtime BeforeFork).
 		if err := sys.SetSigmask(s.sigmask); err != nil {
@@ -353,6 +360,9 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	}
 	if s.cfg.KeepCaps {
 		args = append(args, "--keep-caps")
+	}
+	if s.cfg.StrictWall {
+		args = append(args, "--strict-wall")
 	}
 	args = append(append(args, "--", s.cfg.Path), s.cfg.Args...)
 	self, argv := reexec.Argv(InitArg, args...)

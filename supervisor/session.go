@@ -111,6 +111,10 @@ type Config struct {
 	// CAP_SYS_ADMIN, gives it a mount namespace of its own in which
 	// /proc/sysrq-trigger is read-only (docs/threat-model.md).
 	KeepCaps bool
+	// StrictWall puts the agent in a Landlock domain that also refuses it
+	// writes to processes' and cgroups' files, and mount(2) (see
+	// landlock.go). Start fails where the kernel cannot, and with KeepCaps.
+	StrictWall bool
 	// Slice is the scheduler time slice this process's threads ask for
 	// while they supervise, and Boost how many nice steps below its own
 	// they take where that is permitted (sched.SupervisorSlice and
@@ -330,6 +334,11 @@ func Start(cfg Config) (*Session, error) {
 	}
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return nil, fmt.Errorf("supervisor: prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	if cfg.StrictWall {
+		if err := landlockReady(cfg.KeepCaps); err != nil {
+			return nil, fmt.Errorf("supervisor: --strict-wall: %w", err)
+		}
 	}
 	fs := procfs.Default()
 	s := &Session{cfg: cfg, fs: fs, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}

@@ -93,6 +93,8 @@ var scenarios = []struct {
 	{"HarmWithoutSignal", harmWithoutSignal},
 	{"AdoptedBehindTheWall", adoptedBehindTheWall},
 	{"DeputyChecksKillPermission", deputyChecksKillPermission},
+	{"StrictWallSealsProcFiles", strictWallSealsProcFiles},
+	{"StrictWallSealsCgroups", strictWallSealsCgroups},
 }
 
 // TestConformance runs every scenario against every backend.
