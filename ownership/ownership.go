@@ -8,6 +8,7 @@ package ownership
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -130,7 +131,17 @@ func NewTree(fs procfs.FS, supervisorPid int) (*Tree, error) {
 		return nil, fmt.Errorf("ownership: supervisor %d: %w", supervisorPid, err)
 	}
 	t := &Tree{fs: fs, supervisor: IdentityOf(st), ancestors: map[int]uint64{}, leases: map[int]Lease{}}
-	if _, n, err := fs.Seccomp(supervisorPid); err == nil {
+	// The supervisor's own count is its calling thread's when it is this
+	// process: a thread that launched an agent carries the agent's filter
+	// for as long as it lives, and when Go ran that launch on the main
+	// thread (which never exits), /proc/PID shows the filter ever after,
+	// which made every later session of a library host call its own
+	// agent's processes foreign.
+	count := func() (int, int, error) { return fs.Seccomp(supervisorPid) }
+	if supervisorPid == os.Getpid() {
+		count = fs.ThreadSeccomp
+	}
+	if _, n, err := count(); err == nil {
 		t.superFilters = n
 	}
 	// Bounded, like walk: /proc is read one file at a time, so a pid reused

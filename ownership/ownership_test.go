@@ -1500,3 +1500,38 @@ func subreaperHelper() int {
 	}
 	return 0
 }
+
+// The supervisor's own filter count is read from its calling thread when it
+// is this process: a thread that launched an earlier agent may have been
+// the main thread, whose /proc/PID/status then shows the agent's filter,
+// and the agent's processes, with one filter, must still carry more than
+// the supervisor.
+func TestSupervisorFiltersFromThread(t *testing.T) {
+	self := os.Getpid()
+	f := newFakeProc(t, proc{pid: self, ppid: 0, start: 100, filtered: true})
+	thread := filepath.Join(f.root, "thread-self")
+	if err := os.Remove(thread); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(thread, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(thread, "status"), []byte(statusFile(proc{pid: self})), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := ownership.NewTree(f.FS(), self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tree.CarriesAgentFilter(1) {
+		t.Error("one filter does not carry the agent's: the supervisor's count came from its main thread's filtered status")
+	}
+	// Another pid than this process's is read from its own status.
+	other := newFakeProc(t, proc{pid: 4242, ppid: 0, start: 100, filtered: true})
+	if tree, err = ownership.NewTree(other.FS(), 4242); err != nil {
+		t.Fatal(err)
+	}
+	if tree.CarriesAgentFilter(1) {
+		t.Error("a supervisor at pid 4242 with one filter: one filter carries the agent's")
+	}
+}

@@ -244,13 +244,24 @@ func ParseTgid(b []byte) (int, error) {
 // strict, 2 filter) and the number of filters attached ("Seccomp_filters:",
 // Linux 5.9+; 0 when the line is absent).
 func (fs FS) Seccomp(pid int) (mode, filters int, err error) {
+	return fs.seccompOf(fs.path(pid, "status"))
+}
+
+// ThreadSeccomp is Seccomp of the calling thread (/proc/thread-self): a
+// process's threads may run under different filters, and /proc/PID shows
+// its main thread's.
+func (fs FS) ThreadSeccomp() (mode, filters int, err error) {
+	return fs.seccompOf(fs.Root + "/thread-self/status")
+}
+
+func (fs FS) seccompOf(name string) (mode, filters int, err error) {
 	var buf [4096]byte
-	n, err := readSmall(fs.path(pid, "status"), buf[:])
+	n, err := readSmall(name, buf[:])
 	if err != nil {
 		return 0, 0, err
 	}
 	if mode, filters, err = ParseSeccomp(buf[:n]); err != nil {
-		return 0, 0, fmt.Errorf("read %s: %w", fs.path(pid, "status"), err)
+		return 0, 0, fmt.Errorf("read %s: %w", name, err)
 	}
 	return mode, filters, nil
 }
