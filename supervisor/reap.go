@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -95,6 +96,7 @@ func (s *Session) reap(root int) {
 	}
 	rootDone := false
 	var y yielder
+	var others backoff
 	for {
 		y.maybe()
 		// Peek at the next child to collect, then reap exactly that one:
@@ -122,6 +124,10 @@ func (s *Session) reap(root int) {
 			}
 			continue
 		}
+		if next != root && !s.agents(next) && others.wait() {
+			continue
+		}
+		others.reset()
 		if next == root && !rootDone {
 			s.tree.RootExited()
 		}
@@ -159,19 +165,71 @@ func (s *Session) reap(root int) {
 }
 
 // reapOrphans keeps collecting re-parented orphans after the root exited, so
-// that none stays a zombie while the process lives on.
+// that none stays a zombie while the process lives on; it ends when this
+// process has no child left.
 func (s *Session) reapOrphans() {
+	var others backoff
 	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
-		if err != nil && !errors.Is(err, unix.EINTR) {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT|unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
 			return
 		}
-		if err == nil {
+		next := sys.SiginfoPid(&info)
+		if !s.agents(next) && others.wait() {
+			continue
+		}
+		others.reset()
+		var ws unix.WaitStatus
+		if pid, err := unix.Wait4(next, &ws, unix.WALL, nil); err == nil {
 			s.warnReaped(pid, ws)
 		}
 	}
 }
+
+// agents reports whether pid, a child of this process that has exited,
+// is the agent's to collect: the agent root, or an orphan of its tree
+// (which carries the agent's seccomp filter; ownership.Tree). Any other
+// child was started by paddock itself (nvidia-smi, for the VRAM budget)
+// or by the program hosting the supervisor, and its own waiter (os/exec)
+// collects it: reaped here first, it would make that wait fail with
+// ECHILD. A child whose filters cannot be read is the agent's: no zombie
+// stays for want of a reading.
+func (s *Session) agents(pid int) bool {
+	if pid == s.rootPid {
+		return true
+	}
+	_, filters, err := s.fs.Seccomp(pid)
+	return err != nil || s.tree.CarriesAgentFilter(filters)
+}
+
+// othersGrace is how long the reaper leaves a child that is not the
+// agent's (see agents) to its own waiter, looking again ever more rarely,
+// before it collects the child itself: os/exec's Wait, already waiting,
+// takes it within microseconds, and a zombie nobody waits for must not
+// keep the reaper from the agent's processes (waitid sees the first
+// zombie child first) for longer than that.
+const othersGrace = 50 * time.Millisecond
+
+// backoff spaces the reaper's looks at a child that is not the agent's.
+type backoff struct{ d, total time.Duration }
+
+// wait sleeps before the next look and reports true, or reports false
+// once othersGrace is spent: collect it then.
+func (b *backoff) wait() bool {
+	if b.total >= othersGrace {
+		return false
+	}
+	b.d = min(max(2*b.d, 50*time.Microsecond), othersGrace/4)
+	b.total += b.d
+	time.Sleep(b.d)
+	return true
+}
+
+func (b *backoff) reset() { *b = backoff{} }
 
 // warnReaped logs a process other than the agent root that paddock reaped
 // (an orphan re-parented to it), with Config.WarnOnReap: tini's -w.
