@@ -836,7 +836,7 @@ func build(f facts) Report {
 			"paddock's wall needs Landlock ABI 6 (Linux 6.12+: scopes, so that the agent's domain restricts no file access and mount(2) keeps working); "+notUsed+"Landlock")
 	case f.landlockErr == nil:
 		add(IDLandlock, "Landlock", OK, fmt.Sprintf("ABI %d", f.landlockABI),
-			"paddock run starts the agent in a Landlock domain of its own: the kernel refuses it ptrace-class access (/proc/PID/mem, process_vm_*, ptrace, pidfd_getfd) and signals to anything it did not start, adopted processes getting theirs from the supervisor (--keep-caps: not)")
+			"paddock run starts the agent in a Landlock domain of its own: the kernel refuses it ptrace-class access (/proc/PID/mem, process_vm_*, ptrace, pidfd_getfd) and signals to anything it did not start, adopted processes getting theirs from the supervisor (--keep-caps: not); --strict-wall can also refuse it writes to /proc/PID and cgroup files")
 	case errors.Is(f.landlockErr, unix.EOPNOTSUPP):
 		add(IDLandlock, "Landlock", Missing, "EOPNOTSUPP", "Landlock is built in but not enabled (add landlock to the lsm= boot parameter); "+notUsed+"Landlock")
 	case errors.Is(f.landlockErr, unix.ENOSYS):
