@@ -39,6 +39,7 @@ const (
 	KeyAllowOptIn        = "allow_opt_in"
 	KeyAdoption          = "adoption"
 	KeyPty               = "pty"
+	KeyStrictWall        = "strict_wall"
 )
 
 // Adoption modes: who may adopt a process into a session (key adoption).
@@ -54,7 +55,7 @@ const (
 )
 
 // Keys lists the profile keys in the order paddock prints them.
-var Keys = []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption, KeyPty}
+var Keys = []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption, KeyPty, KeyStrictWall}
 
 // Sources: where a value came from (Profile.Sources values; file values are
 // "file PATH:LINE").
@@ -90,6 +91,9 @@ type Profile struct {
 	// (the default); false keeps it on the user's terminal, as
 	// `paddock run --no-pty` does.
 	Pty bool
+	// StrictWall: paddock run starts the agent behind the strict wall, as
+	// `paddock run --strict-wall` does (default false).
+	StrictWall bool
 	// Sources maps each key, and "profile" (the file's path), to where its
 	// value came from: "file PATH:LINE", "env PADDOCK_PROFILE", "flag
 	// --profile", "detected", "default".
@@ -354,6 +358,12 @@ func Parse(path string, data []byte) (Profile, error) {
 				return Profile{}, bad(key, "want true (the agent on a pty of its own) or false (on the user's terminal); got "+describe(v))
 			}
 			p.Pty = b
+		case KeyStrictWall:
+			b, ok := v.(bool)
+			if !ok {
+				return Profile{}, bad(key, "want true (the kernel also refuses the agent writes to /proc/PID and cgroup files, and mount(2), as paddock run --strict-wall) or false; got "+describe(v))
+			}
+			p.StrictWall = b
 		}
 		p.Sources[key] = src(key)
 	}

@@ -22,12 +22,13 @@ headless = false
 allow_opt_in = false
 adoption = "outside"
 pty = false
+strict_wall = true
 `
 	p, err := Parse("/etc/p.toml", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "desktop" || *p.TotalVRAMGB != 24 || *p.DesktopHeadroomGB != 3.5 || *p.Headless || p.AllowOptIn || p.Adoption != AdoptFromOutside || p.Pty {
+	if p.Name != "desktop" || *p.TotalVRAMGB != 24 || *p.DesktopHeadroomGB != 3.5 || *p.Headless || p.AllowOptIn || p.Adoption != AdoptFromOutside || p.Pty || !p.StrictWall {
 		t.Errorf("values: %+v", p)
 	}
 	if !reflect.DeepEqual(p.ServicesToSurvive, []string{"display-manager", "sway", "user@*"}) {
@@ -37,7 +38,7 @@ pty = false
 		"profile": "file", KeyName: "file /etc/p.toml:2", KeyTotalVRAMGB: "file /etc/p.toml:3",
 		KeyDesktopHeadroomGB: "file /etc/p.toml:4", KeyServicesToSurvive: "file /etc/p.toml:5",
 		KeyHeadless: "file /etc/p.toml:6", KeyAllowOptIn: "file /etc/p.toml:7", KeyAdoption: "file /etc/p.toml:8",
-		KeyPty: "file /etc/p.toml:9",
+		KeyPty: "file /etc/p.toml:9", KeyStrictWall: "file /etc/p.toml:10",
 	}
 	if !reflect.DeepEqual(p.Sources, want) {
 		t.Errorf("sources:\n got %v\nwant %v", p.Sources, want)
@@ -53,7 +54,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Headless != nil || !p.AllowOptIn || p.Adoption != AdoptByAgent || !p.Pty || p.TotalVRAMGB != nil || p.DesktopHeadroomGB != nil || p.ServicesToSurvive != nil {
+	if p.Headless != nil || !p.AllowOptIn || p.Adoption != AdoptByAgent || !p.Pty || p.StrictWall || p.TotalVRAMGB != nil || p.DesktopHeadroomGB != nil || p.ServicesToSurvive != nil {
 		t.Errorf("defaults: %+v", p)
 	}
 	if p.Sources[KeyHeadless] != "file /p.toml:1" || p.Sources[KeyAllowOptIn] != SourceDefault {

@@ -47,6 +47,19 @@ unshare -rm true 2>/dev/null && echo mount=ok || echo mount=refused`
 	if !strings.Contains(out, `kernel_wall="landlock, strict:`) {
 		t.Errorf("the start line does not say the strict wall is up\n%s", out)
 	}
+	// The profile's strict_wall = true does what the flag does.
+	if err := os.MkdirAll(filepath.Join(dir, "paddock"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prof := filepath.Join(dir, "paddock", "profile.toml")
+	if err := os.WriteFile(prof, []byte("strict_wall = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, lines = b.nobodyRun(t, bins.paddock, dir, script)
+	wantLines(t, out, lines, "foreign-oom=refused", "files=ok")
+	if err := os.Remove(prof); err != nil {
+		t.Fatal(err)
+	}
 	// Without --strict-wall: the write goes through (set back to 0 by
 	// root, who alone may lower it).
 	out, lines = b.nobodyRun(t, bins.paddock, dir, script)

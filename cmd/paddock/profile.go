@@ -80,6 +80,7 @@ func printProfile(w io.Writer, p profile.Profile) error {
 	row(profile.KeyAllowOptIn, p.Sources[profile.KeyAllowOptIn], strconv.FormatBool(p.AllowOptIn))
 	row(profile.KeyAdoption, p.Sources[profile.KeyAdoption], p.Adoption)
 	row(profile.KeyPty, p.Sources[profile.KeyPty], strconv.FormatBool(p.Pty))
+	row(profile.KeyStrictWall, p.Sources[profile.KeyStrictWall], strconv.FormatBool(p.StrictWall))
 	dt := p.Detected.DefaultTarget
 	if dt == "" {
 		dt = "unknown"
@@ -98,6 +99,7 @@ type profileJSON struct {
 	AllowOptIn        bool              `json:"allow_opt_in"`
 	Adoption          string            `json:"adoption"`
 	Pty               bool              `json:"pty"`
+	StrictWall        bool              `json:"strict_wall"`
 	Detected          detectedJSON      `json:"detected"`
 	Sources           map[string]string `json:"sources"`
 }
@@ -112,7 +114,7 @@ type detectedJSON struct {
 func printProfileJSON(w io.Writer, p profile.Profile) error {
 	out := profileJSON{
 		Name: p.Name, TotalVRAMGB: p.TotalVRAMGB, DesktopHeadroomGB: p.DesktopHeadroomGB,
-		ServicesToSurvive: p.Services(), AllowOptIn: p.AllowOptIn, Adoption: p.Adoption, Pty: p.Pty, Sources: p.Sources,
+		ServicesToSurvive: p.Services(), AllowOptIn: p.AllowOptIn, Adoption: p.Adoption, Pty: p.Pty, StrictWall: p.StrictWall, Sources: p.Sources,
 		Detected: detectedJSON{Headless: p.Detected.Headless, HeadlessReason: p.Detected.HeadlessReason,
 			DefaultTarget: p.Detected.DefaultTarget, DefaultTargetReason: p.Detected.DefaultTargetReason},
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/journal"
+	"github.com/paddock-dev/paddock/profile"
 	"github.com/paddock-dev/paddock/supervisor"
 	"github.com/paddock-dev/paddock/terminal"
 	"github.com/paddock-dev/paddock/vram"
@@ -93,7 +94,7 @@ pty = false) keeps CMD on your terminal.`,
 	cmd.Flags().StringVar(&f.backend, "backend", "", "how trapped syscalls reach paddock: `auto` (seccomp listener when one can be installed, else ptrace), seccomp or ptrace (default $PADDOCK_BACKEND, else auto)")
 	cmd.Flags().BoolVar(&f.noPty, "no-pty", false, "run CMD on your own terminal instead of a pty of its own: it shares paddock's session, so its kill(0) is refused, and it can push input into your shell (TIOCSTI) or hang up your terminal (docs/limits.md)")
 	addTiniFlags(cmd, &f.tini)
-	cmd.Flags().BoolVar(&f.strictWall, "strict-wall", false, "also have the kernel (Landlock) refuse the agent writes to /proc/PID files (oom_score_adj, ...) and cgroup files (cgroup.kill, cgroup.freeze, ...), its own included; mount(2) is refused too, so bwrap, unshare -m and rootless containers fail inside it (docs/threat-model.md)")
+	cmd.Flags().BoolVar(&f.strictWall, "strict-wall", false, "also have the kernel (Landlock) refuse the agent writes to /proc/PID files (oom_score_adj, ...) and cgroup files (cgroup.kill, cgroup.freeze, ...), its own included; mount(2) is refused too, so bwrap, unshare -m and rootless containers fail inside it (the profile's strict_wall = true does the same; docs/threat-model.md)")
 	cmd.Flags().BoolVar(&f.keepCaps, "keep-caps", false, "leave a root agent as it is: keep CAP_SYS_PTRACE in its capability bounding set, and no mount namespace of its own with a read-only /proc/sysrq-trigger; also no Landlock domain (for any agent)")
 	return cmd
 }
@@ -244,8 +245,13 @@ func runRun(f runFlags, args []string) error {
 	if err != nil {
 		return usageError("--backend: " + err.Error())
 	}
-	if f.strictWall && f.keepCaps {
-		return usageError("--strict-wall needs the kernel's wall, which --keep-caps turns off: use one of them")
+	strictWall := f.strictWall || prof.StrictWall
+	if strictWall && f.keepCaps {
+		from := "--strict-wall"
+		if !f.strictWall {
+			from = "the profile's strict_wall = true (" + prof.Sources[profile.KeyStrictWall] + ")"
+		}
+		return usageError(from + " needs the kernel's wall, which --keep-caps turns off: use one of them")
 	}
 	if f.grace < 0 {
 		return usageError(fmt.Sprintf("--grace %v: want a duration of 0 or more", f.grace))
@@ -300,7 +306,7 @@ func runRun(f runFlags, args []string) error {
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
-		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: f.strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
+		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
 	if err != nil {
 		return err
