@@ -798,6 +798,9 @@ func decideRetarget(c *cmd, args []word, p *Policy) *finding {
 			!slices.Contains([]string{"--output", "--noheadings", "--raw", "--verbose", "--help", "--version"}, strings.SplitN(a.s, "=", 2)[0]) {
 			limits = limits || strings.Contains(a.s, "=")
 		}
+		if name == "prlimit" && len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' {
+			limits = limits || prlimitShortSets(a.s[1:])
+		}
 		for _, f := range flags {
 			if a.s == f || strings.HasPrefix(a.s, f+"=") || (len(f) == 2 && strings.HasPrefix(a.s, "-") && !strings.HasPrefix(a.s, "--") && strings.Contains(a.s[1:], f[1:])) {
 				aimed = true
@@ -811,6 +814,22 @@ func decideRetarget(c *cmd, args []word, p *Policy) *finding {
 		return nil
 	}
 	return broadKill()
+}
+
+// prlimitShortSets reports whether a cluster of prlimit's short options
+// (what follows the "-") sets a limit: a resource's letter with its value
+// attached (-n1, -vn1024 sets nofile, -t=10:20), as getopt reads an
+// optional argument. -p and -o take the rest of the cluster as theirs.
+func prlimitShortSets(cluster string) bool {
+	for i, c := range cluster {
+		switch {
+		case c == 'p' || c == 'o':
+			return false
+		case strings.ContainsRune("cdefilmnqrstuvxy", c):
+			return i+1 < len(cluster)
+		}
+	}
+	return false
 }
 
 func broadKill() *finding { return &finding{rule: RuleBroadKill} }
