@@ -219,26 +219,40 @@ func Open(path string, o Options) (*Journal, error) {
 
 // openFile opens j.path (relative to the directory opened at Open) and
 // checks that it is a regular file of paddock's own.
+//
+// A file with no link left was removed after the open: another writer's
+// rotations moved it down the line and dropped it (many writers and a small
+// --journal-max-bytes make that a matter of milliseconds). The name then
+// leads to a newer file: opened again, a few times at most.
 func (j *Journal) openFile() (int, error) {
-	var fd int
-	err := retryEINTR(func() (err error) {
-		fd, err = unix.Openat(j.dirfd, j.base, fileFlags, 0o600)
-		return err
-	})
-	if err != nil {
-		return -1, openErr(j.path, err)
+	for try := 0; ; try++ {
+		var fd int
+		err := retryEINTR(func() (err error) {
+			fd, err = unix.Openat(j.dirfd, j.base, fileFlags, 0o600)
+			return err
+		})
+		if err != nil {
+			return -1, openErr(j.path, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("journal %s: stat: %w", j.path, err)
+		}
+		if st.Nlink == 0 && try < maxReopens {
+			unix.Close(fd)
+			continue
+		}
+		if err := checkOwned(j.path, &st, j.euid); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("journal %s: open: %w", j.path, err)
+		}
+		return fd, nil
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("journal %s: stat: %w", j.path, err)
-	}
-	if err := checkOwned(j.path, &st, j.euid); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("journal %s: open: %w", j.path, err)
-	}
-	return fd, nil
 }
+
+// maxReopens bounds openFile's opens again of a file removed under it.
+const maxReopens = 8
 
 // Head returns the hash of the chain's last record as this Journal knows it:
 // the record it last appended, or before its first Append the file's last
