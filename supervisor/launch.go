@@ -160,8 +160,15 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	if s.cfg.TrapExec {
 		s.rootSet = make(chan rootPin, 1)
 	}
+	s.serving = make(chan struct{})
 	s.startServing()
 	<-s.sigs.ready
+	// The fork is a vfork: the launching thread keeps its P, without
+	// scheduling anything on it, until the agent's execve is answered. A
+	// notify loop not yet running could sit in that P's run queue, left
+	// there when no other thread happened to look for work, and nothing
+	// would answer: the start would hang. It is in its receive first.
+	<-s.serving
 	close(proceed)
 	fr := <-forked
 	if fr.err != nil {

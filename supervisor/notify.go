@@ -60,8 +60,13 @@ func (s *Session) serve(w *liveWorld) {
 	// trapped call), normally its own execve; it is pinned before the
 	// answer lets the agent run.
 	pinRoot := s.rootSet != nil
+	serving := s.serving
 	for {
 		y.maybe()
+		if serving != nil {
+			close(serving)
+			serving = nil
+		}
 		n = seccomp.Notif{}
 		if err := seccomp.Recv(s.listener, &n); err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {

@@ -310,6 +310,9 @@ type Session struct {
 	// pinned by the notify loop at the root's own execve, before the agent
 	// runs (see launchDirect).
 	rootSet chan rootPin
+	// serving, for a direct launch, is closed by the notify loop as it
+	// first goes to receive (see launchDirect).
+	serving chan struct{}
 
 	done   chan struct{}
 	status unix.WaitStatus
