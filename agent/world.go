@@ -187,16 +187,9 @@ func (w *world) FdPid(tid, fd int) (int, error) {
 	if h == 0 {
 		return 0, fmt.Errorf("thread %d is gone", tid)
 	}
-	p, err := w.c.fs.FdPid(h, fd)
-	switch {
-	case errors.Is(err, procfs.ErrNotPidfd):
-		return 0, fmt.Errorf("%w: %w", err, unix.EBADF)
-	case errors.Is(err, procfs.ErrNotFound):
-		return 0, fmt.Errorf("descriptor %d of %d is not open: %w", fd, tid, unix.EBADF)
-	case err != nil:
-		return 0, err
-	case p <= 0:
-		return p, nil
+	p, err := w.c.fs.FdTarget(h, fd)
+	if err != nil || p <= 0 {
+		return p, err
 	}
 	return w.c.local(p)
 }

@@ -386,18 +386,7 @@ func (c *call) Group(pgid int) ([]policy.Target, error) { return c.w.group(pgid)
 // FdPid implements policy.World.
 func (c *call) FdPid(tid, fd int) (int, error) {
 	c.touch(tid)
-	pid, err := c.w.fs.FdPid(tid, fd)
-	switch {
-	case errors.Is(err, procfs.ErrNotPidfd):
-		return 0, fmt.Errorf("%w: %w", err, unix.EBADF)
-	case errors.Is(err, procfs.ErrNotFound):
-		// No such descriptor, if the caller is still there to have one.
-		var st unix.Stat_t
-		if unix.Stat(c.w.fs.Root+"/"+strconv.Itoa(tid), &st) == nil {
-			return 0, fmt.Errorf("descriptor %d of %d is not open: %w", fd, tid, unix.EBADF)
-		}
-	}
-	return pid, err
+	return c.w.fs.FdTarget(tid, fd)
 }
 
 // TermPgrp implements policy.World.

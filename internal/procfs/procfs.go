@@ -304,6 +304,26 @@ func (fs FS) FdPid(pid, fd int) (int, error) {
 	return fs.procDirPid(pid, fd)
 }
 
+// FdTarget is FdPid as pidfd_send_signal judges the descriptor: one that
+// is no pidfd (nor /proc/N directory), or that is not open in a process
+// still there, is an error wrapping EBADF, the kernel's own answer (a
+// program that probes for pidfd support must not read EPERM). Both the
+// supervisor's world and the fleet agent's answer with it.
+func (fs FS) FdTarget(pid, fd int) (int, error) {
+	target, err := fs.FdPid(pid, fd)
+	switch {
+	case errors.Is(err, ErrNotPidfd):
+		return 0, fmt.Errorf("%w: %w", err, unix.EBADF)
+	case errors.Is(err, ErrNotFound):
+		// No such descriptor, if the caller is still there to have one.
+		var st unix.Stat_t
+		if unix.Stat(fs.Root+"/"+strconv.Itoa(pid), &st) == nil {
+			return 0, fmt.Errorf("descriptor %d of %d is not open: %w", fd, pid, unix.EBADF)
+		}
+	}
+	return target, err
+}
+
 // procDirPid resolves a descriptor open on a /proc/N directory.
 func (fs FS) procDirPid(pid, fd int) (int, error) {
 	link := fs.path(pid, "fd/"+strconv.Itoa(fd))
