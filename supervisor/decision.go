@@ -62,6 +62,11 @@ type call struct {
 	// grp is the group Pgrp last found process grpOf in, in this decision:
 	// a member whose session GroupOwned may ask about.
 	grp, grpOf int
+	// members are the processes of group membersOf as this decision listed
+	// them (Group): a deputy delivers to those it decided, without listing
+	// every process on the host again.
+	members   []procfs.Stat
+	membersOf int
 }
 
 type pinned struct {
@@ -114,6 +119,7 @@ func (w *liveWorld) begin(req policy.Request, listener int, id uint64) *call {
 	c.w, c.req, c.listener, c.id = w, req, listener, id
 	c.keep, c.fresh, c.callerRead, c.preset = false, false, false, nil
 	c.grp, c.grpOf = 0, 0
+	c.members, c.membersOf = nil, 0
 	epoch, stable := w.tree.Stable()
 	c.noLeases = stable
 	if w.pins != nil {
@@ -381,7 +387,14 @@ func (c *call) Tgid(tid int) (int, error) {
 }
 
 // Group implements policy.World.
-func (c *call) Group(pgid int) ([]policy.Target, error) { return c.w.group(pgid) }
+func (c *call) Group(pgid int) ([]policy.Target, error) {
+	sts, err := c.w.fs.GroupMembers(pgid)
+	if err != nil {
+		return nil, err
+	}
+	c.members, c.membersOf = sts, pgid
+	return c.w.classify(sts)
+}
 
 // FdPid implements policy.World.
 func (c *call) FdPid(tid, fd int) (int, error) {

@@ -100,9 +100,12 @@ func (c *call) deputyGroup(d policy.Decision, pgid int) tracer.Reply {
 	if c.noLeases {
 		return tracer.Reply{}
 	}
-	members, err := c.w.fs.GroupMembers(pgid)
-	if err != nil {
-		return tracer.Reply{Errno: unix.EPERM, Done: true} // no partial view decides a group
+	members := c.members
+	if c.membersOf != pgid {
+		var err error
+		if members, err = c.w.fs.GroupMembers(pgid); err != nil {
+			return tracer.Reply{Errno: unix.EPERM, Done: true} // no partial view decides a group
+		}
 	}
 	outside := false
 	for _, m := range members {

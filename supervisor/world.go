@@ -125,12 +125,8 @@ func (w *liveWorld) lookup(pid int) (pinned, error) {
 	return pinned{t: policy.Target{Pid: pid, Comm: st.Comm, StartTime: st.StartTime, Rel: rel}, pidfd: fd}, nil
 }
 
-// group lists the members of process group pgid, classified.
-func (w *liveWorld) group(pgid int) ([]policy.Target, error) {
-	sts, err := w.fs.GroupMembers(pgid)
-	if err != nil {
-		return nil, err
-	}
+// classify classifies the members of a process group (procfs GroupMembers).
+func (w *liveWorld) classify(sts []procfs.Stat) ([]policy.Target, error) {
 	out := make([]policy.Target, 0, len(sts))
 	for _, st := range sts {
 		rel, err := w.tree.ClassifyStat(st)
