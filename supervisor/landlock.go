@@ -246,10 +246,8 @@ func sealedMounts(mountinfo, root string) (map[string]bool, error) {
 			continue
 		}
 		p := unescapeMount(fields[4])
-		if root != "/" {
-			if !strings.HasPrefix(p, root+"/") {
-				continue
-			}
+		if root != "/" && !strings.HasPrefix(p, root+"/") {
+			continue
 		}
 		sealed[p] = fields[sep+1] == "proc"
 	}
