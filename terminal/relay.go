@@ -59,8 +59,8 @@ type Relay struct {
 	mu    sync.Mutex
 	saved *term.State // the user's settings while raw, else nil
 
-	// sigs (SIGCONT), winch and chld: see Start.
-	sigs, winch, chld chan os.Signal
+	// cont (SIGCONT), winch and chld: see Start.
+	cont, winch, chld chan os.Signal
 	quit              chan struct{}
 	loops             sync.WaitGroup
 	outDone           chan struct{}
@@ -159,8 +159,8 @@ func (r *Relay) Start() error {
 	// drop a SIGWINCH, leaving the agent's pty at the old size for good.
 	// A pending one of each is all it takes: each handler reads the state
 	// afresh.
-	r.sigs, r.winch, r.chld = make(chan os.Signal, 1), make(chan os.Signal, 1), make(chan os.Signal, 1)
-	signal.Notify(r.sigs, unix.SIGCONT)
+	r.cont, r.winch, r.chld = make(chan os.Signal, 1), make(chan os.Signal, 1), make(chan os.Signal, 1)
+	signal.Notify(r.cont, unix.SIGCONT)
 	signal.Notify(r.winch, unix.SIGWINCH)
 	signal.Notify(r.chld, unix.SIGCHLD)
 	r.loops.Add(1)
@@ -206,7 +206,7 @@ func (r *Relay) signals() {
 			return
 		case <-r.winch:
 			r.copySize()
-		case <-r.sigs: // SIGCONT
+		case <-r.cont:
 			// Continued in the foreground (fg) or the background (bg).
 			if r.background() {
 				r.pauseInput()
@@ -455,8 +455,8 @@ func (r *Relay) discard() {
 // anything still on it. It may be called again.
 func (r *Relay) Close() error {
 	r.closeOnce.Do(func() {
-		if r.sigs != nil {
-			signal.Stop(r.sigs)
+		if r.cont != nil {
+			signal.Stop(r.cont)
 			signal.Stop(r.winch)
 			signal.Stop(r.chld)
 		}
@@ -464,7 +464,7 @@ func (r *Relay) Close() error {
 		// The signal loop uses the slave (window sizes): it ends first.
 		r.loops.Wait()
 		_ = r.slave.Close()
-		if r.sigs != nil {
+		if r.cont != nil {
 			select {
 			case <-r.outDone:
 			case <-time.After(drainWait):
