@@ -119,8 +119,6 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	}
 	s.mu.Lock()
 	s.handedOver = handedOver
-	s.mu.Unlock()
-	s.mu.Lock()
 	for fd := range s.byFd {
 		unix.Close(fd)
 	}
