@@ -147,13 +147,19 @@ func (c *container) host(n int) (int, error) {
 	if err != nil || h == 0 {
 		return 0, err
 	}
+	c.remember(n, h)
+	return h, nil
+}
+
+// remember caches h as the host pid of the container's n (host checks it
+// at each use).
+func (c *container) remember(n, h int) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.hosts) > 4096 {
 		clear(c.hosts)
 	}
 	c.hosts[n] = h
-	c.mu.Unlock()
-	return h, nil
 }
 
 // scan finds the host id of the container's process or thread n by

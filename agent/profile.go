@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/filter"
 )
@@ -45,22 +46,6 @@ func RuntimeDenied() []string {
 		"fanotify_init", "setdomainname", "sethostname", "syslog"}
 }
 
-// Clone namespace flags (linux/sched.h): clone with any of them makes a
-// namespace, which the runtime defaults refuse without CAP_SYS_ADMIN.
-const (
-	cloneNewNS     = 0x00020000
-	cloneNewCgroup = 0x02000000
-	cloneNewUTS    = 0x04000000
-	cloneNewIPC    = 0x08000000
-	cloneNewUser   = 0x10000000
-	cloneNewPID    = 0x20000000
-	cloneNewNet    = 0x40000000
-)
-
-// enosys is the errno for clone3 (ENOSYS on every architecture paddock
-// supports).
-const enosys = 38
-
 // runtimeConditional are the runtime defaults' refusals that depend on a
 // call's arguments, as rules on an allowing default: clone with a
 // namespace flag is refused with EPERM (one rule per flag, as a default
@@ -70,9 +55,11 @@ const enosys = 38
 // containerd's and Docker's defaults do). clone's flags are argument 0 on
 // every architecture the profile lists (s390 would differ).
 func runtimeConditional() []specs.LinuxSyscall {
-	eperm, nosys := uint(1), uint(enosys)
+	eperm, nosys := uint(unix.EPERM), uint(unix.ENOSYS)
 	var out []specs.LinuxSyscall
-	for _, f := range []uint64{cloneNewNS, cloneNewCgroup, cloneNewUTS, cloneNewIPC, cloneNewUser, cloneNewPID, cloneNewNet} {
+	// Each makes a namespace, which the runtime defaults refuse without
+	// CAP_SYS_ADMIN.
+	for _, f := range []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET} {
 		out = append(out, specs.LinuxSyscall{Names: []string{"clone"}, Action: specs.ActErrno, ErrnoRet: &eperm,
 			Args: []specs.LinuxSeccompArg{{Index: 0, Value: f, ValueTwo: f, Op: specs.OpMaskedEqual}}})
 	}
@@ -95,7 +82,7 @@ func Profile(socket, metadata string) (specs.LinuxSeccomp, error) {
 		ListenerPath:     socket,
 		ListenerMetadata: metadata,
 		Syscalls: []specs.LinuxSyscall{{
-			Names: denied, Action: specs.ActErrno, ErrnoRet: func() *uint { e := uint(1); return &e }(), // EPERM
+			Names: denied, Action: specs.ActErrno, ErrnoRet: func() *uint { e := uint(unix.EPERM); return &e }(),
 		}},
 	}
 	p.Syscalls = append(p.Syscalls, runtimeConditional()...)

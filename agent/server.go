@@ -119,8 +119,6 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	}
 	s.mu.Lock()
 	s.handedOver = handedOver
-	s.mu.Unlock()
-	s.mu.Lock()
 	for fd := range s.byFd {
 		unix.Close(fd)
 	}
@@ -394,8 +392,8 @@ func criAnnotations() map[string][]string {
 // ListenPath makes the agent's socket at path (an absolute path): a stale
 // socket nobody accepts on is replaced, anything else there is an error.
 func ListenPath(path string) (*net.UnixListener, error) {
-	if !strings.HasPrefix(path, "/") {
-		return nil, fmt.Errorf("--socket %q: want an absolute path (the runtime resolves listenerPath from its own directory)", path)
+	if err := checkSocket(path); err != nil {
+		return nil, err
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err == nil {
@@ -420,4 +418,12 @@ func ListenPath(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("--socket %s: chmod: %w", path, err)
 	}
 	return ln, nil
+}
+
+// checkSocket refuses a relative --socket path.
+func checkSocket(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("--socket %q: want an absolute path (the runtime resolves listenerPath from its own directory)", path)
+	}
+	return nil
 }

@@ -134,6 +134,9 @@ var ErrNoAgent = errors.New("no agent accepts on it")
 // the old agent stops serving then. An error wrapping ErrNoAgent means
 // there is nothing to take over.
 func TakeOver(socket string) (*Taken, error) {
+	if err := checkSocket(socket); err != nil {
+		return nil, err
+	}
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("--takeover %s: %w (%w)", socket, ErrNoAgent, err)

@@ -164,7 +164,11 @@ func (w *world) Group(pgid int) ([]policy.Target, error) {
 		if err != nil || last(cr.NSpgid) != pgid {
 			continue
 		}
-		t, err := w.Lookup(last(cr.NSpid))
+		// The host pid is known here: cached, Lookup's translation
+		// need not scan /proc again for each member.
+		n := last(cr.NSpid)
+		w.c.remember(n, h)
+		t, err := w.Lookup(n)
 		if err != nil {
 			return nil, err
 		}

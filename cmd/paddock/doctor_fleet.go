@@ -22,15 +22,10 @@ const idOCIRuntime = "oci_runtime"
 // runtimeRules are the OCI runtimes that support listenerPath, and from
 // which version: runc since 1.1.0 (opencontainers/runc#2682), crun since
 // 0.19 (containers/crun#627).
-func runtimeRules() []struct {
+var runtimeRules = []struct {
 	name  string
 	since [3]int
-} {
-	return []struct {
-		name  string
-		since [3]int
-	}{{"runc", [3]int{1, 1, 0}}, {"crun", [3]int{0, 19, 0}}}
-}
+}{{"runc", [3]int{1, 1, 0}}, {"crun", [3]int{0, 19, 0}}}
 
 // runtimeItem reports the OCI runtimes found with lookPath (lookRuntime:
 // PATH, then runtimeDirs) and asked for their version with version (their
@@ -38,7 +33,7 @@ func runtimeRules() []struct {
 func runtimeItem(lookPath func(string) (string, error), version func(path string) (string, error)) features.Item {
 	it := features.Item{ID: idOCIRuntime, Name: "OCI runtime listenerPath (paddock agent)"}
 	var found, ok []string
-	for _, r := range runtimeRules() {
+	for _, r := range runtimeRules {
 		path, err := lookPath(r.name)
 		if err != nil {
 			continue
