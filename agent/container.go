@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -58,7 +57,7 @@ func newContainer(fs procfs.FS, st specs.ContainerProcessState) (*container, err
 		return nil, fmt.Errorf("container %s: %w", c.id, err)
 	}
 	c.pidns, c.shared = ns, ns == self
-	if c.cgroup, err = readCgroup(fs, st.Pid); err != nil {
+	if c.cgroup, err = fs.Cgroup(st.Pid); err != nil {
 		return nil, fmt.Errorf("container %s: %w", c.id, err)
 	}
 	if err := c.addSession(st.Pid); err != nil {
@@ -97,7 +96,7 @@ func (c *container) member(pid int) bool {
 	if err != nil || ns != c.pidns {
 		return false
 	}
-	cg, err := readCgroup(c.fs, pid)
+	cg, err := c.fs.Cgroup(pid)
 	return err == nil && cg == c.cgroup
 }
 
@@ -210,23 +209,4 @@ func (c *container) members() ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// readCgroup is /proc/PID/cgroup, bounded.
-func readCgroup(fs procfs.FS, pid int) (string, error) {
-	p := fs.Root + "/" + strconv.Itoa(pid) + "/cgroup"
-	f, err := os.Open(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("open %s: %w", p, procfs.ErrNotFound)
-		}
-		return "", err
-	}
-	defer f.Close()
-	var buf [8192]byte
-	n, err := f.Read(buf[:])
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", p, err)
-	}
-	return string(buf[:n]), nil
 }

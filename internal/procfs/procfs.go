@@ -304,6 +304,18 @@ func (fs FS) FdPid(pid, fd int) (int, error) {
 	return fs.procDirPid(pid, fd)
 }
 
+// Cgroup returns /proc/PID/cgroup as it reads (the process's cgroup in
+// every hierarchy), for comparing two processes' membership. A process
+// that no longer exists yields an error wrapping ErrNotFound.
+func (fs FS) Cgroup(pid int) (string, error) {
+	var buf [8192]byte
+	n, err := readSmall(fs.path(pid, "cgroup"), buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
 // FdTarget is FdPid as pidfd_send_signal judges the descriptor: one that
 // is no pidfd (nor /proc/N directory), or that is not open in a process
 // still there, is an error wrapping EBADF, the kernel's own answer (a
