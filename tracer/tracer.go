@@ -156,12 +156,14 @@ func (t *Tracer) resume(tid int, ws unix.WaitStatus, detach bool) {
 			delete(t.tracees, int(former))
 		}
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
-		// The child is traced already and reports its own first stop (which
-		// adds it); only while letting go must it be known now, to be
-		// waited for.
-		if detach {
-			if child, err := unix.PtraceGetEventMsg(tid); err == nil {
-				t.tracees[int(child)] = struct{}{}
+		// The child is traced already and reports its own first stop. It
+		// is known from now on, not from that stop: a Detach that comes
+		// before the stop is collected must still wait for it and let it
+		// go, or the tracer's exit kills it (PTRACE_O_EXITKILL).
+		if child, err := unix.PtraceGetEventMsg(tid); err == nil {
+			t.tracees[int(child)] = struct{}{}
+			if detach {
+				t.interrupt(int(child))
 			}
 		}
 	}
@@ -243,7 +245,7 @@ func (t *Tracer) refuseOrKill(tid int, arch uint32, errno unix.Errno) {
 // reaping thread; the exits it collects are reaped.
 func (t *Tracer) Detach() {
 	for tid := range t.tracees {
-		t.check(tid, "PTRACE_INTERRUPT", unix.PtraceInterrupt(tid))
+		t.interrupt(tid)
 	}
 	for len(t.tracees) > 0 {
 		var ws unix.WaitStatus
@@ -260,6 +262,18 @@ func (t *Tracer) Detach() {
 		}
 		t.resume(tid, ws, true)
 	}
+}
+
+// interrupt stops tracee tid for Detach. A tid that is no tracee of ours
+// any more (ESRCH: it exited and was collected before it was known) is
+// forgotten, since no stop of it will come to wait for.
+func (t *Tracer) interrupt(tid int) {
+	err := unix.PtraceInterrupt(tid)
+	if errors.Is(err, unix.ESRCH) {
+		delete(t.tracees, tid)
+		return
+	}
+	t.check(tid, "PTRACE_INTERRUPT", err)
 }
 
 // syscallInfo reads the syscall tid is stopped in (Linux 5.3+).

@@ -164,3 +164,78 @@ func TestTraceDecidesTrappedSyscalls(t *testing.T) {
 		t.Errorf("decider saw %q", calls)
 	}
 }
+
+// TestDetachLetsGoOfUnseenChild: a child whose first stop the tracer has
+// not collected yet when it lets go (the agent root exited just as a
+// leftover started a thread or a process) is let go of too. Were it left
+// traced, the tracer's exit would kill it (PTRACE_O_EXITKILL). A shell is
+// traced until its fork event, Detach follows at once, and neither the shell
+// nor its child may be traced afterwards.
+func TestDetachLetsGoOfUnseenChild(t *testing.T) {
+	featuretest.Require(t, features.IDPtrace)
+	// All ptrace requests, and the shell's fork, from this one thread: the
+	// shell is this thread's child, so a wait finds its stops before its
+	// child's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	sh := exec.Command("sh", "-c", `read go; sleep 300 & echo $!; read done`)
+	sh.Stdin, sh.Stdout = inR, outW
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	pid := sh.Process.Pid
+	t.Cleanup(func() {
+		// The shell and its sleep, which this test started: their group.
+		_ = unix.Kill(-pid, unix.SIGKILL)
+		_ = sh.Wait()
+	})
+	tr := New(func(int, Call) (Reply, bool) { return Reply{}, false },
+		func(tid int, what string, err error) { t.Errorf("tracer: %d %s: %v", tid, what, err) })
+	if err := Seize(pid); err != nil {
+		t.Skipf("needs ptrace of a child: %v", err)
+	}
+	if _, err := inW.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The shell's stops only, until its fork event.
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || !ws.Stopped() {
+			t.Fatalf("the shell before its fork: %v %v", ws, err)
+		}
+		tr.Handle(pid, ws)
+		if int(ws>>16)&0xff == unix.PTRACE_EVENT_FORK {
+			break
+		}
+	}
+	lines := bufio.NewScanner(outR)
+	if !lines.Scan() {
+		t.Fatal("the shell did not say its child's pid")
+	}
+	child, err := strconv.Atoi(lines.Text())
+	if err != nil {
+		t.Fatalf("the shell said %q", lines.Text())
+	}
+	if _, ok := tr.tracees[child]; !ok {
+		t.Errorf("after the fork event the tracer does not know the child %d: %v", child, tr.tracees)
+	}
+	tr.Detach()
+	for _, p := range []int{pid, child} {
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/status")
+		if err != nil {
+			t.Fatalf("process %d after Detach: %v", p, err)
+		}
+		if !strings.Contains(string(status), "\nTracerPid:\t0\n") {
+			t.Errorf("process %d is still traced after Detach:\n%s", p, status)
+		}
+	}
+}
