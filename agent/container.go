@@ -2,8 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -179,13 +177,12 @@ func (c *container) scan(n int) (int, error) {
 		}
 	}
 	for _, p := range mine {
-		tasks, err := os.ReadDir(c.fs.Root + "/" + strconv.Itoa(p) + "/task")
+		tids, err := c.fs.Threads(p)
 		if err != nil {
 			continue
 		}
-		for _, t := range tasks {
-			tid, err := strconv.Atoi(t.Name())
-			if err != nil || tid == p {
+		for _, tid := range tids {
+			if tid == p {
 				continue
 			}
 			if l, err := c.innermost(tid); err == nil && l == n { // a thread shares its process's namespace

@@ -408,22 +408,35 @@ func field(b []byte, key string) (string, bool) {
 }
 
 // Pids lists the process ids (thread-group leaders) currently in /proc.
-func (fs FS) Pids() ([]int, error) {
-	ents, err := os.ReadDir(fs.Root)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", fs.Root, err)
+func (fs FS) Pids() ([]int, error) { return ids(fs.Root) }
+
+// Threads lists the thread ids of process pid, its own included. A process
+// that is gone is ErrNotFound.
+func (fs FS) Threads(pid int) ([]int, error) {
+	tids, err := ids(fs.path(pid, "task"))
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return nil, fmt.Errorf("threads of pid %d: %w", pid, ErrNotFound)
 	}
-	pids := make([]int, 0, len(ents))
+	return tids, err
+}
+
+// ids lists the numeric entries of directory dir: a /proc or task listing.
+func ids(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	out := make([]int, 0, len(ents))
 	for _, e := range ents {
 		n := e.Name()
 		if n == "" || n[0] < '0' || n[0] > '9' {
 			continue
 		}
-		if pid, err := strconv.Atoi(n); err == nil {
-			pids = append(pids, pid)
+		if id, err := strconv.Atoi(n); err == nil {
+			out = append(out, id)
 		}
 	}
-	return pids, nil
+	return out, nil
 }
 
 // GroupMembers lists the processes whose process group is pgid. Processes

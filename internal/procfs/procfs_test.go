@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,6 +175,17 @@ func TestRealProc(t *testing.T) {
 	}
 	if _, err := fs.Stat(1 << 30); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Stat of absent pid: err = %v, want ErrNotFound", err)
+	}
+	// This test process's threads: its main thread and the locked one are
+	// among them.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tids, err := fs.Threads(os.Getpid())
+	if err != nil || !slices.Contains(tids, os.Getpid()) || !slices.Contains(tids, unix.Gettid()) {
+		t.Fatalf("Threads(self) = %v, %v; want %d and %d among them", tids, err, os.Getpid(), unix.Gettid())
+	}
+	if _, err := fs.Threads(1 << 30); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Threads of absent pid: err = %v, want ErrNotFound", err)
 	}
 }
 
