@@ -72,8 +72,8 @@ func runtimeConditional() []specs.LinuxSyscall {
 // the same argument conditions: see notifyWhen), the runtime default's
 // refusals kept (RuntimeDenied), everything else allowed.
 func Profile(socket, metadata string) (specs.LinuxSeccomp, error) {
-	if !strings.HasPrefix(socket, "/") {
-		return specs.LinuxSeccomp{}, fmt.Errorf("--socket %q: want an absolute path (the runtime connects to it from its own directory)", socket)
+	if err := checkSocket(socket); err != nil {
+		return specs.LinuxSeccomp{}, err
 	}
 	denied := RuntimeDenied()
 	p := specs.LinuxSeccomp{
