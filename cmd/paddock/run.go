@@ -301,6 +301,12 @@ func runRun(f runFlags, args []string) error {
 			return err
 		}
 	}
+	// The head at start is read before the agent runs: its first refusal
+	// may be journaled before the start is logged.
+	journalPath, head := "none", ""
+	if j != nil {
+		journalPath, head = j.Path(), j.Head()
+	}
 	s, err := supervisor.Start(supervisor.Config{
 		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], Terminal: ctty,
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
@@ -314,10 +320,6 @@ func runRun(f runFlags, args []string) error {
 	if relay != nil && !f.init && os.Getpid() != 1 && s.Pid() > 0 {
 		// An init has no job-control shell above it to stop for.
 		relay.Follow(s.Pid())
-	}
-	journalPath, head := "none", ""
-	if j != nil {
-		journalPath, head = j.Path(), j.Head()
 	}
 	profName := prof.Path
 	if profName == "" {
