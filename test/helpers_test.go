@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -29,7 +30,25 @@ var bins struct {
 }
 
 func TestMain(m *testing.M) {
+	unignore()
 	os.Exit(buildAndRun(m))
+}
+
+// unignore makes SIGHUP and SIGINT handled, not ignored, when the test
+// binary was started with them ignored (under nohup, or as a background job
+// of a script without job control). An ignored signal stays ignored across
+// exec, so every paddock a test starts, and its agent, would inherit it, as
+// paddock passes on what it inherits (tini's rule), and the scenarios that
+// send them expect their default action; a handled one is reset to the
+// default by exec. Go keeps only these two ignored when it starts (it
+// handles every other signal itself). The test binary goes on dropping
+// them, as it did while they were ignored.
+func unignore() {
+	for _, sig := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if signal.Ignored(sig) {
+			signal.Notify(make(chan os.Signal, 1), sig)
+		}
+	}
 }
 
 func buildAndRun(m *testing.M) int {
