@@ -137,11 +137,13 @@ func (p *onPty) expect(re string) string {
 }
 
 // wait waits for paddock to exit (30 s at most, as a safety) and returns
-// its exit status; paddock itself must not have died of a signal.
+// its exit status; paddock itself must not have died of a signal. All that
+// was written on the terminal before it exited is in output by then.
 func (p *onPty) wait() int {
 	p.t.Helper()
 	select {
 	case err := <-p.done:
+		p.drain()
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
 			p.t.Fatalf("paddock: %v", err)
@@ -155,6 +157,36 @@ func (p *onPty) wait() int {
 		_ = p.cmd.Process.Kill()
 		p.t.Fatalf("paddock did not exit; the terminal shows:\n%q", p.output())
 		return -1
+	}
+}
+
+// drain waits until the reader has taken in everything written on the
+// terminal so far: the reader may still be behind when paddock has exited.
+// A marker written through the slave now comes out of the master after all
+// of it (a terminal keeps the order), and is taken out of the output again.
+// 30 s at most, as a safety.
+func (p *onPty) drain() {
+	p.t.Helper()
+	const marker = "<paddock-test-drained>"
+	if _, err := p.slave.Write([]byte(marker)); err != nil {
+		p.t.Fatalf("write through the terminal after paddock exited: %v", err)
+	}
+	safety := time.After(30 * time.Second)
+	for {
+		p.mu.Lock()
+		s := p.out.String()
+		if i := strings.LastIndex(s, marker); i >= 0 {
+			p.out.Reset()
+			p.out.WriteString(s[:i] + s[i+len(marker):])
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.more:
+		case <-safety:
+			p.t.Fatalf("the terminal never passed on a marker written after paddock exited; it shows:\n%q", s)
+		}
 	}
 }
 
