@@ -171,11 +171,12 @@ func newReporter(log zerolog.Logger, fs procfs.FS, j *journal.Journal, notifyStd
 	return r
 }
 
-// tellJob is one message for one caller's stderr. The teller sets
-// logTerminal, before it closes done, when it wrote the message to the
-// terminal the log goes to.
+// tellJob is one message for one caller's stderr, fd (a copy of it the
+// teller closes). The teller sets logTerminal, before it closes done, when
+// it wrote the message to the terminal the log goes to.
 type tellJob struct {
 	caller      int
+	fd          int
 	msg         string
 	done        chan struct{}
 	logTerminal bool
@@ -204,10 +205,19 @@ func (r *reporter) tell(f refusal) (logTerminal bool) {
 	if !ok {
 		return false
 	}
-	job := &tellJob{caller: f.caller, msg: msg, done: make(chan struct{})}
+	// The caller's descriptor is taken now, while the caller waits for
+	// its answer: a caller that exits right after its refusal still gets
+	// the message, however late the teller comes to write it.
+	fd, err := callerio.Stderr(r.fs, f.caller)
+	if err != nil {
+		r.log.Debug().Err(err).Int("caller", f.caller).Msg("refusal message not written to the caller's standard error")
+		return false
+	}
+	job := &tellJob{caller: f.caller, fd: fd, msg: msg, done: make(chan struct{})}
 	select {
 	case r.tells <- job:
 	default:
+		unix.Close(fd)
 		return false // a storm: the journal and the log still have it
 	}
 	t := time.NewTimer(tellWait)
@@ -235,6 +245,7 @@ func (r *reporter) teller() {
 		}
 		if _, blocked := stuck[job.caller]; blocked || len(stuck) >= maxStuckWrites {
 			held[job.caller]++
+			unix.Close(job.fd)
 			close(job.done)
 			continue
 		}
@@ -243,12 +254,7 @@ func (r *reporter) teller() {
 			msg = "paddock: " + strconv.Itoa(n) + " more refusals to this process were not shown while its standard error was blocked; see the journal\n" + msg
 			delete(held, job.caller)
 		}
-		fd, err := callerio.Stderr(r.fs, job.caller)
-		if err != nil {
-			r.log.Debug().Err(err).Int("caller", job.caller).Msg("refusal message not written to the caller's standard error")
-			close(job.done)
-			continue
-		}
+		fd := job.fd
 		if tty := terminalFd(fd); tty != 0 {
 			job.logTerminal = tty == r.logTTY || tty == r.relayedTTY
 		}
