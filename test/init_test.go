@@ -164,11 +164,11 @@ func TestBinaryIsStatic(t *testing.T) {
 func forwardToGroup(t *testing.T, b backend) {
 	b.require(t)
 	dir := t.TempDir()
-	marker, pidfile := filepath.Join(dir, "child-got-term"), filepath.Join(dir, "child.pid")
+	marker, pidfile, ready := filepath.Join(dir, "child-got-term"), filepath.Join(dir, "child.pid"), filepath.Join(dir, "trap-set")
 	// --keep-orphans: the child's SIGTERM can only come from the forwarding,
 	// not from paddock's cleanup of leftovers.
 	cmd, _ := b.paddockCmd(t, "--forward-to-group", "--keep-orphans", "--", "bash", "-c",
-		`sh -c 'trap "echo term > `+marker+`; exit 0" TERM; while :; do sleep 0.05; done' & echo $! > `+pidfile+`; wait`)
+		`sh -c 'trap "echo term > `+marker+`; exit 0" TERM; : > `+ready+`; while :; do sleep 0.05; done' & echo $! > `+pidfile+`; wait`)
 	t.Cleanup(func() {
 		if b, err := os.ReadFile(pidfile); err == nil {
 			var pid int
@@ -185,11 +185,10 @@ func forwardToGroup(t *testing.T, b backend) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	waitFor(t, "the agent and its child", func() bool {
-		root := childOf(cmd.Process.Pid)
-		return root > 0 && commOf(root) == "bash" && childOf(root) > 0
+	waitFor(t, "the agent's child to set its trap", func() bool {
+		_, err := os.Stat(ready)
+		return err == nil
 	})
-	time.Sleep(100 * time.Millisecond) // let sh install its trap
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
