@@ -202,7 +202,8 @@ func TestDetachLetsGoOfUnseenChild(t *testing.T) {
 	if _, err := inW.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
-	// The shell's stops only, until its fork event.
+	// The shell's stops only, until it starts its child (a fork, or a
+	// vfork or clone where a shell spawns so).
 	for {
 		var ws unix.WaitStatus
 		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
@@ -213,7 +214,7 @@ func TestDetachLetsGoOfUnseenChild(t *testing.T) {
 			t.Fatalf("the shell before its fork: %v %v", ws, err)
 		}
 		tr.Handle(pid, ws)
-		if int(ws>>16)&0xff == unix.PTRACE_EVENT_FORK {
+		if ev := int(ws>>16) & 0xff; ev == unix.PTRACE_EVENT_FORK || ev == unix.PTRACE_EVENT_VFORK || ev == unix.PTRACE_EVENT_CLONE {
 			break
 		}
 	}
