@@ -213,7 +213,13 @@ func (r *reporter) tell(f refusal) (logTerminal bool) {
 		r.log.Debug().Err(err).Int("caller", f.caller).Msg("refusal message not written to the caller's standard error")
 		return false
 	}
-	job := &tellJob{caller: f.caller, fd: fd, msg: msg, done: make(chan struct{})}
+	rest := tellNow(fd, msg)
+	if rest == "" {
+		// A pipe or a socket, never the log's terminal.
+		unix.Close(fd)
+		return false
+	}
+	job := &tellJob{caller: f.caller, fd: fd, msg: rest, done: make(chan struct{})}
 	select {
 	case r.tells <- job:
 	default:
