@@ -230,7 +230,9 @@ func paddockKillGroupOnlyWhenWhollyOwned(t *testing.T, b backend) {
 	}
 
 	// Wholly owned: the agent's own job in its own group (set -m gives each job a group).
-	r = b.sh(t, `set -m; sh -c 'sleep 300 & sleep 300' & g=$!; sleep 0.2; $PADDOCK_BIN kill $g; wait $g; echo job=$?`)
+	r = b.sh(t, `set -m; sh -c 'sleep 300 & sleep 300' & g=$!
+until [ "$(pgrep -c -g $g)" = 3 ]; do sleep 0.01; done
+$PADDOCK_BIN kill $g; wait $g; echo job=$?`)
 	if !strings.Contains(r.stdout, "signalled process group") || !strings.Contains(r.stdout, "3 processes") || !strings.Contains(r.stdout, "job=143") {
 		t.Fatalf("want the wholly owned group signalled\n%s", r)
 	}

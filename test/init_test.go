@@ -81,12 +81,12 @@ func pid1ForwardsSIGTERM(t *testing.T, b backend) {
 func leftoversCleanedAfterGrace(t *testing.T, b backend) {
 	b.require(t)
 	dir := t.TempDir()
-	pids := filepath.Join(dir, "pids")
+	pids, ready := filepath.Join(dir, "pids"), filepath.Join(dir, "trap-set")
 	f := startForeign(t, "sleep", "300")
 	script := `sleep 300 & echo $! >> ` + pids + `
-sh -c 'trap "" TERM; while :; do sleep 0.05; done' & echo $! >> ` + pids + `
+sh -c 'trap "" TERM; : > ` + ready + `; while :; do sleep 0.05; done' & echo $! >> ` + pids + `
 $PADDOCK_BIN adopt ` + itoa(f.pid()) + ` --reason "not ours to clean up" > /dev/null
-sleep 0.2`
+until [ -e ` + ready + ` ]; do sleep 0.01; done`
 	start := time.Now()
 	r := b.runPaddock(t, "--grace", "1s", "--", "bash", "-c", script)
 	took := time.Since(start)
@@ -442,7 +442,7 @@ func tiniOptions(t *testing.T, b backend) {
 	if r := tiniLike(nil, "-e", "143", "--", "sh", "-c", "exit 3"); r.code != 3 {
 		t.Errorf("paddock -e 143 with exit 3: exit %d, want 3\n%s", r.code, r)
 	}
-	if r := tiniLike(nil, "-w", "--", "sh", "-c", `sh -c "sleep 0.1 &"; sleep 0.5`); !strings.Contains(r.stderr, "reaped a zombie process") {
+	if r := tiniLike(nil, "-w", "--", "sh", "-c", `p=$(sh -c "sleep 0.1 > /dev/null & echo \$!"); while kill -0 $p 2>/dev/null; do sleep 0.01; done`); !strings.Contains(r.stderr, "reaped a zombie process") {
 		t.Errorf("paddock -w: no reap logged\n%s", r)
 	}
 	if r := tiniLike([]string{"TINI_VERBOSITY=3"}, "--", "true"); !strings.Contains(r.stderr, "DBG") {

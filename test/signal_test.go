@@ -324,7 +324,7 @@ func killallMatchingOwnedAndForeign(t *testing.T, b backend) {
 	}
 	f := startForeign(t, bin, "300")
 	r := b.sh(t, bin+` 300 & o=$!
-sleep 0.1
+until [ "$(cat /proc/$o/comm 2>/dev/null)" = `+name+` ]; do sleep 0.01; done
 killall `+name+`; echo killall=$?
 wait $o; echo owned=$?`)
 	if !f.alive() {
@@ -493,7 +493,7 @@ func supervisorKilledFromOutside(t *testing.T, b backend) {
 	dir := t.TempDir()
 	out, pidfile := filepath.Join(dir, "orphan.out"), filepath.Join(dir, "orphan.pid")
 	cmd, _ := b.paddockCmd(t, "--", "bash", "-c",
-		`(echo $BASHPID > `+pidfile+`; sleep 1; kill -TERM `+itoa(f.pid())+` 2>&1; echo rc=$? ) > `+out+` 2>&1 &
+		`(echo $BASHPID > `+pidfile+`; while kill -0 $$ 2>/dev/null; do sleep 0.05; done; kill -TERM `+itoa(f.pid())+` 2>&1; echo rc=$? ) > `+out+` 2>&1 &
 exec sleep 300`)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
