@@ -330,22 +330,29 @@ func (s *Server) report(c *container, hostTid int, d policy.Decision) {
 	s.Log.Warn().Str("container", c.id).Str("rule", string(d.Rule)).Msg(d.Message)
 	select {
 	case s.writing <- struct{}{}:
-		if fd, err := callerio.Stderr(s.FS, hostTid); err == nil {
-			done := make(chan struct{})
-			go func() {
-				defer func() { <-s.writing }()
-				_ = callerio.WriteAll(fd, []byte(d.Message+"\n"))
-				unix.Close(fd)
-				close(done)
-			}()
-			select {
-			case <-done:
-			case <-time.After(tellWait):
-				// A stuck write (a full pipe) finishes whenever it can,
-				// holding its slot until then.
-			}
-		} else {
+		fd, err := callerio.Stderr(s.FS, hostTid)
+		if err != nil {
 			<-s.writing
+			break
+		}
+		rest := callerio.WriteNow(fd, []byte(d.Message+"\n"))
+		if len(rest) == 0 { // a pipe or a socket took it at once
+			unix.Close(fd)
+			<-s.writing
+			break
+		}
+		done := make(chan struct{})
+		go func() {
+			defer func() { <-s.writing }()
+			_ = callerio.WriteAll(fd, rest)
+			unix.Close(fd)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(tellWait):
+			// A stuck write (a full pipe) finishes whenever it can,
+			// holding its slot until then.
 		}
 	default:
 		// maxStuckWrites writes are stuck: the message is in the log and

@@ -213,13 +213,13 @@ func (r *reporter) tell(f refusal) (logTerminal bool) {
 		r.log.Debug().Err(err).Int("caller", f.caller).Msg("refusal message not written to the caller's standard error")
 		return false
 	}
-	rest := tellNow(fd, msg)
-	if rest == "" {
+	rest := callerio.WriteNow(fd, []byte(msg))
+	if len(rest) == 0 {
 		// A pipe or a socket, never the log's terminal.
 		unix.Close(fd)
 		return false
 	}
-	job := &tellJob{caller: f.caller, fd: fd, msg: rest, done: make(chan struct{})}
+	job := &tellJob{caller: f.caller, fd: fd, msg: string(rest), done: make(chan struct{})}
 	select {
 	case r.tells <- job:
 	default:

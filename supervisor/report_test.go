@@ -21,7 +21,7 @@ import (
 // The caller is a sleep, and the teller starts only once it is killed and
 // reaped, so that only the descriptor taken while it waited can still
 // reach its stderr. On a pipe the message is written at once, before the
-// caller is answered (tellNow); on a terminal it waits for the teller.
+// caller is answered (callerio.WriteNow); on a terminal it waits for the teller.
 func TestTellReachesCallerGoneBeforeTheWrite(t *testing.T) {
 	const msg = "paddock refused kill(SIGTERM) of pid 1 (init): a test's message"
 	for _, tc := range []struct {

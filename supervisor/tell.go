@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"errors"
 	"os"
 	"time"
 
@@ -22,34 +21,12 @@ import (
 //
 // The description is the caller's, blocking or not, and must stay as the
 // caller set it, so it cannot be made non-blocking. Where the kernel can
-// write without blocking for this one call (tellNow) the message is
+// write without blocking for this one call (callerio.WriteNow) the message is
 // written at once; otherwise the write runs on a goroutine of its own, and
 // the teller waits for it at most tellWrite. A write still blocked then (a
 // full pipe nobody reads, a stopped terminal) finishes whenever it can, and
 // until it has, further messages to that caller are not written but
 // counted, and said in the next one that is.
-
-// tellNow writes msg to fd at once where the kernel can do so without
-// blocking (RWF_NOWAIT: a pipe or a socket with room for it; a terminal or
-// a file answers EOPNOTSUPP, a full pipe EAGAIN, and an older kernel
-// EOPNOTSUPP for pipes too), and returns what is left for the teller. Most
-// harnesses give the agent a pipe or a socket: there the message is in
-// before the caller is answered, whatever the load, with no goroutine to
-// wait for; the flag leaves the caller's description as it was.
-func tellNow(fd int, msg string) string {
-	b := []byte(msg)
-	for len(b) > 0 {
-		n, err := unix.Pwritev2(fd, [][]byte{b}, -1, unix.RWF_NOWAIT)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n <= 0 {
-			break
-		}
-		b = b[n:]
-	}
-	return string(b)
-}
 
 // tellWrite bounds how long the teller waits for one write.
 const tellWrite = 50 * time.Millisecond

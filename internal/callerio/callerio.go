@@ -45,6 +45,27 @@ func Stderr(fs procfs.FS, tid int) (int, error) {
 	return fd, nil
 }
 
+// WriteNow writes b to fd as far as the kernel can without blocking, for
+// this one call only (pwritev2 with RWF_NOWAIT: the caller's description
+// keeps its flags), and returns what is left. A pipe or a socket with room
+// takes it all; a terminal or a file answers EOPNOTSUPP, a full pipe
+// EAGAIN, and an older kernel EOPNOTSUPP for pipes too: all of b is left.
+// Most agent harnesses give their child a pipe or a socket, where a message
+// written this way is in before the caller is answered, whatever the load.
+func WriteNow(fd int, b []byte) []byte {
+	for len(b) > 0 {
+		n, err := unix.Pwritev2(fd, [][]byte{b}, -1, unix.RWF_NOWAIT)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break
+		}
+		b = b[n:]
+	}
+	return b
+}
+
 // WriteAll writes b to fd whole (a pipe or socket may take it in parts).
 func WriteAll(fd int, b []byte) error {
 	for len(b) > 0 {
