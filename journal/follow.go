@@ -323,7 +323,16 @@ type Follower struct {
 	// reader should know: a file left behind with an incomplete last line
 	// (a *TornLineError), a file truncated under it.
 	Warn func(error)
+
+	// snap lists the journal's history (snapshot when nil; tests give a
+	// sequence of views that a rotation could show).
+	snap func(path string) ([]histFile, error)
 }
+
+// maxLooks bounds the snapshots next takes, in one call, to find the file it
+// finished with while rotations keep changing the history; past it, next
+// tries again at the next poll.
+const maxLooks = 50
 
 // Follow calls emit with each complete line (without its '\n') of the file
 // at path, starting at byte offset from, and then with each line appended
@@ -475,8 +484,12 @@ func (fl *Follower) FollowFile(ctx context.Context, f *os.File, emit func(line [
 // that is the live file. It returns a nil file when the live file is due but
 // does not exist (yet).
 func (fl *Follower) next(prev os.FileInfo) (f *os.File, name string, live bool, err error) {
+	snap := fl.snap
+	if snap == nil {
+		snap = snapshot
+	}
 	for attempt := 1; ; attempt++ {
-		hist, err := snapshot(fl.Path)
+		hist, err := snap(fl.Path)
 		if err != nil {
 			return nil, "", false, fl.wrap(err)
 		}
@@ -486,8 +499,24 @@ func (fl *Follower) next(prev os.FileInfo) (f *os.File, name string, live bool, 
 		}
 		if prev != nil {
 			j := find(hist, prev)
-			if j < 0 && attempt < 3 {
-				continue // moved to a name the listing missed?
+			if j < 0 {
+				// A rotation running while the history was listed can
+				// move prev to a name the listing did not have. prev is
+				// gone (rotated out of existence, or removed) only if a
+				// second listing shows the same history; otherwise
+				// look again, and after maxLooks, at the next poll:
+				// going on to the live file now would skip every file
+				// between.
+				again, err := snap(fl.Path)
+				if err != nil {
+					return nil, "", false, fl.wrap(err)
+				}
+				if !sameSnapshot(hist, again) {
+					if attempt >= maxLooks {
+						return nil, "", false, nil
+					}
+					continue
+				}
 			}
 			if j >= 0 {
 				// The next file newer than prev; a file seen twice

@@ -212,7 +212,11 @@ func (fw *follower) waitLines(n int) []string {
 			return got
 		}
 		if time.Now().After(deadline) {
-			fw.t.Fatalf("after 10s, %d lines, want %d: %q", len(got), n, got)
+			shown := got
+			if len(shown) > 20 {
+				shown = shown[len(shown)-20:] // the last ones: where it stopped
+			}
+			fw.t.Fatalf("after 10s, %d lines, want %d; the last of them: %q", len(got), n, shown)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -563,5 +567,51 @@ func TestExcerpt(t *testing.T) {
 	}
 	if got := Excerpt(bytes.Repeat([]byte("x"), 3), 10); got != "xxx" {
 		t.Errorf("Excerpt = %q", got)
+	}
+}
+
+// TestFollowNextWaitsOutRotation: when the file the follower finished with
+// is missing from a listing of the history, next looks again until two
+// listings agree, instead of going on to the live file and skipping the
+// rotated files between (lines lost with writers rotating fast). The views
+// are what listings taken during rotations can show: A, then A and B,
+// missing.
+func TestFollowNextWaitsOutRotation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j")
+	stat := func(name, data string) histFile {
+		writeFile(t, name, data)
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return histFile{name, fi}
+	}
+	a, b, c := stat(path+".2", "a\n"), stat(path+".1", "b\n"), stat(path, "c\n")
+	for _, tc := range []struct {
+		name  string
+		views [][]histFile
+		want  string // the file next opens
+		live  bool
+	}{
+		{"missed while rotating", [][]histFile{{c}, {b, c}, {b, c}, {a, b, c}, {a, b, c}}, b.name, false},
+		{"gone", [][]histFile{{b, c}, {b, c}}, c.name, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			fl := &Follower{Path: path, snap: func(string) ([]histFile, error) {
+				v := tc.views[min(calls, len(tc.views)-1)]
+				calls++
+				return v, nil
+			}}
+			f, name, live, err := fl.next(a.fi)
+			if err != nil || f == nil {
+				t.Fatalf("next = %v, %v", f, err)
+			}
+			f.Close()
+			if name != tc.want || live != tc.live {
+				t.Errorf("next opened %s (live %v) after %d listings, want %s (live %v)", name, live, calls, tc.want, tc.live)
+			}
+		})
 	}
 }
