@@ -329,11 +329,6 @@ type Follower struct {
 	snap func(path string) ([]histFile, error)
 }
 
-// maxLooks bounds the snapshots next takes, in one call, to find the file it
-// finished with while rotations keep changing the history; past it, next
-// tries again at the next poll.
-const maxLooks = 50
-
 // Follow calls emit with each complete line (without its '\n') of the file
 // at path, starting at byte offset from, and then with each line appended
 // later, until ctx is done; it returns nil then. See Follower.Follow.
@@ -484,6 +479,67 @@ func (fl *Follower) FollowFile(ctx context.Context, f *os.File, emit func(line [
 // that is the live file. It returns a nil file when the live file is due but
 // does not exist (yet).
 func (fl *Follower) next(prev os.FileInfo) (f *os.File, name string, live bool, err error) {
+	return fl.open(func(hist []histFile, settled func() (bool, error)) (int, bool, error) {
+		i := len(hist) - 1 // the live file, unless prev says otherwise
+		if i >= 0 && hist[i].name != fl.Path {
+			i = len(hist) // no live file
+		}
+		if prev == nil {
+			return i, false, nil
+		}
+		j := find(hist, prev)
+		if j < 0 {
+			// A rotation running while the history was listed can move
+			// prev to a name the listing did not have. prev is gone
+			// (rotated out of existence, or removed) only if a second
+			// listing shows the same history; otherwise look again:
+			// going on to the live file now would skip every file
+			// between.
+			ok, err := settled()
+			return i, !ok, err
+		}
+		// The next file newer than prev; a file seen twice (mid-rotation)
+		// is prev's later name, not a newer one.
+		for j++; j < len(hist) && os.SameFile(hist[j].fi, prev); j++ {
+		}
+		return j, false, nil
+	})
+}
+
+// firstNew opens the oldest file of the journal's history that is not
+// among known (the history while the live file did not exist): the live
+// file as a rule, or a rotated one when writers filled and rotated the
+// journal before a poll saw it appear. It returns a nil file when there is
+// none yet.
+func (fl *Follower) firstNew(known []histFile) (*os.File, error) {
+	f, _, _, err := fl.open(func(hist []histFile, settled func() (bool, error)) (int, bool, error) {
+		// The oldest new file is the one a rotation moves to a name a
+		// listing may not have: only a settled listing is believed.
+		if ok, err := settled(); !ok || err != nil {
+			return 0, true, err
+		}
+		for i, h := range hist {
+			if find(known, h.fi) < 0 {
+				return i, false, nil
+			}
+		}
+		return len(hist), false, nil
+	})
+	return f, err
+}
+
+// maxLooks bounds the listings open takes while rotations keep changing the
+// journal's history; past it, open finds nothing this time, and its caller
+// tries again at the next poll.
+const maxLooks = 50
+
+// open lists the journal's history (oldest first), has choose pick a file
+// from it (an index past the end: none yet), and opens that file, listing
+// again when the file was renamed meanwhile; it says whether the file is the
+// live one. choose may ask for another listing (again), for instance when
+// settled, which compares the listing with a fresh one, says a rotation
+// changed it while it was taken.
+func (fl *Follower) open(choose func(hist []histFile, settled func() (bool, error)) (i int, again bool, err error)) (f *os.File, name string, live bool, err error) {
 	snap := fl.snap
 	if snap == nil {
 		snap = snapshot
@@ -493,38 +549,19 @@ func (fl *Follower) next(prev os.FileInfo) (f *os.File, name string, live bool, 
 		if err != nil {
 			return nil, "", false, fl.wrap(err)
 		}
-		i := len(hist) - 1 // the live file, unless prev says otherwise
-		if i >= 0 && hist[i].name != fl.Path {
-			i = len(hist) // no live file
+		settled := func() (bool, error) {
+			again, err := snap(fl.Path)
+			return err == nil && sameSnapshot(hist, again), err
 		}
-		if prev != nil {
-			j := find(hist, prev)
-			if j < 0 {
-				// A rotation running while the history was listed can
-				// move prev to a name the listing did not have. prev is
-				// gone (rotated out of existence, or removed) only if a
-				// second listing shows the same history; otherwise
-				// look again, and after maxLooks, at the next poll:
-				// going on to the live file now would skip every file
-				// between.
-				again, err := snap(fl.Path)
-				if err != nil {
-					return nil, "", false, fl.wrap(err)
-				}
-				if !sameSnapshot(hist, again) {
-					if attempt >= maxLooks {
-						return nil, "", false, nil
-					}
-					continue
-				}
+		i, again, err := choose(hist, settled)
+		if err != nil {
+			return nil, "", false, fl.wrap(err)
+		}
+		if again {
+			if attempt >= maxLooks {
+				return nil, "", false, nil
 			}
-			if j >= 0 {
-				// The next file newer than prev; a file seen twice
-				// (mid-rotation) is prev's later name, not a newer one.
-				for j++; j < len(hist) && os.SameFile(hist[j].fi, prev); j++ {
-				}
-				i = j
-			}
+			continue
 		}
 		if i < 0 || i >= len(hist) {
 			return nil, "", false, nil // the live file is not there yet
@@ -572,19 +609,31 @@ func (fl *Follower) finish(name string, r *lineReader) {
 	r.reset(0)
 }
 
-// waitOpen opens fl.Path, polling until it exists; it returns nil, nil when
-// ctx is done first.
+// waitOpen waits for fl.Path to exist, polling, and opens the first file
+// of the journal's history that came since: the live file, or the first of
+// those the journal rotated away before the poll saw it. It returns nil,
+// nil when ctx is done first.
 func (fl *Follower) waitOpen(ctx context.Context) (*os.File, error) {
 	poll := fl.Poll
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
+	snap := fl.snap
+	if snap == nil {
+		snap = snapshot
+	}
+	known, err := snap(fl.Path)
+	if err != nil {
+		return nil, fl.wrap(err)
+	}
 	for {
-		f, err := openRegular(fl.Path)
+		_, err := os.Lstat(fl.Path)
 		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
+			f, err := fl.firstNew(known)
+			if f != nil || err != nil {
+				return f, err
+			}
+		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, fl.wrap(err)
 		}
 		select {

@@ -570,13 +570,15 @@ func TestExcerpt(t *testing.T) {
 	}
 }
 
-// TestFollowNextWaitsOutRotation: when the file the follower finished with
+// TestFollowWaitsOutRotation: when the file the follower finished with
 // is missing from a listing of the history, next looks again until two
 // listings agree, instead of going on to the live file and skipping the
 // rotated files between (lines lost with writers rotating fast). The views
 // are what listings taken during rotations can show: A, then A and B,
-// missing.
-func TestFollowNextWaitsOutRotation(t *testing.T) {
+// missing. And a follower that waited for the journal to appear starts at
+// the first file that appeared, even when the journal rotated before it
+// looked (the first file lost with writers filling it fast).
+func TestFollowWaitsOutRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "j")
 	stat := func(name, data string) histFile {
@@ -588,29 +590,41 @@ func TestFollowNextWaitsOutRotation(t *testing.T) {
 		return histFile{name, fi}
 	}
 	a, b, c := stat(path+".2", "a\n"), stat(path+".1", "b\n"), stat(path, "c\n")
+	views := func(v ...[]histFile) func(string) ([]histFile, error) {
+		calls := 0
+		return func(string) ([]histFile, error) {
+			h := v[min(calls, len(v)-1)]
+			calls++
+			return h, nil
+		}
+	}
 	for _, tc := range []struct {
-		name  string
-		views [][]histFile
-		want  string // the file next opens
-		live  bool
+		name string
+		snap func(string) ([]histFile, error)
+		open func(fl *Follower) (*os.File, error)
+		want string // the file opened
 	}{
-		{"missed while rotating", [][]histFile{{c}, {b, c}, {b, c}, {a, b, c}, {a, b, c}}, b.name, false},
-		{"gone", [][]histFile{{b, c}, {b, c}}, c.name, true},
+		{"next: missed while rotating", views([]histFile{c}, []histFile{b, c}, []histFile{b, c}, []histFile{a, b, c}, []histFile{a, b, c}),
+			func(fl *Follower) (*os.File, error) { f, _, _, err := fl.next(a.fi); return f, err }, b.name},
+		{"next: gone", views([]histFile{b, c}, []histFile{b, c}),
+			func(fl *Follower) (*os.File, error) { f, _, _, err := fl.next(a.fi); return f, err }, c.name},
+		// Nothing before the wait; then B and C, A missed by the first
+		// listing.
+		{"wait: rotated before the poll", views(nil, []histFile{b, c}, []histFile{a, b, c}, []histFile{a, b, c}, []histFile{a, b, c}),
+			func(fl *Follower) (*os.File, error) { return fl.waitOpen(context.Background()) }, a.name},
+		// A was there before the wait: B is the first new file.
+		{"wait: older files kept", views([]histFile{a}, []histFile{a, b, c}, []histFile{a, b, c}),
+			func(fl *Follower) (*os.File, error) { return fl.waitOpen(context.Background()) }, b.name},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			calls := 0
-			fl := &Follower{Path: path, snap: func(string) ([]histFile, error) {
-				v := tc.views[min(calls, len(tc.views)-1)]
-				calls++
-				return v, nil
-			}}
-			f, name, live, err := fl.next(a.fi)
+			fl := &Follower{Path: path, snap: tc.snap}
+			f, err := tc.open(fl)
 			if err != nil || f == nil {
-				t.Fatalf("next = %v, %v", f, err)
+				t.Fatalf("opened %v, %v", f, err)
 			}
-			f.Close()
-			if name != tc.want || live != tc.live {
-				t.Errorf("next opened %s (live %v) after %d listings, want %s (live %v)", name, live, calls, tc.want, tc.live)
+			defer f.Close()
+			if f.Name() != tc.want {
+				t.Errorf("opened %s, want %s", f.Name(), tc.want)
 			}
 		})
 	}
