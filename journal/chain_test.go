@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // verifyClean verifies the journal at path and fails the test on any break
@@ -51,7 +52,12 @@ func editLines(t *testing.T, name string, f func([][]byte) [][]byte) {
 func writeChained(t *testing.T, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "j.jsonl")
-	line, err := encode(seqRecord(0, 0))
+	// One timestamp for all: RFC 3339 drops a timestamp's trailing zeros,
+	// so records stamped now differ in length, and a first record a few
+	// bytes short made files of 4 records now and then.
+	ts := time.Date(2026, 12, 4, 8, 0, 0, 123456789, time.UTC)
+	rec := func(seq int) Record { r := seqRecord(0, seq); r.TS = ts; return r }
+	line, err := encode(rec(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +66,10 @@ func writeChained(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	if err := writeSeq(j, 0, n); err != nil {
-		t.Fatal(err)
+	for i := range n {
+		if err := j.Append(rec(i)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return path
 }
