@@ -525,9 +525,18 @@ func TestFollowConcurrentWriters(t *testing.T) {
 	// Keep is large so that no file is rotated out of existence before
 	// the follower gets to it.
 	o := Options{MaxBytes: 4096, Keep: 1000}
+	// The follower holds the first file before any writer starts: the
+	// goroutine that runs it may start only after the writers have rotated
+	// (on one CPU it did), and a Follow started then begins at the file the
+	// path names by that time.
+	writeFile(t, path, "")
+	f, err := openRegular(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	fl := &Follower{Path: path, Poll: time.Millisecond}
 	fw := startFollow(t, fl, func(ctx context.Context, emit func([]byte) error) error {
-		return fl.Follow(ctx, 0, emit)
+		return fl.FollowFile(ctx, f, emit)
 	})
 	const writers, count = 4, 300
 	spawnWriters(t, path, writers, count, o)
