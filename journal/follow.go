@@ -324,8 +324,8 @@ type Follower struct {
 	// (a *TornLineError), a file truncated under it.
 	Warn func(error)
 
-	// snap lists the journal's history (snapshot when nil; tests give a
-	// sequence of views that a rotation could show).
+	// snap, when set, lists the journal's history instead of snapshot
+	// (tests give the views a rotation can show).
 	snap func(path string) ([]histFile, error)
 }
 
@@ -519,13 +519,21 @@ func (fl *Follower) firstNew(known []histFile) (*os.File, error) {
 			return 0, true, err
 		}
 		for i, h := range hist {
-			if find(known, h.fi) < 0 {
-				return i, false, nil
+			if find(known, h.fi) < 0 || h.name == fl.Path {
+				return i, false, nil // a new file, or else the live one
 			}
 		}
 		return len(hist), false, nil
 	})
 	return f, err
+}
+
+// history lists the journal's files as they are now (snapshot).
+func (fl *Follower) history() ([]histFile, error) {
+	if fl.snap != nil {
+		return fl.snap(fl.Path)
+	}
+	return snapshot(fl.Path)
 }
 
 // maxLooks bounds the listings open takes while rotations keep changing the
@@ -540,17 +548,13 @@ const maxLooks = 50
 // settled, which compares the listing with a fresh one, says a rotation
 // changed it while it was taken.
 func (fl *Follower) open(choose func(hist []histFile, settled func() (bool, error)) (i int, again bool, err error)) (f *os.File, name string, live bool, err error) {
-	snap := fl.snap
-	if snap == nil {
-		snap = snapshot
-	}
 	for attempt := 1; ; attempt++ {
-		hist, err := snap(fl.Path)
+		hist, err := fl.history()
 		if err != nil {
 			return nil, "", false, fl.wrap(err)
 		}
 		settled := func() (bool, error) {
-			again, err := snap(fl.Path)
+			again, err := fl.history()
 			return err == nil && sameSnapshot(hist, again), err
 		}
 		i, again, err := choose(hist, settled)
@@ -618,11 +622,7 @@ func (fl *Follower) waitOpen(ctx context.Context) (*os.File, error) {
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
-	snap := fl.snap
-	if snap == nil {
-		snap = snapshot
-	}
-	known, err := snap(fl.Path)
+	known, err := fl.history()
 	if err != nil {
 		return nil, fl.wrap(err)
 	}
