@@ -213,7 +213,7 @@ func forwardToGroup(t *testing.T, b backend) {
 func initForwardsTinisSet(t *testing.T, b backend) {
 	b.require(t)
 	got := filepath.Join(t.TempDir(), "got")
-	script := `for s in PIPE TTIN TTOU USR2; do trap "echo $s >> ` + got + `" $s; done
+	script := `for s in PIPE TTIN TTOU USR2 VTALRM; do trap "echo $s >> ` + got + `" $s; done
 echo ready >> ` + got + `
 while :; do sleep 0.05; done`
 	cmd, _ := b.paddockCmd(t, "--init", "--", "bash", "-c", script)
@@ -227,11 +227,19 @@ while :; do sleep 0.05; done`
 			t.Fatal(err)
 		}
 	}
-	// USR2 comes last and is forwarded: once the agent has it, the signals
-	// sent before it have been forwarded or dropped.
-	waitFor(t, "SIGUSR2 forwarded", func() bool { return strings.Contains(readFile(got), "USR2") })
-	if lines := readFile(got); !strings.Contains(lines, "PIPE") || strings.Contains(lines, "TTIN") || strings.Contains(lines, "TTOU") {
-		t.Fatalf("the agent saw %q; want PIPE and USR2, and neither TTIN nor TTOU", lines)
+	waitFor(t, "SIGPIPE and SIGUSR2 forwarded", func() bool {
+		return strings.Contains(readFile(got), "PIPE") && strings.Contains(readFile(got), "USR2")
+	})
+	// Signals pending together are taken lowest number first, by Go's
+	// signal loop and by bash's traps alike, so a TTIN or TTOU forwarded
+	// by mistake could still come after PIPE and USR2. VTALRM's number is
+	// above both: once the agent has it, they have come, or never will.
+	if err := cmd.Process.Signal(syscall.SIGVTALRM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "SIGVTALRM forwarded", func() bool { return strings.Contains(readFile(got), "VTALRM") })
+	if lines := readFile(got); strings.Contains(lines, "TTIN") || strings.Contains(lines, "TTOU") {
+		t.Fatalf("the agent saw %q; want neither TTIN nor TTOU", lines)
 	}
 	if st := procState(cmd.Process.Pid); st == 'T' {
 		t.Fatal("paddock is stopped")
