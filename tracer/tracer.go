@@ -74,8 +74,8 @@ type Logger func(tid int, what string, err error)
 type Tracer struct {
 	decide Decider
 	log    Logger
-	// tracees is every thread seen stopped and not yet seen exiting, for
-	// Detach.
+	// tracees is every thread seen stopped, or announced by its parent's
+	// fork or clone event, and not yet seen exiting, for Detach.
 	tracees map[int]struct{}
 	// held is every thread stopped in a trapped syscall whose answer comes
 	// later (Answer), with the syscall's arch.
