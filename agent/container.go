@@ -89,11 +89,17 @@ func (c *container) lifeline(pid int, start uint64) bool {
 
 // member reports whether host process pid is one of the container's: in
 // its PID namespace and its cgroup.
-func (c *container) member(pid int) bool {
+func (c *container) member(pid int) bool { return c.inPidNS(pid) && c.inCgroup(pid) }
+
+// inPidNS reports whether host process pid is in the container's PID
+// namespace.
+func (c *container) inPidNS(pid int) bool {
 	ns, err := c.fs.Namespace(pid, "pid")
-	if err != nil || ns != c.pidns {
-		return false
-	}
+	return err == nil && ns == c.pidns
+}
+
+// inCgroup reports whether host process pid is in the container's cgroup.
+func (c *container) inCgroup(pid int) bool {
 	cg, err := c.fs.Cgroup(pid)
 	return err == nil && cg == c.cgroup
 }
@@ -104,7 +110,7 @@ func (c *container) local(pid int) (int, error) {
 	if c.shared {
 		return pid, nil
 	}
-	if ns, err := c.fs.Namespace(pid, "pid"); err != nil || ns != c.pidns {
+	if !c.inPidNS(pid) {
 		// Above the container's namespace (the agent's own, a pause
 		// process), or in one nested in it: not a number of the
 		// container's.
@@ -132,10 +138,7 @@ func (c *container) host(n int) (int, error) {
 	if c.shared {
 		return n, nil
 	}
-	c.mu.Lock()
-	h, ok := c.hosts[n]
-	c.mu.Unlock()
-	if ok {
+	if h := c.cached(n); h != 0 {
 		if l, err := c.local(h); err == nil && l == n {
 			return h, nil
 		}
@@ -146,6 +149,21 @@ func (c *container) host(n int) (int, error) {
 	}
 	c.remember(n, h)
 	return h, nil
+}
+
+// cached is the host pid last found for the container's process or thread
+// n, unchecked (0: none); in a container that shares the node's PID
+// namespace, n itself.
+func (c *container) cached(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	if c.shared {
+		return n
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hosts[n]
 }
 
 // remember caches h as the host pid of the container's n (host checks it

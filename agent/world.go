@@ -46,35 +46,9 @@ func (w *world) alive(n int) bool {
 // Lookup implements policy.World.
 func (w *world) Lookup(n int) (policy.Target, error) {
 	t := policy.Target{Pid: n}
-	h, err := w.c.host(n)
-	if err != nil {
-		return t, err
-	}
-	if h == 0 {
-		return t, nil // Gone
-	}
-	fd, err := unix.PidfdOpen(h, 0)
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return t, nil
-		}
-		return t, fmt.Errorf("pidfd_open(%d): %w", h, err)
-	}
-	st, err := w.c.fs.Stat(h)
-	if err == nil {
-		// Pinned first, read second: the pid still names the process the
-		// translation found only if it still has that number inside.
-		var l int
-		if l, err = w.c.local(h); err == nil && l != n {
-			err = procfs.ErrNotFound
-		}
-	}
-	if err != nil {
-		unix.Close(fd)
-		if errors.Is(err, procfs.ErrNotFound) {
-			return t, nil
-		}
-		return t, err
+	h, fd, st, err := w.pin(n)
+	if err != nil || fd < 0 {
+		return t, err // Gone when err is nil
 	}
 	if old, ok := w.pins[n]; ok {
 		unix.Close(old)
@@ -82,7 +56,9 @@ func (w *world) Lookup(n int) (policy.Target, error) {
 	w.pins[n] = fd
 	t.Comm, t.StartTime = st.Comm, st.StartTime
 	switch {
-	case !w.c.member(h):
+	// pin found h with number n in the container's PID namespace (any
+	// number, where the container shares the node's).
+	case !w.c.inCgroup(h) || (w.c.shared && !w.c.inPidNS(h)):
 		t.Rel = ownership.Foreign
 	case w.c.lifeline(h, st.StartTime):
 		t.Rel = ownership.AgentRoot
@@ -90,6 +66,47 @@ func (w *world) Lookup(n int) (policy.Target, error) {
 		t.Rel = ownership.Owned
 	}
 	return t, nil
+}
+
+// pin finds the host process that is the container's n, pins it with a
+// pidfd, and reads its stat after the pin: the pid still names the process
+// found only if it still has number n inside, which is checked then. A
+// cached translation is checked that way alone, and looked up afresh when
+// it fails. fd is -1 when the container has no process n.
+func (w *world) pin(n int) (h, fd int, st procfs.Stat, err error) {
+	h, fresh := w.c.cached(n), false
+	for {
+		if h == 0 {
+			if h, err = w.c.host(n); err != nil || h == 0 {
+				return 0, -1, st, err
+			}
+			fresh = true
+		}
+		fd, err = unix.PidfdOpen(h, 0)
+		if err != nil && !errors.Is(err, unix.ESRCH) {
+			return 0, -1, st, fmt.Errorf("pidfd_open(%d): %w", h, err)
+		}
+		if err == nil {
+			st, err = w.c.fs.Stat(h)
+			if err == nil {
+				var l int
+				if l, err = w.c.local(h); err == nil && l != n {
+					err = procfs.ErrNotFound
+				}
+			}
+			if err == nil {
+				return h, fd, st, nil
+			}
+			unix.Close(fd)
+			if !errors.Is(err, procfs.ErrNotFound) {
+				return 0, -1, st, err
+			}
+		}
+		if fresh {
+			return 0, -1, st, nil // gone
+		}
+		h = 0 // a stale translation: look n up afresh
+	}
 }
 
 // creds reads container process n's status.
