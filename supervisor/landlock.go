@@ -60,9 +60,12 @@ func enterLandlockDomain(keepCaps, strict bool) error {
 	if err := landlockReady(keepCaps); err != nil {
 		return err
 	}
-	ruleset, err := sys.LandlockCreateRuleset(0, landlockScopes)
+	var ruleset int
+	var err error
 	if strict {
 		ruleset, err = strictRuleset("/", mountinfoPath)
+	} else {
+		ruleset, err = sys.LandlockCreateRuleset(0, landlockScopes)
 	}
 	if err != nil {
 		return fmt.Errorf("landlock: %w", err)

@@ -60,13 +60,11 @@ func (s *Session) serve(w *liveWorld) {
 	// trapped call), normally its own execve; it is pinned before the
 	// answer lets the agent run.
 	pinRoot := s.rootSet != nil
-	serving := s.serving
+	if s.serving != nil {
+		close(s.serving) // in its first receive next (see launchDirect)
+	}
 	for {
 		y.maybe()
-		if serving != nil {
-			close(serving)
-			serving = nil
-		}
 		n = seccomp.Notif{}
 		if err := seccomp.Recv(s.listener, &n); err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {

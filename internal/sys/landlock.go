@@ -14,22 +14,6 @@ type landlockRulesetAttr struct {
 	scoped           uint64
 }
 
-// LandlockRestrictSelf puts the calling thread in a new Landlock domain
-// whose ruleset handles no filesystem or network access and the scopes in
-// scoped (LANDLOCK_SCOPE_*, Landlock ABI 6), through
-// landlock_create_ruleset and landlock_restrict_self. The thread must have
-// no_new_privs set or hold CAP_SYS_ADMIN (EPERM otherwise). The domain
-// stays for the thread's lifetime and is inherited by everything it clones
-// and execs.
-func LandlockRestrictSelf(scoped uint64) error {
-	fd, err := LandlockCreateRuleset(0, scoped)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return LandlockRestrict(fd)
-}
-
 // LandlockCreateRuleset is landlock_create_ruleset: a new ruleset that
 // handles the filesystem accesses in handledFS (LANDLOCK_ACCESS_FS_*) and
 // the scopes in scoped, as a descriptor for LandlockAddPathRule and
@@ -57,8 +41,9 @@ func LandlockAddPathRule(ruleset, parentFd int, allowed uint64) error {
 }
 
 // LandlockRestrict is landlock_restrict_self: the calling thread enters a
-// new domain made of ruleset (see LandlockRestrictSelf for what it needs
-// and how long it lasts).
+// new domain made of ruleset. The thread must have no_new_privs set or hold
+// CAP_SYS_ADMIN (EPERM otherwise). The domain stays for the thread's
+// lifetime and is inherited by everything it clones and execs.
 func LandlockRestrict(ruleset int) error {
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
 		return errno
