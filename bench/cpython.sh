@@ -17,8 +17,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${OUT:-$root/bench/out}
-mkdir -p "$out"
 # shellcheck source=bench/lib.sh
 source "$root/bench/lib.sh"
 py=/usr/bin/python3

@@ -22,8 +22,6 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${OUT:-$root/bench/out}
-mkdir -p "$out"
 EXTRA=${EXTRA:-100 1000}
 N=${N:-20000}
 ROUNDS=${ROUNDS:-3}

@@ -1,5 +1,9 @@
 # bench/lib.sh: shell helpers shared by the benchmark scripts (sourced after
-# `cd` to the repository root).
+# `cd` to the repository root, with $root set to it).
+
+# out: where a script writes its reports ($OUT, else bench/out), made here.
+out=${OUT:-$root/bench/out}
+mkdir -p "$out"
 
 # die MESSAGE: print it, prefixed with the script's name, and exit 1.
 die() {

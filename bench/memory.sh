@@ -21,8 +21,6 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${OUT:-$root/bench/out}
-mkdir -p "$out"
 
 RUNS=${RUNS:-3}
 PROCS=${PROCS:-1000}
@@ -78,7 +76,6 @@ echo "parent_comm=$pcomm alive=$alive hwm_start_kb=$hwm_start hwm_tree_kb=$hwm_t
 kill "${pids[@]}"
 wait
 '
-
 
 
 foreign=

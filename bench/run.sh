@@ -20,8 +20,6 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${OUT:-$root/bench/out}
-mkdir -p "$out"
 
 PAIRS=${PAIRS:-5}
 KILL_N=${KILL_N:-20000}
@@ -82,7 +80,6 @@ fi
 samples=$out/samples.tsv
 : >"$samples"
 rec() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$samples"; }
-
 
 # order I MODE...: prints the modes in the given order on even rounds I and
 # reversed on odd ones (A B B A ...), so that a drift in the machine's speed

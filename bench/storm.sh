@@ -30,8 +30,6 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${OUT:-$root/bench/out}
-mkdir -p "$out"
 
 RUNS=${RUNS:-3}
 THREADS=${THREADS:-16}
@@ -49,7 +47,6 @@ command -v python3 >/dev/null || die "python3 not found (used for the table)"
 echo "building paddock and storm ..." >&2
 CGO_ENABLED=0 go build -o "$out/paddock" ./cmd/paddock
 gcc -O2 -Wall -pthread -o "$out/storm" bench/storm.c
-
 
 
 # The foreign process: started here, outside paddock, killed at the end.

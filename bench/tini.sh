@@ -22,8 +22,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${OUT:-$root/bench/out}
-mkdir -p "$out"
 RUNS=${RUNS:-20}
 ORPHANS=${ORPHANS:-1000}
 ROUNDS=${ROUNDS:-5}
