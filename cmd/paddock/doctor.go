@@ -23,7 +23,9 @@ user notification and its flags (CONTINUE, WAIT_KILLABLE_RECV, SYNC_WAKE_UP),
 whether a seccomp listener can be installed here at all (tried in a throwaway
 child), pidfd_open, pidfd_send_signal, pidfd_getfd, the child subreaper,
 Landlock, cgroup v2, IA32 emulation, ptrace (Yama), the seccomp filters this
-process already runs under, whether another listener holds them, and whether
+process already runs under, whether another listener holds them, whether BPF
+programs can be attached to LSM hooks here (a no-op program is loaded and
+attached for an instant, and the exact reason given where it cannot), and whether
 this node's OCI runtime (runc, crun) supports listenerPath for paddock agent;
 then the backend paddock run --backend auto would pick (seccomp, ptrace or
 none) and why.

@@ -81,6 +81,7 @@ const (
 	IDPtrace           = "ptrace"             // Yama ptrace_scope
 	IDUnderSeccomp     = "under_seccomp"      // Seccomp, Seccomp_filters of this thread
 	IDUnderListener    = "under_listener"     // the probe's EBUSY
+	// IDBPFLSM (bpflsm.go) comes last.
 )
 
 // Item is one probed feature.
@@ -297,6 +298,7 @@ type facts struct {
 	seccompMode      int
 	seccompFilters   int
 	seccompErr       error
+	bpfLSM           bpfLSM // tried only with the probe child (doctor)
 }
 
 // errNotTried marks a call that needed something that failed before it.
@@ -329,6 +331,7 @@ func gather(self string, child bool) facts {
 	f.probe = ListenerProbe{Error: errNotProbed}
 	if child {
 		f.probe = runProbe(self)
+		f.bpfLSM = gatherBPFLSM()
 	}
 	f.pidfdOpen, f.pidfdSendSignal, f.pidfdGetfd = tryPidfds()
 	if _, err := sys.ChildSubreaper(); err != nil {
@@ -902,6 +905,7 @@ func build(f facts) Report {
 	}
 
 	r.Backend = pickBackend(f, actionsKnown && has("trace"), ptraceOK, ptraceWhy)
+	r.Items = append(r.Items, bpfLSMItem(f.bpfLSM, r.Backend.Name))
 	return r
 }
 

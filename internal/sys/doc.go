@@ -1,7 +1,8 @@
 // Package sys is the one place in paddock that uses package unsafe or issues
 // raw syscalls: the kernel ABIs golang.org/x/sys does not wrap (seccomp
 // filter install and user-notification ioctls, PTRACE_GET_SYSCALL_INFO and
-// register sets, landlock_create_ruleset, si_pid of a waitid result).
+// register sets, landlock_create_ruleset, si_pid of a waitid result, the bpf(2) program load
+// and link that doctor's BPF LSM probe makes).
 //
 // Each function is small and typed, takes and returns Go values, and
 // returns the bare unix.Errno on failure so that callers can both test it
