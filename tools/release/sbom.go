@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
@@ -64,12 +65,15 @@ func writeSBOM(cfg config, arch, bin string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sbom: %w", err)
 	}
-	b, err := json.MarshalIndent(sbom(info, cfg.version, cfg.epoch), "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the & of a purl's qualifiers as it is
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(sbom(info, cfg.version, cfg.epoch)); err != nil {
 		return "", fmt.Errorf("sbom: %w", err)
 	}
 	name := sbomName(cfg, arch)
-	return name, os.WriteFile(filepath.Join(cfg.out, name), append(b, '\n'), 0o644)
+	return name, os.WriteFile(filepath.Join(cfg.out, name), b.Bytes(), 0o644)
 }
 
 // sbom is the document for a binary with build information info, released
