@@ -278,14 +278,22 @@ func TestAction(t *testing.T) {
 		}
 		return in
 	}
-
-	t.Run("kill of a foreign process fails the job", func(t *testing.T) {
+	// againstForeign runs a job whose command, commandf with the pid filled
+	// in, aims at a sleep of the job's user started outside paddock, and
+	// fails the test unless the sleep survives.
+	againstForeign := func(t *testing.T, commandf string, more ...string) (jobResult, int) {
+		t.Helper()
 		foreign := nobodyStart(t, "sleep", "300")
 		pid := foreign.pid()
-		res := r.job(t, with(fmt.Sprintf("kill -TERM %d\ntouch went-on", pid)))
+		res := r.job(t, with(fmt.Sprintf(commandf, pid), more...))
 		if !foreign.alive() {
 			t.Fatalf("the foreign sleep %d did not survive the job\n%s", pid, res.log)
 		}
+		return res, pid
+	}
+
+	t.Run("kill of a foreign process fails the job", func(t *testing.T) {
+		res, pid := againstForeign(t, "kill -TERM %d\ntouch went-on")
 		if res.failed != "run" || res.code != 1 {
 			t.Fatalf("the job failed at step %q with %d, want the run step with 1 (the command's kill failed)\n%s", res.failed, res.code, res.log)
 		}
@@ -344,12 +352,7 @@ func TestAction(t *testing.T) {
 	})
 
 	t.Run("strict fails a job whose command succeeded, json report", func(t *testing.T) {
-		foreign := nobodyStart(t, "sleep", "300")
-		pid := foreign.pid()
-		res := r.job(t, with(fmt.Sprintf("kill -HUP %d || true", pid), "report-format", "json"))
-		if !foreign.alive() {
-			t.Fatalf("the foreign sleep %d did not survive the job\n%s", pid, res.log)
-		}
+		res, pid := againstForeign(t, "kill -HUP %d || true", "report-format", "json")
 		if res.failed != "run" || res.code != 1 {
 			t.Fatalf("the job failed at step %q with %d, want the run step with 1 (--strict)\n%s", res.failed, res.code, res.log)
 		}
@@ -364,12 +367,7 @@ func TestAction(t *testing.T) {
 	})
 
 	t.Run("strict false passes, the refusal still summarised", func(t *testing.T) {
-		foreign := nobodyStart(t, "sleep", "300")
-		pid := foreign.pid()
-		res := r.job(t, with(fmt.Sprintf("kill -TERM %d || true", pid), "strict", "false"))
-		if !foreign.alive() {
-			t.Fatalf("the foreign sleep %d did not survive the job\n%s", pid, res.log)
-		}
+		res, _ := againstForeign(t, "kill -TERM %d || true", "strict", "false")
 		if res.failed != "" {
 			t.Fatalf("step %q failed with %d, want a passing job\n%s", res.failed, res.code, res.log)
 		}
