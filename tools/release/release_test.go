@@ -189,7 +189,7 @@ func checkRun(t *testing.T, arch, bin string) {
 		}
 		dir := t.TempDir()
 		cmd := exec.Command(bin, "run", "--journal", filepath.Join(dir, "journal.jsonl"), "--log-level", "error", "--", "sh", "-c", "echo ran under $PADDOCK_SOCKET")
-		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "PADDOCK_PROFILE=", "TMPDIR="+dir)
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "PADDOCK_PROFILE=", "PADDOCK_JOURNAL=")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s run -- sh: %v\n%s", bin, err, out)
