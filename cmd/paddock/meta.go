@@ -12,14 +12,33 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// versionString says which paddock this is: the module version and the VCS
-// revision it was built from, as the Go toolchain recorded them.
+// releaseVersion is the version a release build stamps into the binary
+// (go build -ldflags "-X main.releaseVersion=v0.1.0", tools/release). It is
+// empty in any other build, where the module version the Go toolchain
+// recorded is shown instead.
+var releaseVersion string
+
+// versionString says which paddock this is: the release version or the
+// module version, and the VCS revision it was built from, as the Go
+// toolchain recorded them.
 func versionString() string {
 	info, ok := debug.ReadBuildInfo()
+	return formatVersion(releaseVersion, info, ok)
+}
+
+// formatVersion is versionString's text for a stamped release version
+// (empty when none) and the binary's build information.
+func formatVersion(stamped string, info *debug.BuildInfo, ok bool) string {
 	if !ok {
+		if stamped != "" {
+			return "paddock " + stamped + " (no build information)"
+		}
 		return "paddock (no build information)"
 	}
 	version := info.Main.Version
+	if stamped != "" {
+		version = stamped
+	}
 	if version == "" {
 		version = "(devel)"
 	}
@@ -53,7 +72,7 @@ func versionString() string {
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print paddock's version: module version, VCS revision, Go version",
+		Short: "Print paddock's version: release (or module) version, VCS revision, Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionString())

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -43,5 +44,35 @@ func TestManPageForEveryCommand(t *testing.T) {
 	visit(root)
 	if n != want {
 		t.Errorf("wrote %d pages, want %d", n, want)
+	}
+}
+
+// TestFormatVersion: a release build's stamped version replaces the module
+// version; the revision and Go version are shown either way.
+func TestFormatVersion(t *testing.T) {
+	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-12-01T10:00:00Z"}}
+	for _, tc := range []struct {
+		name    string
+		stamped string
+		info    *debug.BuildInfo
+		ok      bool
+		want    string
+	}{
+		{"release", "v0.3.0", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261201100000-abc123"}, Settings: vcs},
+			true, "paddock v0.3.0, revision abc123 (2026-12-01T10:00:00Z), go1.26.8"},
+		{"module version", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261201100000-abc123"}, Settings: vcs},
+			true, "paddock v0.0.0-20261201100000-abc123, revision abc123 (2026-12-01T10:00:00Z), go1.26.8"},
+		{"devel, dirty", "", &debug.BuildInfo{GoVersion: "go1.26.8", Settings: append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "true"})},
+			true, "paddock (devel), revision abc123 (2026-12-01T10:00:00Z), with uncommitted changes, go1.26.8"},
+		{"no vcs", "v0.3.0", &debug.BuildInfo{GoVersion: "go1.26.8"},
+			true, "paddock v0.3.0, revision unknown (built outside a git checkout, or with -buildvcs=false), go1.26.8"},
+		{"no build info, release", "v0.3.0", nil, false, "paddock v0.3.0 (no build information)"},
+		{"no build info", "", nil, false, "paddock (no build information)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := formatVersion(tc.stamped, tc.info, tc.ok); got != tc.want {
+				t.Errorf("formatVersion(%q) = %q, want %q", tc.stamped, got, tc.want)
+			}
+		})
 	}
 }

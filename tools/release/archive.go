@@ -1,0 +1,131 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// tarEntry is one member of a tarball: a directory, or a file copied from
+// src.
+type tarEntry struct {
+	name string // path in the archive; directories end in /
+	mode int64
+	src  string // "" for a directory
+}
+
+// tarballName is the tarball of one architecture.
+func tarballName(cfg config, arch string) string {
+	return fmt.Sprintf("paddock_%s_linux_%s.tar.gz", cfg.fileVersion(), arch)
+}
+
+// writeTarball writes paddock_VERSION_linux_ARCH.tar.gz: one top directory
+// of the same name holding the binary, README.md and LICENSE (those the
+// checkout has), man/man1/*.1 and completions/.
+func writeTarball(cfg config, arch, bin string, d docs) (string, error) {
+	name := tarballName(cfg, arch)
+	top := name[:len(name)-len(".tar.gz")] + "/"
+	entries := []tarEntry{{name: top, mode: 0o755}, {name: top + "paddock", mode: 0o755, src: bin}}
+	for _, p := range d.extra {
+		entries = append(entries, tarEntry{name: top + filepath.Base(p), mode: 0o644, src: p})
+	}
+	entries = append(entries, tarEntry{name: top + "completions/", mode: 0o755})
+	shells := make([]string, 0, len(d.completions))
+	for shell := range d.completions {
+		shells = append(shells, shell)
+	}
+	sort.Strings(shells)
+	for _, shell := range shells {
+		entries = append(entries, tarEntry{name: top + "completions/" + completionFiles[shell], mode: 0o644, src: d.completions[shell]})
+	}
+	entries = append(entries, tarEntry{name: top + "man/", mode: 0o755}, tarEntry{name: top + "man/man1/", mode: 0o755})
+	for _, p := range d.man {
+		entries = append(entries, tarEntry{name: top + "man/man1/" + filepath.Base(p), mode: 0o644, src: p})
+	}
+	return name, writeTarGz(filepath.Join(cfg.out, name), entries, cfg.epoch)
+}
+
+// writeTarGz writes entries, in their order, as a gzipped ustar archive in
+// which every member is root's and has the time mtime, and so does the gzip
+// header: the same entries give the same bytes.
+func writeTarGz(path string, entries []tarEntry, mtime time.Time) error {
+	return writeGzip(path, mtime, func(w io.Writer) error {
+		tw := tar.NewWriter(w)
+		for _, e := range entries {
+			h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: mtime, Uname: "root", Gname: "root", Format: tar.FormatUSTAR}
+			var f *os.File
+			if e.src == "" {
+				h.Typeflag = tar.TypeDir
+			} else {
+				var err error
+				if f, err = os.Open(e.src); err != nil {
+					return err
+				}
+				st, err := f.Stat()
+				if err != nil {
+					f.Close()
+					return err
+				}
+				h.Typeflag, h.Size = tar.TypeReg, st.Size()
+			}
+			err := tw.WriteHeader(h)
+			if err == nil && f != nil {
+				_, err = io.Copy(tw, f)
+			}
+			if f != nil {
+				f.Close()
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.name, err)
+			}
+		}
+		return tw.Close()
+	})
+}
+
+// gzipFile writes src gzipped to dst (a man page for the packages).
+func gzipFile(src, dst string, mtime time.Time) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return writeGzip(dst, mtime, func(w io.Writer) error {
+		f, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(w, f)
+		return err
+	})
+}
+
+// writeGzip creates path and writes what fill writes into it through gzip,
+// with no name and mtime in the header.
+func writeGzip(path string, mtime time.Time, fill func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	zw.ModTime = mtime
+	err = fill(zw)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
