@@ -16,10 +16,11 @@ ACK_DELAY=300ms SCRIPT='kill -9 FOREIGN; echo rc=$? >&2' ./spike
 echo "=== 3: kill(own child, SIGCONT) x 20000, bare twice, then as a member twice"
 ./killloop 20000; ./killloop 20000
 SCRIPT='/root/killloop 20000 >&2; /root/killloop 20000 >&2' ./spike
-echo "=== 4: 300 members each refused once and exiting at once, a CPU hog on each CPU"
+n=$(sed -n 's/.*spike\.repeat=\([0-9]*\).*/\1/p' /proc/cmdline)
+echo "=== 4: ${n:=300} members each refused once and exiting at once, a CPU hog on each CPU"
 (while :; do :; done) & h1=$!
 (while :; do :; done) & h2=$!
-REPEAT=300 SCRIPT='kill -9 FOREIGN' ./spike
+REPEAT=$n SCRIPT='kill -9 FOREIGN' ./spike
 kill $h1 $h2
 echo "=== done"
 poweroff -f

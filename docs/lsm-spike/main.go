@@ -176,18 +176,19 @@ func answer(coll *ebpf.Collection) {
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.NativeEndian, &e); err != nil {
 			continue
 		}
-		if pfd, err := unix.PidfdOpen(int(e.CallerTid), pidfdThread); err == nil {
-			if fd, err := unix.PidfdGetfd(pfd, 2, 0); err == nil {
-				msg := fmt.Sprintf("paddock refused kill(%d) of %d from %d\n", e.Sig, e.TargetTgid, e.CallerTgid)
-				unix.Write(fd, []byte(msg))
-				unix.Close(fd)
-			}
-			unix.Close(pfd)
+		pfd, err := unix.PidfdOpen(int(e.CallerTid), pidfdThread)
+		if err != nil {
+			continue // the caller is gone
+		}
+		if fd, err := unix.PidfdGetfd(pfd, 2, 0); err == nil {
+			msg := fmt.Sprintf("paddock refused kill(%d) of %d from %d\n", e.Sig, e.TargetTgid, e.CallerTgid)
+			unix.Write(fd, []byte(msg))
+			unix.Close(fd)
 		}
 		time.Sleep(delay)
-		key := uint64(e.CallerTid)<<32 | uint64(e.Seq)
-		if err := coll.Maps["acks"].Put(key, uint8(1)); err != nil {
+		if err := coll.Maps["acked"].Put(uint32(pfd), e.Seq); err != nil {
 			fmt.Fprintln(os.Stderr, "spike: ack:", err)
 		}
+		unix.Close(pfd)
 	}
 }

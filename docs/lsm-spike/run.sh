@@ -4,6 +4,7 @@
 # busybox, the spike and bench/killloop.c, and prints what init.sh ran.
 # Needs root for apt-get (qemu-system-x86, busybox-static, clang, bpftool,
 # libbpf-dev, gcc). Writes only under $OUT (default: a new temporary dir).
+# REPEAT=N: how many refusing members the fourth experiment runs (300).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$(mktemp -d)}
@@ -30,7 +31,7 @@ vmlinuz=$(find "$out/kernel" -name vmlinuz | head -1)
 # The programs, built against this host's BTF (CO-RE relocates them for the
 # VM's kernel at load).
 bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$out/vmlinux.h"
-clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I"$out" -c "$here/spike.bpf.c" -o "$out/spike.bpf.o"
+clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I"$out" -c "$here/bpf/spike.bpf.c" -o "$out/spike.bpf.o"
 (cd "$here" && CGO_ENABLED=0 go build -o "$out/spike" .)
 
 init=$out/initrd
@@ -44,5 +45,5 @@ gcc -O2 -static -o "$init/root/killloop" "$here/../../bench/killloop.c"
 
 echo "kernel $ver; output in $out" >&2
 timeout 600 qemu-system-x86_64 -M q35 -cpu max -m 2048 -smp 2 -nographic -no-reboot \
-	-kernel "$vmlinuz" -initrd "$out/initrd.gz" -append "console=ttyS0 quiet panic=-1" 2>&1 |
+	-kernel "$vmlinuz" -initrd "$out/initrd.gz" -append "console=ttyS0 quiet panic=-1 spike.repeat=${REPEAT:-300}" 2>&1 |
 	sed -n '/LSMs: /,$p' | tr -d '\r' | tee "$out/console.txt"

@@ -42,7 +42,9 @@ struct {
 static int noop_cb(struct bpf_map *map, void *key, void *value);
 extern int bpf_task_work_schedule_signal(struct task_struct *task, struct bpf_task_work *tw, void *map__map, bpf_task_work_callback_t callback) __ksym;
 
-/* wait_again arranges for the current syscall to be restarted; 0 on success. */
+/* wait_again arranges for the current syscall to be restarted; 0 on
+ * success. Its task work lives in tws until the wait ends (done_waiting):
+ * an element left behind would fill the map, and then no caller could wait. */
 static int wait_again(struct task_struct *cur)
 {
 	__u32 tid = cur->pid;
@@ -57,6 +59,15 @@ static int wait_again(struct task_struct *cur)
 	return bpf_task_work_schedule_signal(cur, &v->tw, &tws, noop_cb);
 }
 
+/* done_waiting ends a wait: the work scheduled last has run (it ran on the
+ * way out of the call this one restarts), so its element can go. */
+static void done_waiting(struct task_struct *cur, struct member *c)
+{
+	__u32 tid = cur->pid;
+	c->state = ST_NONE;
+	bpf_map_delete_elem(&tws, &tid);
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -69,12 +80,18 @@ struct {
 	__uint(max_entries, 1 << 16);
 } events SEC(".maps");
 
+/* acked holds, per thread, the sequence number of the last refusal user
+ * space has answered; it is freed with the thread, so an answer that
+ * comes after the caller gave up or died leaves nothing behind. */
+struct ack {
+	__u32 seq;
+};
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, __u8);
-} acks SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ack);
+} acked SEC(".maps");
 
 struct event {
 	__u32 caller_tid, caller_tgid, target_tid, target_tgid;
@@ -132,17 +149,19 @@ int BPF_PROG(task_kill, struct task_struct *p, struct kernel_siginfo *info, int 
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (c->state == ST_PENDING) {
-		__u64 key = ((__u64)cur->pid << 32) | c->seq;
-		if (bpf_map_lookup_elem(&acks, &key)) {
-			bpf_map_delete_elem(&acks, &key);
-			c->state = ST_NONE;
+		struct ack *a = bpf_task_storage_get(&acked, cur, 0, 0);
+		if (a && a->seq == c->seq) {
+			done_waiting(cur, c);
 			return -1;
 		}
-		if (now - c->since > 2000000000ULL) {
-			c->state = ST_NONE;
+		if (now - c->since > 10000000000ULL) {
+			done_waiting(cur, c);
 			return -1;
 		}
-		if (wait_again(cur)) { c->state = ST_NONE; return -1; }
+		if (wait_again(cur)) {
+			done_waiting(cur, c);
+			return -1;
+		}
 		return -513;
 	}
 	c->seq++;
@@ -159,6 +178,9 @@ int BPF_PROG(task_kill, struct task_struct *p, struct kernel_siginfo *info, int 
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	c->state = ST_PENDING;
 	c->since = now;
-	if (wait_again(cur)) { c->state = ST_NONE; return -1; }
+	if (wait_again(cur)) {
+		done_waiting(cur, c);
+		return -1;
+	}
 	return -513;
 }
