@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
 // The socket's directory is never one somebody else planted: paddock makes
@@ -85,15 +87,17 @@ func checkSocket(path string, dirfd int) error {
 	return nil
 }
 
-// listenIn makes a fresh 0700 directory under base, checks it, binds the
-// socket in it through the directory's descriptor, and checks that the
-// socket's path leads there. It returns the directory and the socket's path.
-func listenIn(base string) (l *net.UnixListener, dir, path string, err error) {
+// listenIn makes a fresh 0700 directory under base, checks it, writes the
+// owner record (owner, the Identity of the paddock whose session it is:
+// see Sweep) in it, binds the socket in it through the directory's
+// descriptor, and checks that the socket's path leads there. It returns
+// the directory and the socket's path.
+func listenIn(base string, owner procfs.Identity) (l *net.UnixListener, dir, path string, err error) {
 	euid := os.Geteuid()
 	if err := checkBase(base, euid); err != nil {
 		return nil, "", "", err
 	}
-	made, err := os.MkdirTemp(base, "paddock-")
+	made, err := os.MkdirTemp(base, dirPrefix)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("control socket: %w", err)
 	}
@@ -117,6 +121,11 @@ func listenIn(base string) (l *net.UnixListener, dir, path string, err error) {
 	}
 	if err := checkDir(dir, dirfd, euid); err != nil {
 		return nil, "", "", err
+	}
+	// Before the socket: a directory with a socket and no owner record is
+	// never one of this paddock's being made (see judge).
+	if err := writeOwner(dirfd, owner); err != nil {
+		return nil, "", "", fmt.Errorf("control socket: in %s: %w", dir, err)
 	}
 	// Bound through the descriptor: whatever happens to the names above,
 	// the socket is made in the directory just checked.

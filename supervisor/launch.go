@@ -462,7 +462,7 @@ func (s *Session) agentEnv() []string {
 	// Not a directory of its own: making and removing one for the link
 	// alone cost a container's init about a twentieth of its start.
 	dir := filepath.Dir(s.SocketPath())
-	if err := os.Symlink(s.cfg.Bin, filepath.Join(dir, "paddock")); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Symlink(s.cfg.Bin, filepath.Join(dir, control.LinkName)); err != nil && !errors.Is(err, os.ErrExist) {
 		s.cfg.Log.Debug().Err(err).Msg("paddock is not on the agent's PATH")
 		return env
 	}
