@@ -317,6 +317,7 @@ func runRun(f runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	swept := sweepBeside(log)
 	if relay != nil && !f.init && os.Getpid() != 1 && s.Pid() > 0 {
 		// An init has no job-control shell above it to stop for.
 		relay.Follow(s.Pid())
@@ -345,6 +346,7 @@ func runRun(f runFlags, args []string) error {
 		// before paddock's summary.
 		relay.Close()
 	}
+	swept()
 	sum := s.Summary()
 	if j != nil {
 		// The chain's head as this session left it: `paddock journal
