@@ -301,8 +301,9 @@ func runRun(f runFlags, args []string) error {
 			return err
 		}
 	}
-	// The head at start is read before the agent runs: its first refusal
-	// may be journaled before the start is logged.
+	// The session's start record, then the head at start, both before the
+	// agent runs: its first refusal may be journaled before the start is logged.
+	rec := journalStart(j, log, args)
 	journalPath, head := "none", ""
 	if j != nil {
 		journalPath, head = j.Path(), j.Head()
@@ -315,6 +316,7 @@ func runRun(f runFlags, args []string) error {
 		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 	})
 	if err != nil {
+		rec.end(map[string]any{"error": err.Error()})
 		return err
 	}
 	swept := sweepBeside(log)
@@ -348,6 +350,7 @@ func runRun(f runFlags, args []string) error {
 	}
 	swept()
 	sum := s.Summary()
+	rec.end(map[string]any{"status": status, "refusals": sum.Refusals})
 	if j != nil {
 		// The chain's head as this session left it: `paddock journal
 		// --verify --head` checks the journal still holds this record.
