@@ -191,14 +191,14 @@ func FormatPid(v any) string {
 // Summary is the one-line description of a record that a table row shows:
 // the call and its target ("kill(SIGTERM) pid 4242"), an exec's argv, a
 // session's command, the rule, the reason, then every other field as
-// key=value, sorted. ts, action, pid and message are not repeated, nor a
-// session_started record's boot_id and pid_ns (they only let a reader tell
-// whether its paddock still runs); abi only when it is not a native one
+// key=value, sorted. ts, action, pid and message are not repeated, nor the
+// chain's prev (--verify reads it), nor a session_started record's boot_id
+// and pid_ns (they only let a reader tell whether its paddock still runs); abi only when it is not a native one
 // (a compat ABI, such as i386 through int 0x80, is worth a look). A record
 // with none of these is summarised by its message.
 func Summary(rec map[string]any) string {
 	var parts []string
-	used := map[string]bool{"ts": true, "action": true, "pid": true, "message": true, KeyBootID: true, KeyPidNS: true}
+	used := map[string]bool{"ts": true, "action": true, "pid": true, "message": true, "prev": true, KeyBootID: true, KeyPidNS: true}
 	take := func(k string) (any, bool) {
 		v, ok := rec[k]
 		used[k] = true

@@ -51,6 +51,18 @@ columns with "…". --wide prints whole rows, with the record's message.
 Anything a record quotes (an agent's argv, say) is shown with control
 characters escaped, so it cannot drive the terminal.
 
+Each session paddock run starts is bracketed by a session_started record
+(paddock's pid, start time, boot id and PID namespace, and the command) and a
+session_ended record (the command's status and the refusals). A session with
+a start record and no end record whose paddock is gone (killed with SIGKILL,
+an OOM kill, a machine that stopped) gets a row of its own right after its
+last record, at that record's time: "ended abnormally". Where it cannot be
+told whether its paddock still runs (another PID namespace), the row says
+"no end record". These rows are not records: --json leaves them out, and the
+filters take them as session_ended records of their session at their time.
+docs/journal.md says how to tell such a session from records cut off the
+journal's end.
+
 --since takes a duration back from now (90s, 10m, 2h, 24h, or days: 7d) or an
 RFC 3339 time (2026-12-02T13:00:00Z). Records whose time cannot be read are
 shown rather than hidden. --action takes one or more of these (repeat the
@@ -67,8 +79,10 @@ names each record after which the chain breaks, that is where a record was
 removed, edited, reordered or inserted ("FILE: line 7: prev is X, but line 6
 hashes to Y"). Records without prev at the very start (written before the
 chain existed) are accepted as unchained legacy records; one after a chained
-record is tampering. A torn last line (a write cut short) and a line that is
-not JSON but that the chain passes over are warnings, not tampering. The chain
+record is tampering. A torn last line (a write cut short), a record cut short
+that the next write ended (a writer killed mid-record), and a line that is
+not JSON but that the chain passes over are warnings, not tampering; so is a
+session with no end record. The chain
 cannot show records cut off its end, nor a chain rewritten with fresh hashes:
 --head HASH (the head paddock run logged) checks that the chain still holds
 that record, and --journal-mirror keeps a copy the agent cannot rewrite.
@@ -85,9 +99,10 @@ Exit status without --verify:
      incomplete, which is what a writer interrupted mid-record leaves behind
      (reported on stderr).
   1  the journal could not be read, or a line other than the last is not a
-     JSON object. paddock never writes such a line, so the file was edited or
-     damaged: every good record is still printed, and every bad line is
-     reported on stderr.
+     JSON object, nor the start of a record cut short (which a writer killed
+     mid-record leaves, reported on stderr). paddock never writes such a
+     line, so the file was edited or damaged: every good record is still
+     printed, and every bad line is reported on stderr.
   2  usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
