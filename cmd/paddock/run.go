@@ -314,6 +314,7 @@ func runRun(f runFlags, args []string) error {
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
 		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
+		OOMScoreAdj: supervisor.SupervisorOOMScoreAdj,
 	})
 	if err != nil {
 		rec.end(map[string]any{"error": err.Error()})
