@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -160,10 +161,12 @@ const (
 // but a real directory (a symlink is never followed) owned by the caller's
 // euid with mode 0700, as listenIn makes it. Stale: nothing listens on
 // its socket (or it has none) and its owner record names a paddock that
-// is gone; or, with no owner record to judge by (an older paddock's, or
-// an owner in another PID namespace), its socket refuses a connection,
-// it holds nothing paddock does not put there, and it has been left
-// unchanged for unknownOwnerAge. Everything else is kept.
+// is gone; or, with no owner record to judge by (an older paddock's, an
+// owner in another PID namespace, or a removal killed halfway), it has no
+// socket or one that refuses a connection, it holds nothing paddock does
+// not put there, and it has been left unchanged for unknownOwnerAge (a
+// live session's directory is without its owner record, and its socket
+// refuses, only for a moment as it is made). Everything else is kept.
 func (sp sweeper) judge(bfd int, name string) verdict {
 	var lst unix.Stat_t
 	if err := unix.Fstatat(bfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -196,20 +199,20 @@ func (sp sweeper) judge(bfd int, name string) verdict {
 	if live == procfs.Gone {
 		return stale
 	}
-	// Nothing to judge the owner by: only an unchanged directory with a
-	// socket that refuses, holding what paddock makes.
-	if sock != sockRefused || sp.now.Sub(time.Unix(fst.Mtim.Unix())) < unknownOwnerAge {
+	// Nothing to judge the owner by: only a directory left unchanged for
+	// a while, holding nothing but what paddock makes, with no socket or
+	// one that refuses (an older paddock's, killed; or what a sweep or a
+	// session's own removal killed halfway left).
+	if sock != sockRefused && sock != sockNone || sp.now.Sub(time.Unix(fst.Mtim.Unix())) < unknownOwnerAge {
 		return keep
 	}
-	if !hasOwner {
-		names, err := dirNames(dfd)
-		if err != nil {
+	names, err := dirNames(dfd)
+	if err != nil {
+		return keep
+	}
+	for _, n := range names {
+		if n != socketName && n != LinkName && n != ownerName {
 			return keep
-		}
-		for _, n := range names {
-			if n != socketName && n != LinkName && n != ownerName {
-				return keep
-			}
 		}
 	}
 	return stale
@@ -309,10 +312,17 @@ func removeSession(bfd int, name string) error {
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
+	// The owner record goes last: a sweep killed halfway leaves it, and
+	// with it what the next sweep needs to know the directory is stale.
 	var fst unix.Stat_t
 	err = unix.Fstat(dfd, &fst)
 	if err == nil {
-		err = removeContents(dfd, maxSweepDepth)
+		err = removeContents(dfd, maxSweepDepth, ownerName)
+	}
+	if err == nil {
+		if err = unix.Unlinkat(dfd, ownerName, 0); errors.Is(err, unix.ENOENT) {
+			err = nil
+		}
 	}
 	unix.Close(dfd)
 	if err != nil {
@@ -334,13 +344,17 @@ func removeSession(bfd int, name string) error {
 	return nil
 }
 
-// removeContents empties the directory open as dfd, depth levels deep at most.
-func removeContents(dfd, depth int) error {
+// removeContents empties the directory open as dfd, depth levels deep at
+// most, but for the entries named in keep.
+func removeContents(dfd, depth int, keep ...string) error {
 	names, err := dirNames(dfd)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
 	for _, n := range names {
+		if slices.Contains(keep, n) {
+			continue
+		}
 		err := unix.Unlinkat(dfd, n, 0)
 		if errors.Is(err, unix.EISDIR) {
 			if depth == 0 {

@@ -85,7 +85,11 @@ func TestSweepJudges(t *testing.T) {
 		{name: "no owner, refused, old, holds a file paddock does not make", sock: dead, age: old, extra: func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, "notes.txt"), "mine")
 		}, want: keep},
-		{name: "no owner, no socket", age: old, want: keep},
+		{name: "no owner, no socket, old (a removal killed halfway)", age: old, extra: paddockLink, want: stale},
+		{name: "no owner, no socket, young (being made)", age: young, want: keep},
+		{name: "no owner, no socket, old, holds a file paddock does not make", age: old, extra: func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "notes.txt"), "mine")
+		}, want: keep},
 		{name: "no owner, listening", sock: listening, age: old, want: keep},
 		{name: "unreadable owner record, refused, old", sock: dead, age: old, extra: func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, ownerName), "{")
