@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/sockettest"
 )
 
 // unprivileged is how a test runs paddock, its agent and the foreign
@@ -40,11 +42,7 @@ func asUnprivileged(t *testing.T) unprivileged {
 // /tmp, so that root's and nobody's paddocks both make theirs there.
 func sessionBase(t *testing.T) string {
 	t.Helper()
-	base, err := os.MkdirTemp("", "pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := sockettest.ShortDir(t)
 	if err := os.Chmod(base, os.ModeSticky|0o777); err != nil {
 		t.Fatal(err)
 	}
