@@ -28,8 +28,41 @@ import (
 const dirPrefix = "paddock-"
 
 // ownerName is the owner record in a session directory: the Identity, as
-// JSON, of the paddock that made it, written before the socket is bound.
+// JSON, of the paddock that made it, written before the directory takes
+// its session name (listenIn).
 const ownerName = "owner"
+
+// stagingPrefix starts the name of a session directory being made by
+// the paddock owner, before it takes its session name: "paddock-new-", the
+// PID namespace, pid and start time, each followed by "-" (os.MkdirTemp
+// adds digits). The name alone says whose it is (stagingOwner).
+func stagingPrefix(owner procfs.Identity) string {
+	return fmt.Sprintf("%snew-%d-%d-%d-", dirPrefix, owner.PidNS, owner.Pid, owner.StartTime)
+}
+
+// stagingOwner reads the owner from a staging directory's name.
+func stagingOwner(name string) (procfs.Identity, bool) {
+	rest, ok := strings.CutPrefix(name, dirPrefix+"new-")
+	if !ok {
+		return procfs.Identity{}, false
+	}
+	f := strings.Split(rest, "-")
+	if len(f) != 4 {
+		return procfs.Identity{}, false
+	}
+	var n [4]uint64
+	for i, s := range f {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return procfs.Identity{}, false
+		}
+		n[i] = v
+	}
+	if n[1] == 0 || n[1] > 1<<22 {
+		return procfs.Identity{}, false
+	}
+	return procfs.Identity{PidNS: n[0], Pid: int(n[1]), StartTime: n[2]}, true
+}
 
 // LinkName is the name of the link to the paddock binary that a session
 // may put in its socket's directory, which goes first on the agent's PATH
@@ -115,7 +148,8 @@ func sweepBase(base string, sp sweeper, sw *Swept) {
 		return
 	}
 	for _, name := range names {
-		if !sessionDirName(name) {
+		_, staging := stagingOwner(name)
+		if !sessionDirName(name) && !staging {
 			continue
 		}
 		switch v := sp.judge(bfd, name); v {
@@ -160,13 +194,13 @@ const (
 // judge decides about name under the base open as bfd. Not ours: anything
 // but a real directory (a symlink is never followed) owned by the caller's
 // euid with mode 0700, as listenIn makes it. Stale: nothing listens on
-// its socket (or it has none) and its owner record names a paddock that
-// is gone; or, with no owner record to judge by (an older paddock's, an
-// owner in another PID namespace, or a removal killed halfway), it has no
-// socket or one that refuses a connection, it holds nothing paddock does
-// not put there, and it has been left unchanged for unknownOwnerAge (a
-// live session's directory is without its owner record, and its socket
-// refuses, only for a moment as it is made). Everything else is kept.
+// its socket (or it has none) and its owner (the staging name's, else the
+// owner record's) is a paddock that is gone; or, with no owner to judge
+// by (an older paddock's directory, an owner in another PID namespace, or
+// a removal killed halfway), it has no socket or one that refuses a
+// connection, it holds nothing paddock does not put there, and it has
+// been left unchanged for unknownOwnerAge (a socket refuses for a moment
+// after it is bound, before it listens). Everything else is kept.
 func (sp sweeper) judge(bfd int, name string) verdict {
 	var lst unix.Stat_t
 	if err := unix.Fstatat(bfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -184,7 +218,10 @@ func (sp sweeper) judge(bfd int, name string) verdict {
 	if err := unix.Fstat(dfd, &fst); err != nil || fst.Dev != lst.Dev || fst.Ino != lst.Ino {
 		return notOurs
 	}
-	owner, hasOwner := readOwner(dfd, sp.euid)
+	owner, hasOwner := stagingOwner(name)
+	if !hasOwner {
+		owner, hasOwner = readOwner(dfd, sp.euid)
+	}
 	live := procfs.Unknown
 	if hasOwner {
 		live = sp.fs.Liveness(owner, sp.self)

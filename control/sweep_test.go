@@ -100,6 +100,15 @@ func TestSweepJudges(t *testing.T) {
 			}
 		}, want: keep},
 		{name: "gone owner, mode 0755: not made by paddock", owner: &gone, sock: dead, mode: 0o755, want: notOurs},
+		{name: "being made, by a paddock that runs", dir: stagingPrefix(self) + "1", want: keep},
+		{name: "being made, with its owner record, by a paddock that runs", dir: stagingPrefix(self) + "1", owner: &self, want: keep},
+		{name: "left half made by a paddock that is gone", dir: stagingPrefix(gone) + "1", want: stale},
+		{name: "left half made, with its owner record, by a paddock that is gone", dir: stagingPrefix(gone) + "1", owner: &gone, want: stale},
+		{name: "being made in another PID namespace, young", dir: stagingPrefix(otherNS) + "1", want: keep},
+		{name: "left half made in another PID namespace, old", dir: stagingPrefix(otherNS) + "1", age: old, want: stale},
+		{name: "a staging name holding what paddock does not put there", dir: stagingPrefix(otherNS) + "1", age: old, extra: func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "notes.txt"), "mine")
+		}, want: keep},
 		{name: "gone owner, the agent's files in it", owner: &gone, sock: dead, extra: func(t *testing.T, dir string) {
 			if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o700); err != nil {
 				t.Fatal(err)
@@ -168,6 +177,23 @@ func TestSweepJudges(t *testing.T) {
 				t.Errorf("errors: %v", sw.Errors)
 			}
 		})
+	}
+}
+
+// A staging directory's name says whose it is; anything else named like
+// one is not a staging directory.
+func TestStagingOwner(t *testing.T) {
+	id := procfs.Identity{Pid: 4242, StartTime: 123456, PidNS: 4026531836}
+	if got, ok := stagingOwner(stagingPrefix(id) + "987654321"); !ok || got != id {
+		t.Errorf("stagingOwner(stagingPrefix(%+v)+digits) = %+v, %v", id, got, ok)
+	}
+	for _, name := range []string{
+		"paddock-123", "paddock-new-", "paddock-new-1-2-3", "paddock-new-1-2-3-4-5", "paddock-new-1-0-3-4",
+		"paddock-new-1-99999999-3-4", "paddock-new-a-2-3-4", "paddock-new-1-2--4", "paddock-e2e-1-2-3-4",
+	} {
+		if got, ok := stagingOwner(name); ok {
+			t.Errorf("stagingOwner(%q) = %+v, want not a staging name", name, got)
+		}
 	}
 }
 
@@ -249,6 +275,12 @@ func TestSweepAfterListen(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, ownerName))
 	if err != nil || !strings.Contains(string(b), `"start_time":`) {
 		t.Fatalf("owner record: %q, %v", b, err)
+	}
+	if !sessionDirName(filepath.Base(dir)) {
+		t.Errorf("the session directory is %s, not %s and digits", dir, dirPrefix)
+	}
+	if left, _ := filepath.Glob(filepath.Join(base, dirPrefix+"new-*")); len(left) > 0 {
+		t.Errorf("staging directories left: %v", left)
 	}
 	if sw := Sweep(); sw.Found != 0 || sw.Kept != 1 || len(sw.Bases) != 1 || sw.Bases[0] != base {
 		t.Fatalf("Sweep of a live session: %+v", sw)
