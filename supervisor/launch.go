@@ -114,6 +114,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	listenerc := make(chan listenerResult, 1)
 	proceed := make(chan struct{})
 	forked := make(chan forkResult, 1)
+	bridge := newListenerBridge() // the agent never holds the listener (fdtable.go)
 	go func() {
 		// Never unlocked: whatever this thread took on ends with it.
 		runtime.LockOSThread()
@@ -121,6 +122,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 			listenerc <- listenerResult{err: err}
 			return
 		}
+		bridge.detach()
 		fd, err := listen(prog)
 		if err != nil {
 			if backend == BackendAuto && features.FallsBackToPtrace(err) {
@@ -139,8 +141,16 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 			listenerc <- listenerResult{err: fmt.Errorf("supervisor: --strict-wall: %w", wall)}
 			return
 		}
+		if fd, err = bridge.send(fd); err != nil {
+			listenerc <- listenerResult{err: err}
+			return
+		}
 		listenerc <- listenerResult{fd: fd, wall: wall}
-		<-proceed
+		select {
+		case <-proceed:
+		case <-s.done: // the launch failed after all (launchAndReap)
+			return
+		}
 		// The fork gives the child this thread's mask (runtime BeforeFork).
 		if err := sys.SetSigmask(s.sigmask); err != nil {
 			s.cfg.Log.Debug().Err(err).Msg("the agent starts with the launching thread's signal mask")
@@ -153,7 +163,11 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	}()
 	lr := <-listenerc
 	if lr.err != nil {
+		bridge.close()
 		return 0, lr.err
+	}
+	if lr.fd, err = bridge.receive(lr.fd); err != nil {
+		return 0, err
 	}
 	s.useListener(lr.fd, backend)
 	s.wallErr = lr.wall

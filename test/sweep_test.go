@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -71,9 +72,18 @@ func sessionDirs(t *testing.T, base string) []string {
 	return m
 }
 
-// agentsOf lists the live processes whose PADDOCK_SOCKET is under base:
-// the agents of sessions whose directories are there, and what they started.
-func agentsOf(base string) []string {
+// mark gives cmd, a paddock run, an environment variable of its own, which
+// its agent inherits, and returns it ("KEY=VALUE"): procsMarked finds every
+// process of that session by it, the agent's child before its exec (whose
+// environment is still paddock's) included.
+func mark(cmd *exec.Cmd) string {
+	kv := "PADDOCK_TEST_RUN=" + strconv.FormatUint(rand.Uint64(), 36)
+	cmd.Env = append(cmd.Env, kv)
+	return kv
+}
+
+// procsMarked lists the live processes (not zombies) whose environment holds kv.
+func procsMarked(kv string) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range entries {
@@ -85,13 +95,77 @@ func agentsOf(base string) []string {
 		if err != nil {
 			continue
 		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.HasPrefix(kv, []byte("PADDOCK_SOCKET="+base+"/")) && pidAlive(pid) {
-				out = append(out, e.Name()+" "+strings.TrimSpace(readFile("/proc/"+e.Name()+"/cmdline")))
+		for _, v := range bytes.Split(env, []byte{0}) {
+			if string(v) == kv && pidAlive(pid) {
+				out = append(out, e.Name()+" "+strings.ReplaceAll(readFile("/proc/"+e.Name()+"/cmdline"), "\x00", " "))
 			}
 		}
 	}
 	return out
+}
+
+// killMarked kills what procsMarked finds (processes of the test's own
+// paddock runs), when a check has failed.
+func killMarked(kv string) {
+	for _, p := range procsMarked(kv) {
+		if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// noneLeft waits for every process of the session marked kv to end, and
+// fails the test (killing them) if one is left after 10 s.
+func noneLeft(t *testing.T, kv, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := procsMarked(kv)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			killMarked(kv)
+			t.Fatalf("%s: processes of the session outlived their paddock by 10 s:\n%s", what, strings.Join(left, "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// outputFile points cmd's stdout and stderr at a file of the test's and
+// returns its path: a file, not a pipe, so that Wait does not wait for
+// whatever else holds it.
+func outputFile(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	cmd.Stdout, cmd.Stderr = f, f
+	return f.Name()
+}
+
+// killAtFork returns as paddock, started, forks its agent: a moment after
+// (a random spin of up to 400 us, to spread the kills over the fork) its
+// session directory holds the paddock link, which the launch makes for the
+// agent's PATH shortly before the fork. It looks without pause.
+func killAtFork(t *testing.T, base string, cmd *exec.Cmd) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, d := range sessionDirs(t, base) {
+			if _, err := os.Lstat(filepath.Join(d, "paddock")); err != nil {
+				continue
+			}
+			if owner, _ := os.ReadFile(filepath.Join(d, "owner")); strings.Contains(string(owner), `"pid":`+itoa(cmd.Process.Pid)+`,`) {
+				for until := time.Now().Add(rand.N(400 * time.Microsecond)); time.Now().Before(until); {
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("paddock made no session directory with its paddock link in 10 s")
 }
 
 // startRecordOf reports whether the journal at path holds the
@@ -110,20 +184,20 @@ func startRecordOf(path string, pid int) (string, bool) {
 	return "", false
 }
 
-// TestKilledSessionsLeaveNothing: 20 paddock runs killed with SIGKILL at
-// random points (an OOM kill, a CI runner cancelling its job), alternately
-// under each backend, their agent and a foreign process running as the
-// same unprivileged user. Half are killed at a random moment from their
-// exec (before or after they journal their start, make their directory,
-// start their agent), half at a random moment once their start record is
-// journaled, while their agent has its kills refused and journaled. Each
-// time the foreign process survives and no process of the agent's outlives
-// its paddock for long (the agent root is killed with it; what it started
-// is killed too under ptrace, and under seccomp ends its sleep of a few
-// milliseconds with its trapped calls failing). The next `paddock run`
-// removes every directory they left; the shared journal verifies; and
-// `paddock journal` lists every session that journaled its start as ended
-// abnormally, and none other.
+// TestKilledSessionsLeaveNothing: 21 paddock runs killed with SIGKILL at
+// random points (an OOM kill, a CI runner cancelling its job), under each
+// backend in turn, their agent and a foreign process running as the same
+// unprivileged user. A third are killed at a random moment from their exec
+// (before or after they journal their start, make their directory, start
+// their agent), a third as their agent is forked (killAtFork), and a third
+// at a random moment once their start record is journaled, while their
+// agent has its kills refused and journaled. Each time the foreign process
+// survives and no process of the session's outlives its paddock for long:
+// the agent root is killed with it; what it started is killed too under
+// ptrace, and under seccomp ends its sleep of a few milliseconds, its
+// trapped calls failing. The next `paddock run` removes every directory
+// they left; the shared journal verifies; and `paddock journal` lists every
+// session that journaled its start as ended abnormally, and none other.
 func TestKilledSessionsLeaveNothing(t *testing.T) {
 	for _, b := range backends {
 		b.require(t)
@@ -138,39 +212,42 @@ func TestKilledSessionsLeaveNothing(t *testing.T) {
 		f = startForeign(t, "sleep", "300")
 	}
 	agent := `while :; do kill -TERM ` + itoa(f.pid()) + ` 2>/dev/null; sleep 0.0$((RANDOM % 5 + 1)); done`
-	const runs = 20
-	killed := map[int]bool{} // paddock's pid: whether it was killed after its start record
+	const runs = 21
+	killed := map[int]bool{} // paddock's pid: whether it was killed after its start record was journaled
 	for i := range runs {
 		b := backends[i%len(backends)]
 		cmd := paddockIn(&u, base, u.dir, "run", "--backend", string(b), "--journal", journal, "--log-level", "error", "--", "bash", "-c", agent)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		kv := mark(cmd)
+		out := outputFile(t, cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		pid := cmd.Process.Pid
-		afterStart := i%4 >= 2 // each backend gets both kinds
-		if afterStart {
+		how := (i / len(backends)) % 3 // each backend gets each kind
+		switch how {
+		case 0:
+			time.Sleep(rand.N(80 * time.Millisecond))
+		case 1:
+			killAtFork(t, base, cmd)
+		case 2:
 			waitFor(t, "paddock's session_started record", func() bool {
 				_, ok := startRecordOf(journal, pid)
 				return ok
 			})
 			time.Sleep(rand.N(300 * time.Millisecond))
-		} else {
-			time.Sleep(rand.N(80 * time.Millisecond))
 		}
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		err := cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("run %d: paddock (%s) was not killed by the SIGKILL: %v\n%s", i, b, err, out.String())
+			t.Fatalf("run %d: paddock (%s) was not killed by the SIGKILL: %v\n%s", i, b, err, readFile(out))
 		}
-		killed[pid] = afterStart
+		killed[pid] = how != 0 // those two kinds come after the start record
 		if !f.alive() {
 			t.Fatalf("run %d (%s): the foreign process died", i, b)
 		}
-		waitFor(t, "the agent's processes to end after their paddock's death", func() bool { return len(agentsOf(base)) == 0 })
+		noneLeft(t, kv, fmt.Sprintf("run %d (%s, killed %s)", i, b, []string{"at random", "at its agent's fork", "after its start record"}[how]))
 	}
 	left := sessionDirs(t, base)
 	if len(left) == 0 {
@@ -225,6 +302,32 @@ func TestKilledSessionsLeaveNothing(t *testing.T) {
 	}
 }
 
+// TestKilledAtTheAgentsFork: paddock killed with SIGKILL as it forks its
+// agent (seccomp backend: from a thread that carries the filter), 60
+// times. Nothing of the session may be left: the agent's process, between
+// its fork and its exec, must not be left waiting on the listener. (It
+// was, one time in a dozen or so, before the listener was kept out of the
+// launching thread's descriptor table: supervisor/fdtable.go.)
+func TestKilledAtTheAgentsFork(t *testing.T) {
+	b := backend("seccomp")
+	b.require(t)
+	u := asUnprivileged(t)
+	base := sessionBase(t)
+	journal := filepath.Join(u.dir, "j.jsonl")
+	for i := range 60 {
+		cmd := paddockIn(&u, base, u.dir, "run", "--backend", string(b), "--journal", journal, "--log-level", "error", "--", "sleep", "60")
+		kv := mark(cmd)
+		outputFile(t, cmd)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		killAtFork(t, base, cmd)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		noneLeft(t, kv, fmt.Sprintf("run %d", i))
+	}
+}
+
 // TestSweepLeavesOthersAlone: the sweep of a root paddock run removes the
 // directories root's killed sessions left, and leaves untouched the
 // directory of a live session, a directory of another user's killed
@@ -253,9 +356,10 @@ func TestSweepLeavesOthersAlone(t *testing.T) {
 	// socket are there, and returns its directory.
 	killedIn := func(who *unprivileged) string {
 		dir, journal := in(who)
-		cmd, sd, wait := startedIn(t, who, base, dir, journal)
+		cmd, sd, wait, kv := startedIn(t, who, base, dir, journal)
 		_ = cmd.Process.Kill()
 		_ = wait()
+		noneLeft(t, kv, "a paddock killed as its agent started")
 		return sd
 	}
 	nobodys := killedIn(&u)
@@ -277,7 +381,7 @@ func TestSweepLeavesOthersAlone(t *testing.T) {
 		}
 	}
 	rdir, rjournal := in(nil)
-	live, liveDir, liveWait := startedIn(t, nil, base, rdir, rjournal)
+	live, liveDir, liveWait, _ := startedIn(t, nil, base, rdir, rjournal)
 	before := tree(t, nobodys, planted, elsewhere, liveDir)
 
 	out, err := paddockIn(nil, base, rdir, "run", "--journal", rjournal, "--", "true").CombinedOutput()
@@ -318,28 +422,28 @@ func TestSweepLeavesOthersAlone(t *testing.T) {
 
 // startedIn starts `paddock run -- sleep 60` as who (nil: the test's
 // user) with its session directory under base, waits for its directory
-// and socket, and returns it running (killed when the test ends) and its
-// directory. Its Wait is done: wait for it with the returned function.
-func startedIn(t *testing.T, who *unprivileged, base, dir, journal string) (*exec.Cmd, string, func() error) {
+// with its socket and paddock link, and returns it running, its directory,
+// what waits for it, and its mark (see mark). It is killed, with all of
+// its session, when the test ends.
+func startedIn(t *testing.T, who *unprivileged, base, dir, journal string) (*exec.Cmd, string, func() error, string) {
 	t.Helper()
 	known := sessionDirs(t, base)
 	cmd := paddockIn(who, base, dir, "run", "--journal", journal, "--log-level", "error", "--", "sleep", "60")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	kv := mark(cmd)
+	out := outputFile(t, cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	var status error
-	wait := sync.OnceValue(func() error { status = <-exited; return status })
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = wait() })
+	wait := sync.OnceValue(func() error { return <-exited })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = wait(); killMarked(kv) })
 	var made string
-	waitFor(t, "the session's directory and socket", func() bool {
+	waitFor(t, "the session's directory, socket and link", func() bool {
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Fatalf("paddock exited (%v) before its session was made:\n%s", err, out.String())
+			t.Fatalf("paddock exited (%v) before its session was made:\n%s", err, readFile(out))
 		default:
 		}
 		for _, d := range sessionDirs(t, base) {
@@ -350,7 +454,7 @@ func startedIn(t *testing.T, who *unprivileged, base, dir, journal string) (*exe
 		}
 		return false
 	})
-	return cmd, made, wait
+	return cmd, made, wait, kv
 }
 
 // tree lists every path under the roots with its type, mode and owner, never

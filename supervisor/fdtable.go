@@ -1,0 +1,95 @@
+package supervisor
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/handoff"
+)
+
+// The agent is forked from the launching thread (launchDirect) and, until
+// its execve, holds a copy of every descriptor in that thread's table:
+// close-on-exec closes them only at the exec. With the seccomp listener
+// among them, a supervisor killed while the agent is between its fork and
+// its exec left the agent waiting for ever on a listener it held itself:
+// Go's child, finding its parent gone once it has set its parent-death
+// signal, signals itself with kill(2), which the filter traps, and nothing
+// answers (measured: killed with SIGKILL the moment the session's paddock
+// link appears, one paddock in fourteen left its agent's process so, holding
+// paddock's stdout). So the launching thread takes a descriptor table of
+// its own before it makes the listener, and hands the listener to the
+// process's table through a socket pair made before, closing its own copy:
+// the agent is forked without it, and once the supervisor is gone the
+// listener closes and the agent's trapped calls fail with ENOSYS, as
+// everywhere else (docs/limits.md, "If the supervisor dies").
+
+// listenerBridge carries the listener from the launching thread's own
+// descriptor table to the process's. Where the thread cannot have a table
+// of its own (unshare refused, as under Docker's default seccomp profile
+// without CAP_SYS_ADMIN), the listener stays in the shared table, as it
+// was before.
+type listenerBridge struct {
+	pair [2]int // the socket pair, in both tables; -1 when none could be made
+	own  bool   // the launching thread has a table of its own (set on it)
+}
+
+// newListenerBridge makes the socket pair, in the process's table.
+func newListenerBridge() *listenerBridge {
+	b := &listenerBridge{pair: [2]int{-1, -1}}
+	if pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0); err == nil {
+		b.pair = pair
+	}
+	return b
+}
+
+// detach gives the calling thread, locked, a descriptor table of its own
+// (a copy of the process's), before it makes the listener.
+func (b *listenerBridge) detach() {
+	if b.pair[0] < 0 {
+		return
+	}
+	b.own = unix.Unshare(unix.CLONE_FILES) == nil
+}
+
+// send hands the listener fd, made on the detached thread, over to the
+// process's table and closes this thread's copy of it and of the pair. It
+// returns the descriptor the session is to use: -1 once handed over (the
+// session receives it), else fd itself (shared table).
+func (b *listenerBridge) send(fd int) (int, error) {
+	if !b.own {
+		return fd, nil
+	}
+	err := handoff.Send(b.pair[1], handoff.Msg{Kind: handoff.Listener, Fd: fd})
+	unix.Close(fd)
+	unix.Close(b.pair[0])
+	unix.Close(b.pair[1])
+	if err != nil {
+		return -1, fmt.Errorf("supervisor: hand the listener to the session: %w", err)
+	}
+	return -1, nil
+}
+
+// receive returns the listener in the process's table: the one send handed
+// over, or fd when it was not (see send), and closes the pair there.
+func (b *listenerBridge) receive(fd int) (int, error) {
+	defer b.close()
+	if !b.own {
+		return fd, nil
+	}
+	m, err := handoff.Recv(b.pair[0])
+	if err != nil {
+		return -1, fmt.Errorf("supervisor: receive the listener: %w", err)
+	}
+	return m.Fd, nil
+}
+
+// close closes the pair in the process's table.
+func (b *listenerBridge) close() {
+	for i, fd := range b.pair {
+		if fd >= 0 {
+			unix.Close(fd)
+			b.pair[i] = -1
+		}
+	}
+}
