@@ -2,6 +2,9 @@ package supervisor
 
 import (
 	"fmt"
+	"math"
+	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -32,6 +35,8 @@ import (
 type listenerBridge struct {
 	pair [2]int // the socket pair, in both tables; -1 when none could be made
 	own  bool   // the launching thread has a table of its own (set on it)
+	// released: the launching thread's table is closed (set on it).
+	released bool
 }
 
 // newListenerBridge makes the socket pair, in the process's table.
@@ -68,6 +73,32 @@ func (b *listenerBridge) send(fd int) (int, error) {
 		return -1, fmt.Errorf("supervisor: hand the listener to the session: %w", err)
 	}
 	return -1, nil
+}
+
+// release closes every descriptor of the launching thread's own table,
+// once the agent is forked (or the launch has failed): the thread needs
+// none of them any more, and its copies would keep open what the session
+// closes (the pty's slave, whose last close the relay waits for). The
+// thread may be the process's main thread, which the Go runtime never
+// ends: it only parks it, table and all. Called again, it does nothing.
+func (b *listenerBridge) release() {
+	if !b.own || b.released {
+		return
+	}
+	b.released = true
+	if err := unix.CloseRange(0, math.MaxUint32, 0); err == nil {
+		return
+	}
+	// Before Linux 5.9: the thread's own table, one by one.
+	if d, err := os.Open("/proc/thread-self/fd"); err == nil {
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, n := range names {
+			if fd, err := strconv.Atoi(n); err == nil {
+				unix.Close(fd)
+			}
+		}
+	}
 }
 
 // receive returns the listener in the process's table: the one send handed

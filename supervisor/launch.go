@@ -123,6 +123,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 			return
 		}
 		bridge.detach()
+		defer bridge.release()
 		fd, err := listen(prog)
 		if err != nil {
 			if backend == BackendAuto && features.FallsBackToPtrace(err) {
@@ -156,6 +157,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 			s.cfg.Log.Debug().Err(err).Msg("the agent starts with the launching thread's signal mask")
 		}
 		pid, err := syscall.ForkExec(s.cfg.Path, s.cfg.Args, attr)
+		bridge.release()
 		forked <- forkResult{pid, err}
 		if err == nil {
 			<-s.done
