@@ -132,10 +132,10 @@ func listenIn(base string, owner procfs.Identity) (l *net.UnixListener, dir, pat
 	if err := writeOwner(dirfd, owner); err != nil {
 		return nil, "", "", fmt.Errorf("control socket: in %s: %w", made, err)
 	}
-	if made, err = takeSessionName(base, made); err != nil {
+	if dir, err = takeSessionName(base, made); err != nil {
 		return nil, "", "", err
 	}
-	dir = made
+	made = dir
 	path = filepath.Join(dir, socketName)
 	if err := checkDir(dir, dirfd, euid); err != nil {
 		return nil, "", "", err
