@@ -70,10 +70,11 @@ func stagingOwner(name string) (procfs.Identity, bool) {
 const LinkName = "paddock"
 
 // unknownOwnerAge is how long a directory whose owner cannot be judged
-// (no owner record, as an older paddock's, or an owner in another PID
-// namespace) must have been left unchanged before its refused socket is
-// taken to mean its session is gone: a socket is bound a moment before it
-// listens, and a connection in that moment is refused too.
+// (no owner record: an older paddock's, or what a removal killed halfway
+// left; or an owner in another PID namespace) must have been left
+// unchanged before it is taken for stale, nothing listening on its
+// socket: a live session's socket refuses connections only for a moment,
+// between its bind and its listen, and is there from then on.
 const unknownOwnerAge = time.Minute
 
 // maxSweepDepth bounds how deep Sweep removes what an agent may have put
