@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +27,33 @@ import (
 // the agent is forked without it, and once the supervisor is gone the
 // listener closes and the agent's trapped calls fail with ENOSYS, as
 // everywhere else (docs/limits.md, "If the supervisor dies").
+
+// onOwnThread runs f on a goroutine locked to an OS thread that is not the
+// process's main thread, and never unlocked, so that the thread ends with
+// f and whatever f did to it (a descriptor table, a mount namespace, a
+// filter, a Landlock domain of its own) ends with it. The Go runtime never
+// ends the main thread: it parks it, with all that, for the rest of the
+// process; and /proc/self is the main thread's (its fd, its mounts), which
+// paddock reads (it binds its control socket through /proc/self/fd). A
+// goroutine that finds itself on the main thread holds it while another
+// takes f, which therefore runs elsewhere, then gives it back untouched.
+func onOwnThread(f func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			f()
+			return
+		}
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			f()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+	}()
+}
 
 // listenerBridge carries the listener from the launching thread's own
 // descriptor table to the process's. Where the thread cannot have a table
@@ -77,10 +105,11 @@ func (b *listenerBridge) send(fd int) (int, error) {
 
 // release closes every descriptor of the launching thread's own table,
 // once the agent is forked (or the launch has failed): the thread needs
-// none of them any more, and its copies would keep open what the session
-// closes (the pty's slave, whose last close the relay waits for). The
-// thread may be the process's main thread, which the Go runtime never
-// ends: it only parks it, table and all. Called again, it does nothing.
+// none of them any more, but lives on until the agent exits (its end would
+// kill the agent: PR_SET_PDEATHSIG), and its copies would keep open what
+// the session closes meanwhile (the pty's slave, whose last close the
+// relay waits for, and which once stayed open for ever, the thread being
+// the main thread: see onOwnThread). Called again, it does nothing.
 func (b *listenerBridge) release() {
 	if !b.own || b.released {
 		return

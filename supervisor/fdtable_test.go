@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Once the agent is forked, no thread of the supervisor holds a copy of a
@@ -43,5 +45,20 @@ func TestLaunchingThreadKeepsNoDescriptors(t *testing.T) {
 	}
 	if listeners == 0 {
 		t.Error("no thread holds the seccomp listener")
+	}
+}
+
+// onOwnThread never runs f on the main thread, which the Go runtime would
+// park, with all f did to it, instead of ending (the goroutine it starts
+// lands there now and then: a launch there once left /proc/self/fd empty
+// for the rest of the process, and every later control socket failed to
+// bind through it).
+func TestOnOwnThreadIsNeverTheMainThread(t *testing.T) {
+	for range 200 {
+		tid := make(chan int, 1)
+		onOwnThread(func() { tid <- unix.Gettid() })
+		if got := <-tid; got == unix.Getpid() {
+			t.Fatalf("f ran on the main thread (tid %d)", got)
+		}
 	}
 }

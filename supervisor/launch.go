@@ -115,9 +115,8 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	proceed := make(chan struct{})
 	forked := make(chan forkResult, 1)
 	bridge := newListenerBridge() // the agent never holds the listener (fdtable.go)
-	go func() {
-		// Never unlocked: whatever this thread took on ends with it.
-		runtime.LockOSThread()
+	// On a thread of its own, never unlocked: whatever it took on ends with it.
+	onOwnThread(func() {
 		if err := hardenAgent(s.cfg.KeepCaps); err != nil {
 			listenerc <- listenerResult{err: err}
 			return
@@ -162,7 +161,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 		if err == nil {
 			<-s.done
 		}
-	}()
+	})
 	lr := <-listenerc
 	if lr.err != nil {
 		bridge.close()
