@@ -40,10 +40,18 @@ const (
 	// ExecUnread: an exec ran that paddock could not read (a non-dumpable
 	// caller), so no guard looked at it.
 	ExecUnread Action = "exec_unread"
+	// SessionStarted: paddock run began a session (before its agent
+	// starts); pid is paddock's own, with its start_time, boot_id and
+	// pid_ns, so that a reader can tell later whether it still runs.
+	SessionStarted Action = "session_started"
+	// SessionEnded: the session ended (its agent's status, or why it
+	// could not start). A session_started with no session_ended whose
+	// paddock is gone ended abnormally (killed, or its machine stopped).
+	SessionEnded Action = "session_ended"
 )
 
 // actions lists every Action, in the order documentation shows them.
-var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, OptInUsed, ExecUnread}
+var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, OptInUsed, ExecUnread, SessionStarted, SessionEnded}
 
 // Actions returns every action paddock journals, for tools that filter on
 // them (a fresh copy).

@@ -3,12 +3,15 @@ package control
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
 // The socket's directory is never one somebody else planted: paddock makes
@@ -85,15 +88,28 @@ func checkSocket(path string, dirfd int) error {
 	return nil
 }
 
-// listenIn makes a fresh 0700 directory under base, checks it, binds the
-// socket in it through the directory's descriptor, and checks that the
-// socket's path leads there. It returns the directory and the socket's path.
-func listenIn(base string) (l *net.UnixListener, dir, path string, err error) {
+// listenIn makes a fresh 0700 directory under base, with the owner record
+// (owner, the Identity of the paddock whose session it is: see Sweep) in
+// it, checks it, binds the socket in it through the directory's
+// descriptor, and checks that the socket's path leads there. It returns
+// the directory and the socket's path.
+//
+// The directory is made under a staging name that says whose it is
+// (stagingPrefix), gets its owner record there, and only then takes its
+// session name, with a rename that replaces nothing: a paddock killed at
+// any point leaves either a staging directory whose name, or a session
+// directory whose owner record, says it is gone.
+func listenIn(base string, owner procfs.Identity) (l *net.UnixListener, dir, path string, err error) {
 	euid := os.Geteuid()
 	if err := checkBase(base, euid); err != nil {
 		return nil, "", "", err
 	}
-	made, err := os.MkdirTemp(base, "paddock-")
+	// The longest name a session directory takes: the check does not
+	// depend on the name drawn.
+	if longest := filepath.Join(base, dirPrefix+"4294967295", socketName); len(longest) >= maxSocketPath {
+		return nil, "", "", fmt.Errorf("control socket: %s is %d bytes long, and a unix socket's path must be shorter than %d; set XDG_RUNTIME_DIR or TMPDIR to a shorter directory (now %s)", longest, len(longest), maxSocketPath, base)
+	}
+	made, err := os.MkdirTemp(base, stagingPrefix(owner))
 	if err != nil {
 		return nil, "", "", fmt.Errorf("control socket: %w", err)
 	}
@@ -102,19 +118,25 @@ func listenIn(base string) (l *net.UnixListener, dir, path string, err error) {
 			os.RemoveAll(made)
 		}
 	}()
-	dir = made
-	path = filepath.Join(dir, socketName)
-	if len(path) >= maxSocketPath {
-		return nil, "", "", fmt.Errorf("control socket: %s is %d bytes long, and a unix socket's path must be shorter than %d; set XDG_RUNTIME_DIR or TMPDIR to a shorter directory (now %s)", path, len(path), maxSocketPath, base)
-	}
-	dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dirfd, err := unix.Open(made, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("control socket: open %s: %w", dir, err)
+		return nil, "", "", fmt.Errorf("control socket: open %s: %w", made, err)
 	}
 	defer unix.Close(dirfd)
 	if err := unix.Fchmod(dirfd, 0o700); err != nil {
-		return nil, "", "", fmt.Errorf("control socket: chmod %s: %w", dir, err)
+		return nil, "", "", fmt.Errorf("control socket: chmod %s: %w", made, err)
 	}
+	if err := checkDir(made, dirfd, euid); err != nil {
+		return nil, "", "", err
+	}
+	if err := writeOwner(dirfd, owner); err != nil {
+		return nil, "", "", fmt.Errorf("control socket: in %s: %w", made, err)
+	}
+	if dir, err = takeSessionName(base, made); err != nil {
+		return nil, "", "", err
+	}
+	made = dir
+	path = filepath.Join(dir, socketName)
 	if err := checkDir(dir, dirfd, euid); err != nil {
 		return nil, "", "", err
 	}
@@ -131,6 +153,38 @@ func listenIn(base string) (l *net.UnixListener, dir, path string, err error) {
 		return nil, "", "", err
 	}
 	return l, dir, path, nil
+}
+
+// takeSessionName renames the staging directory stage under base to a
+// fresh session directory name (dirPrefix and random digits, as
+// os.MkdirTemp draws them) that no entry has: the rename replaces nothing
+// (RENAME_NOREPLACE). On a file system without RENAME_NOREPLACE it makes an
+// empty directory of the name first and renames over it, which a rename
+// may do: that empty directory, until the rename, is the one moment a
+// session directory is without its owner record (see judge).
+func takeSessionName(base, stage string) (string, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(base, dirPrefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		err := unix.Renameat2(unix.AT_FDCWD, stage, unix.AT_FDCWD, name, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+			var empty string
+			if empty, err = os.MkdirTemp(base, dirPrefix); err != nil {
+				return "", fmt.Errorf("control socket: %w", err)
+			}
+			if err = unix.Rename(stage, empty); err != nil {
+				os.Remove(empty)
+				return "", fmt.Errorf("control socket: rename %s to %s: %w", stage, empty, err)
+			}
+			return empty, nil
+		}
+		if errors.Is(err, unix.EEXIST) && try < 10000 {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("control socket: rename %s to %s: %w", stage, name, err)
+		}
+		return name, nil
+	}
 }
 
 // baseVar names where the runtime directory base came from, for errors.

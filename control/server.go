@@ -117,11 +117,14 @@ const shmDir = "/dev/shm"
 func Listen(opts Options, ops Ops) (*Server, error) {
 	var l *net.UnixListener
 	var dir, path string
-	var err error
+	owner, err := procfs.Default().Self()
+	if err != nil {
+		return nil, fmt.Errorf("control socket: who am I: %w", err)
+	}
 	for _, base := range runtimeDirs() {
 		// The last one's error is the one said: an earlier base is
 		// only preferred.
-		if l, dir, path, err = listenIn(base); err == nil {
+		if l, dir, path, err = listenIn(base, owner); err == nil {
 			break
 		}
 	}

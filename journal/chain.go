@@ -252,7 +252,11 @@ func Verify(path, head string) (*Verification, error) {
 		lines, torn, _ := ReadLines(bytes.NewReader(data))
 		for _, l := range lines {
 			if l.Rec == nil {
-				v.Warnings = append(v.Warnings, Problem{name, l.No, "not a JSON object, so not a record; the chain passes over it (a write cut short and ended by the next one, or a line inserted)"})
+				msg := "not a JSON object, so not a record; the chain passes over it (a line inserted, or damage)"
+				if CutShort(l.Raw) {
+					msg = "a record cut short (a writer was killed in the middle of it), ended by the next write: not a record, and no break in the chain"
+				}
+				v.Warnings = append(v.Warnings, Problem{name, l.No, msg})
 				continue
 			}
 			v.Records++

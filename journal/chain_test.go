@@ -139,6 +139,16 @@ func TestVerify(t *testing.T) {
 		{name: "torn last line", tamper: func(t *testing.T, p string) {
 			editLines(t, p, func(l [][]byte) [][]byte { return append(l, []byte(`{"ts":"2025-01-01T00:0`)) })
 		}, warn: "torn last line: a write was cut short"},
+		{name: "a record cut short, ended by the next write", tamper: func(t *testing.T, p string) {
+			editLines(t, p, func(l [][]byte) [][]byte {
+				return append(l[:1:1], append([][]byte{[]byte(`{"ts":"2025-01-01T00:0` + "\n")}, l[1:]...)...)
+			})
+		}, warn: "line 2: a record cut short (a writer was killed in the middle of it), ended by the next write: not a record, and no break in the chain"},
+		{name: "a line that is no record inserted", tamper: func(t *testing.T, p string) {
+			editLines(t, p, func(l [][]byte) [][]byte {
+				return append(l[:1:1], append([][]byte{[]byte("typed by hand\n")}, l[1:]...)...)
+			})
+		}, warn: "line 2: not a JSON object, so not a record; the chain passes over it (a line inserted, or damage)"},
 		{name: "unchained legacy records first", tamper: func(t *testing.T, p string) {
 			// Verify the history paddock leaves when a journal of
 			// legacy records gets chained: written for real below.
@@ -244,7 +254,7 @@ func TestHeadAndTornLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Breaks) != 0 || v.Records != 5 || len(v.Warnings) != 1 || v.Warnings[0].Line != 4 || !strings.Contains(v.Warnings[0].Msg, "the chain passes over it") {
+	if len(v.Breaks) != 0 || v.Records != 5 || len(v.Warnings) != 1 || v.Warnings[0].Line != 4 || !strings.Contains(v.Warnings[0].Msg, "a record cut short") || !strings.Contains(v.Warnings[0].Msg, "no break in the chain") {
 		t.Errorf("after a torn line: %d records, breaks %v, warnings %v; want 5, none, one at line 4", v.Records, v.Breaks, v.Warnings)
 	}
 	if _, err := Verify(filepath.Join(t.TempDir(), "none.jsonl"), ""); err == nil || !strings.Contains(err.Error(), "nothing to verify") {

@@ -79,6 +79,15 @@ func ReadLines(r io.Reader) (lines []Line, torn []byte, err error) {
 	}
 }
 
+// CutShort reports whether line, which is not a JSON object, is the
+// beginning of a record as paddock writes them: what a writer killed in
+// the middle of a record leaves, once the next record's write has ended it
+// with a newline (Append does, so that it cannot swallow the new record).
+// It is not a record, and the chain passes over it.
+func CutShort(line []byte) bool {
+	return bytes.HasPrefix(line, []byte(`{"ts":"`))
+}
+
 // TornLineError reports a file whose last line is incomplete: what a writer
 // interrupted in the middle of a record leaves behind.
 type TornLineError struct {

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/signame"
 )
 
@@ -64,12 +65,49 @@ func FormatTable(w io.Writer, recs []map[string]any) error {
 
 // Row writes one record, preceded by the header if it is the first row.
 func (t *Table) Row(rec map[string]any) error {
+	return t.write(FormatTime(rec["ts"]), text(rec["action"]), FormatPid(rec["pid"]), t.summary(rec))
+}
+
+// What a table shows, in its ACTION column, for a session with a start
+// record and no end record (Unfinished). Neither is an action: no such
+// record is stored; the row stands where the session's end record would be.
+const (
+	// EndedAbnormally: its paddock is gone (killed, or its machine stopped).
+	EndedAbnormally = "ended abnormally"
+	// NoEndRecord: whether its paddock still runs cannot be told here.
+	NoEndRecord = "no end record"
+)
+
+// Unfinished writes the row for u, a session with a start record and no
+// end record, whose paddock is gone (live is procfs.Gone: "ended
+// abnormally") or may still run, for all that can be told here (Unknown:
+// "no end record"). Its time is that of the session's last record. A
+// session whose paddock runs has not ended: it gets no row.
+func (t *Table) Unfinished(u Unfinished, live procfs.Liveness) error {
+	pid := FormatPid(u.Last["pid"])
+	if u.Known {
+		pid = strconv.Itoa(u.Paddock.Pid)
+	}
+	last := fmt.Sprintf("; its last record: %s at %s", text(u.Last["action"]), text(u.Last["ts"]))
+	switch live {
+	case procfs.Gone:
+		return t.write(FormatTime(u.Last["ts"]), EndedAbnormally, pid,
+			"session "+word(u.ID)+": its paddock (pid "+pid+") is gone without a session_ended record"+last)
+	case procfs.Unknown:
+		return t.write(FormatTime(u.Last["ts"]), NoEndRecord, pid,
+			"session "+word(u.ID)+": no session_ended record, and whether its paddock (pid "+pid+") still runs cannot be told here (another PID namespace, or its start record does not say)"+last)
+	}
+	return nil
+}
+
+// write writes one row, preceded by the header if it is the first.
+func (t *Table) write(ts, action, pid, summary string) error {
 	var b strings.Builder
 	if !t.headerDone {
 		b.WriteString(t.line("TIME", "ACTION", "PID", "SUMMARY"))
 		b.WriteByte('\n')
 	}
-	b.WriteString(t.line(FormatTime(rec["ts"]), text(rec["action"]), FormatPid(rec["pid"]), t.summary(rec)))
+	b.WriteString(t.line(ts, action, pid, summary))
 	b.WriteByte('\n')
 	if _, err := io.WriteString(t.W, b.String()); err != nil {
 		return err
@@ -151,14 +189,16 @@ func FormatPid(v any) string {
 }
 
 // Summary is the one-line description of a record that a table row shows:
-// the call and its target ("kill(SIGTERM) pid 4242"), an exec's argv, the
-// rule, the reason, then every other field as key=value, sorted. ts, action,
-// pid and message are not repeated; abi only when it is not a native one
+// the call and its target ("kill(SIGTERM) pid 4242"), an exec's argv, a
+// session's command, the rule, the reason, then every other field as
+// key=value, sorted. ts, action, pid and message are not repeated, nor the
+// chain's prev (--verify reads it), nor a session_started record's boot_id
+// and pid_ns (they only let a reader tell whether its paddock still runs); abi only when it is not a native one
 // (a compat ABI, such as i386 through int 0x80, is worth a look). A record
 // with none of these is summarised by its message.
 func Summary(rec map[string]any) string {
 	var parts []string
-	used := map[string]bool{"ts": true, "action": true, "pid": true, "message": true}
+	used := map[string]bool{"ts": true, "action": true, "pid": true, "message": true, "prev": true, KeyBootID: true, KeyPidNS: true}
 	take := func(k string) (any, bool) {
 		v, ok := rec[k]
 		used[k] = true
@@ -202,6 +242,9 @@ func Summary(rec map[string]any) string {
 		parts = append(parts, e)
 	}
 
+	if v, ok := take("command"); ok {
+		parts = append(parts, "command "+argvWords(v))
+	}
 	if v, ok := take("rule"); ok {
 		parts = append(parts, "rule="+word(rawText(v)))
 	}

@@ -114,13 +114,15 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	listenerc := make(chan listenerResult, 1)
 	proceed := make(chan struct{})
 	forked := make(chan forkResult, 1)
-	go func() {
-		// Never unlocked: whatever this thread took on ends with it.
-		runtime.LockOSThread()
+	bridge := newListenerBridge() // the agent never holds the listener (fdtable.go)
+	// On a thread of its own, never unlocked: whatever it took on ends with it.
+	onOwnThread(func() {
 		if err := hardenAgent(s.cfg.KeepCaps); err != nil {
 			listenerc <- listenerResult{err: err}
 			return
 		}
+		bridge.detach()
+		defer bridge.release()
 		fd, err := listen(prog)
 		if err != nil {
 			if backend == BackendAuto && features.FallsBackToPtrace(err) {
@@ -139,21 +141,34 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 			listenerc <- listenerResult{err: fmt.Errorf("supervisor: --strict-wall: %w", wall)}
 			return
 		}
+		if fd, err = bridge.send(fd); err != nil {
+			listenerc <- listenerResult{err: err}
+			return
+		}
 		listenerc <- listenerResult{fd: fd, wall: wall}
-		<-proceed
+		select {
+		case <-proceed:
+		case <-s.done: // the launch failed after all (launchAndReap)
+			return
+		}
 		// The fork gives the child this thread's mask (runtime BeforeFork).
 		if err := sys.SetSigmask(s.sigmask); err != nil {
 			s.cfg.Log.Debug().Err(err).Msg("the agent starts with the launching thread's signal mask")
 		}
 		pid, err := syscall.ForkExec(s.cfg.Path, s.cfg.Args, attr)
+		bridge.release()
 		forked <- forkResult{pid, err}
 		if err == nil {
 			<-s.done
 		}
-	}()
+	})
 	lr := <-listenerc
 	if lr.err != nil {
+		bridge.close()
 		return 0, lr.err
+	}
+	if lr.fd, err = bridge.receive(lr.fd); err != nil {
+		return 0, err
 	}
 	s.useListener(lr.fd, backend)
 	s.wallErr = lr.wall
@@ -462,7 +477,7 @@ func (s *Session) agentEnv() []string {
 	// Not a directory of its own: making and removing one for the link
 	// alone cost a container's init about a twentieth of its start.
 	dir := filepath.Dir(s.SocketPath())
-	if err := os.Symlink(s.cfg.Bin, filepath.Join(dir, "paddock")); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Symlink(s.cfg.Bin, filepath.Join(dir, control.LinkName)); err != nil && !errors.Is(err, os.ErrExist) {
 		s.cfg.Log.Debug().Err(err).Msg("paddock is not on the agent's PATH")
 		return env
 	}

@@ -124,6 +124,13 @@ type Config struct {
 	// process was started either way.
 	Slice time.Duration
 	Boost int
+	// OOMScoreAdj, when not 0, is the oom_score_adj this process takes
+	// once the agent is forked, when lower than its own
+	// (SupervisorOOMScoreAdj: the OOM killer's late choice), so that the
+	// agent, and everything it starts, keeps the one this process was
+	// started with. Lowering it needs CAP_SYS_RESOURCE; without, this
+	// process keeps its own.
+	OOMScoreAdj int
 
 	// modelFiles, when set, replaces how decisions read the model files an
 	// exec names (tests stand in a file that never finishes reading).
@@ -389,6 +396,15 @@ func Start(cfg Config) (*Session, error) {
 			cfg.Log.Debug().Err(err).Msg("supervising threads keep their scheduling")
 		} else {
 			cfg.Log.Debug().Dur("slice", taken.Slice).Int("nice", taken.Nice).Msg("supervising threads scheduled")
+		}
+	}
+	if cfg.OOMScoreAdj != 0 {
+		// Only now that the agent is forked: it is inherited at fork, and
+		// the agent, which uses the memory, must stay the first choice.
+		if prev, err := lowerOOMScoreAdj(cfg.OOMScoreAdj); err != nil {
+			cfg.Log.Debug().Err(err).Msg("the supervisor keeps its oom_score_adj (lowering it needs CAP_SYS_RESOURCE)")
+		} else {
+			cfg.Log.Debug().Int("oom_score_adj", min(prev, cfg.OOMScoreAdj)).Int("agent_keeps", prev).Msg("the supervisor is the OOM killer's late choice")
 		}
 	}
 	if cfg.Init || os.Getpid() == 1 {

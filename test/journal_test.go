@@ -159,7 +159,8 @@ func TestJournalConcurrentSessionsVerify(t *testing.T) {
 
 // TestJournalSessions: every record names its session, the start and
 // summary lines print the same id, and `paddock journal --session ID`
-// reads one session's records out of a journal two sessions share.
+// reads one session's records out of a journal two sessions share: its
+// start record, its refusal and its end record.
 func TestJournalSessions(t *testing.T) {
 	b := backend("seccomp")
 	b.require(t)
@@ -201,8 +202,13 @@ func TestJournalSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if len(lines) != 1 || !strings.Contains(lines[0], `"session":"`+id+`"`) || !strings.Contains(lines[0], `"action":"signal_denied"`) {
-			t.Fatalf("paddock journal --session %s: want its one refusal, got:\n%s", id, out)
+		want := []string{"session_started", "signal_denied", "session_ended"}
+		ok := len(lines) == len(want)
+		for i := 0; ok && i < len(want); i++ {
+			ok = strings.Contains(lines[i], `"session":"`+id+`"`) && strings.Contains(lines[i], `"action":"`+want[i]+`"`)
+		}
+		if !ok {
+			t.Fatalf("paddock journal --session %s: want its start, its one refusal and its end, got:\n%s", id, out)
 		}
 	}
 }

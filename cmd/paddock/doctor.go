@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/control"
 	"github.com/paddock-dev/paddock/internal/features"
 )
 
@@ -28,21 +29,29 @@ programs can be attached to LSM hooks here (a no-op program is loaded and
 attached for an instant, and the exact reason given where it cannot), and whether
 this node's OCI runtime (runc, crun) supports listenerPath for paddock agent;
 then the backend paddock run --backend auto would pick (seccomp, ptrace or
-none) and why.
+none) and why. It also removes the session directories of your own paddock
+runs that are gone (killed with SIGKILL, an OOM kill) and says how many it
+found and removed, as paddock run does at each start.
 
 One line per item: ok, MISSING (with what it costs), unknown (with why) or
 n/a. --json prints the same as one object: kernel, machine, arch, items (id,
-name, status, value, note), listener_probe and backend (name, reason). See
-docs/doctor.md. doctor changes nothing on the host.
+name, status, value, note), listener_probe, backend (name, reason) and
+stale_sessions (bases, found, removed, kept, errors). See docs/doctor.md.
+Apart from those directories, doctor changes nothing on the host.
 
 Exit status: 0 whatever it finds, 1 when the report could not be written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := features.Probe("")
 			r.Items = append(r.Items, runtimeItem(lookRuntime(exec.LookPath, runtimeDirs), runtimeVersion))
+			sw := control.Sweep()
+			r.Items = append(r.Items, sweptItem(sw))
 			var err error
 			if asJSON {
-				err = printJSON(r)
+				err = printJSON(struct {
+					features.Report
+					StaleSessions control.Swept `json:"stale_sessions"`
+				}{r, sw})
 			} else {
 				err = printDoctor(os.Stdout, r)
 			}

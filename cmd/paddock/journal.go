@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/journal"
 )
 
@@ -50,6 +51,18 @@ columns with "…". --wide prints whole rows, with the record's message.
 Anything a record quotes (an agent's argv, say) is shown with control
 characters escaped, so it cannot drive the terminal.
 
+Each session paddock run starts is bracketed by a session_started record
+(paddock's pid, start time, boot id and PID namespace, and the command) and a
+session_ended record (the command's status and the refusals). A session with
+a start record and no end record whose paddock is gone (killed with SIGKILL,
+an OOM kill, a machine that stopped) gets a row of its own right after its
+last record, at that record's time: "ended abnormally". Where it cannot be
+told whether its paddock still runs (another PID namespace), the row says
+"no end record". These rows are not records: --json leaves them out, and the
+filters take them as session_ended records of their session at their time.
+docs/journal.md says how to tell such a session from records cut off the
+journal's end.
+
 --since takes a duration back from now (90s, 10m, 2h, 24h, or days: 7d) or an
 RFC 3339 time (2026-12-02T13:00:00Z). Records whose time cannot be read are
 shown rather than hidden. --action takes one or more of these (repeat the
@@ -66,8 +79,10 @@ names each record after which the chain breaks, that is where a record was
 removed, edited, reordered or inserted ("FILE: line 7: prev is X, but line 6
 hashes to Y"). Records without prev at the very start (written before the
 chain existed) are accepted as unchained legacy records; one after a chained
-record is tampering. A torn last line (a write cut short) and a line that is
-not JSON but that the chain passes over are warnings, not tampering. The chain
+record is tampering. A torn last line (a write cut short), a record cut short
+that the next write ended (a writer killed mid-record), and a line that is
+not JSON but that the chain passes over are warnings, not tampering; so is a
+session with no end record. The chain
 cannot show records cut off its end, nor a chain rewritten with fresh hashes:
 --head HASH (the head paddock run logged) checks that the chain still holds
 that record, and --journal-mirror keeps a copy the agent cannot rewrite.
@@ -84,9 +99,10 @@ Exit status without --verify:
      incomplete, which is what a writer interrupted mid-record leaves behind
      (reported on stderr).
   1  the journal could not be read, or a line other than the last is not a
-     JSON object. paddock never writes such a line, so the file was edited or
-     damaged: every good record is still printed, and every bad line is
-     reported on stderr.
+     JSON object, nor the start of a record cut short (which a writer killed
+     mid-record leaves, reported on stderr). paddock never writes such a
+     line, so the file was edited or damaged: every good record is still
+     printed, and every bad line is reported on stderr.
   2  usage error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -190,8 +206,64 @@ type journalPrinter struct {
 	table   *journal.Table
 	filter  recordFilter
 	total   int  // records read
-	shown   int  // records printed
+	shown   int  // records (and rows standing for missing end records) printed
 	corrupt bool // a line other than the last was not a JSON object
+	// unended are the sessions with a start record and no end record whose
+	// paddock does not run, by where their last record is (unendedSessions).
+	unended map[journal.Pos]unended
+}
+
+// unended is a session with a start record and no end record, and whether
+// its paddock is gone or that cannot be told.
+type unended struct {
+	journal.Unfinished
+	live procfs.Liveness
+}
+
+// unendedSessions reads the history once, from the start of each file, to
+// find the sessions that started, have no end record, and whose paddock
+// is not running, and leaves each file at its start again.
+func unendedSessions(files []*os.File) (map[journal.Pos]unended, error) {
+	var ss journal.Sessions
+	for i, f := range files {
+		data, err := io.ReadAll(f)
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: read: %w", f.Name(), err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("journal %s: %w", f.Name(), err)
+		}
+		lines, _, _ := journal.ReadLines(bytes.NewReader(data))
+		for _, l := range lines {
+			if l.Rec != nil {
+				ss.Add(journal.Pos{File: i, Line: l.No}, l.Rec)
+			}
+		}
+	}
+	fs := procfs.Default()
+	self, _ := fs.Self() // unreadable: every paddock's fate is unknown
+	out := map[journal.Pos]unended{}
+	for _, u := range ss.Unfinished() {
+		live := procfs.Unknown
+		if u.Known {
+			live = fs.Liveness(u.Paddock, self)
+		}
+		if live != procfs.Running {
+			out[u.At] = unended{u, live}
+		}
+	}
+	return out, nil
+}
+
+// ending prints the row that stands for the end record u never wrote, if
+// the filters take a session_ended record of its session at its last
+// record's time.
+func (p *journalPrinter) ending(u unended) error {
+	if !p.filter.match(map[string]any{"ts": u.Last["ts"], "action": string(audit.SessionEnded), journal.SessionKey: u.ID}) {
+		return nil
+	}
+	p.shown++
+	return p.table.Unfinished(u.Unfinished, u.live)
 }
 
 // record prints one good line if it passes the filter.
@@ -214,21 +286,32 @@ func (p *journalPrinter) warn(format string, args ...any) {
 	fmt.Fprintf(p.errw, "paddock: "+format+"\n", args...)
 }
 
+// badLine reports a line, other than the last, that is not a record. The
+// beginning of a record, ended by the next write, is what a writer killed
+// in the middle of a record leaves (journal.CutShort): reported, and not
+// counted as damage. Anything else paddock never writes.
 func (p *journalPrinter) badLine(file string, no int, raw []byte) {
-	p.corrupt = true
 	where := "a line"
 	if no > 0 {
 		where = "line " + strconv.Itoa(no)
 	}
+	if journal.CutShort(raw) {
+		p.warn("journal %s: %s is a record cut short (a writer was killed in the middle of it; the next record starts on the next line): %s",
+			file, where, journal.Excerpt(raw, 200))
+		return
+	}
+	p.corrupt = true
 	p.warn("journal %s: %s is not a JSON object (paddock never writes one: the file was edited or damaged): %s",
 		file, where, journal.Excerpt(raw, 200))
 }
 
-// readFile prints the records of one whole file and reports its bad lines.
+// readFile prints the records of one whole file, the i-th of the history,
+// each followed by the row of a session it was the last record of (see
+// unended), and reports its bad lines.
 // It returns the offset just past the file's last '\n', where following it
 // resumes: an incomplete last line is reported now and printed later if its
 // writer finishes it.
-func (p *journalPrinter) readFile(f *os.File) (int64, error) {
+func (p *journalPrinter) readFile(i int, f *os.File) (int64, error) {
 	data, err := io.ReadAll(f)
 	if err != nil {
 		return 0, fmt.Errorf("journal %s: read: %w", f.Name(), err)
@@ -241,6 +324,11 @@ func (p *journalPrinter) readFile(f *os.File) (int64, error) {
 		}
 		if err := p.record(l.Raw, l.Rec); err != nil {
 			return 0, err
+		}
+		if u, ok := p.unended[journal.Pos{File: i, Line: l.No}]; ok {
+			if err := p.ending(u); err != nil {
+				return 0, err
+			}
 		}
 	}
 	if torn != nil && len(lines) == 0 && !bytes.HasPrefix(bytes.TrimLeft(torn, " \t"), []byte("{")) {
@@ -310,9 +398,14 @@ func runJournal(cmd *cobra.Command, f journalFlags) error {
 			f.Close()
 		}
 	}()
+	if !f.json {
+		if p.unended, err = unendedSessions(files); err != nil {
+			return fail(err)
+		}
+	}
 	for i, file := range files {
 		isLive := f.follow && i == len(files)-1 && file.Name() == path
-		off, err := p.readFile(file)
+		off, err := p.readFile(i, file)
 		if err != nil {
 			return fail(err)
 		}

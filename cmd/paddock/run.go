@@ -301,8 +301,9 @@ func runRun(f runFlags, args []string) error {
 			return err
 		}
 	}
-	// The head at start is read before the agent runs: its first refusal
-	// may be journaled before the start is logged.
+	// The session's start record, then the head at start, both before the
+	// agent runs: its first refusal may be journaled before the start is logged.
+	rec := journalStart(j, log, args)
 	journalPath, head := "none", ""
 	if j != nil {
 		journalPath, head = j.Path(), j.Head()
@@ -313,10 +314,13 @@ func runRun(f runFlags, args []string) error {
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
 		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
+		OOMScoreAdj: supervisor.SupervisorOOMScoreAdj,
 	})
 	if err != nil {
+		rec.end(map[string]any{"error": err.Error()})
 		return err
 	}
+	swept := sweepBeside(log)
 	if relay != nil && !f.init && os.Getpid() != 1 && s.Pid() > 0 {
 		// An init has no job-control shell above it to stop for.
 		relay.Follow(s.Pid())
@@ -345,7 +349,9 @@ func runRun(f runFlags, args []string) error {
 		// before paddock's summary.
 		relay.Close()
 	}
+	swept()
 	sum := s.Summary()
+	rec.end(map[string]any{"status": status, "refusals": sum.Refusals})
 	if j != nil {
 		// The chain's head as this session left it: `paddock journal
 		// --verify --head` checks the journal still holds this record.

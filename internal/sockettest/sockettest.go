@@ -10,11 +10,25 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// ShortDir makes a temporary directory, removed when the test ends, whose
+// path is short enough for a unix socket in a directory under it (a
+// socket's path has 108 bytes; t.TempDir's carries the test's name).
+func ShortDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "st")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
 
 // Dial connects to the unix socket at path, closing the connection when the
 // test ends.

@@ -1,0 +1,427 @@
+package control
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
+)
+
+// A paddock killed with SIGKILL (an OOM kill, a CI runner cancelling a
+// job) leaves its session directory behind: the dead socket, the owner
+// record and the paddock link, in RAM where the base is a tmpfs. Sweep
+// removes those of sessions that are gone. It errs on the side of
+// keeping: a directory is removed only when it is the caller's own, a
+// real directory made the way paddock makes them, its owner is known to
+// be gone, and its socket refuses a connection (nothing listens there).
+
+// dirPrefix starts a session directory's name; os.MkdirTemp adds digits.
+const dirPrefix = "paddock-"
+
+// ownerName is the owner record in a session directory: the Identity, as
+// JSON, of the paddock that made it, written before the directory takes
+// its session name (listenIn).
+const ownerName = "owner"
+
+// stagingPrefix starts the name of a session directory being made by
+// the paddock owner, before it takes its session name: "paddock-new-", the
+// PID namespace, pid and start time, each followed by "-" (os.MkdirTemp
+// adds digits). The name alone says whose it is (stagingOwner).
+func stagingPrefix(owner procfs.Identity) string {
+	return fmt.Sprintf("%snew-%d-%d-%d-", dirPrefix, owner.PidNS, owner.Pid, owner.StartTime)
+}
+
+// stagingOwner reads the owner from a staging directory's name.
+func stagingOwner(name string) (procfs.Identity, bool) {
+	rest, ok := strings.CutPrefix(name, dirPrefix+"new-")
+	if !ok {
+		return procfs.Identity{}, false
+	}
+	f := strings.Split(rest, "-")
+	if len(f) != 4 {
+		return procfs.Identity{}, false
+	}
+	var n [4]uint64
+	for i, s := range f {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return procfs.Identity{}, false
+		}
+		n[i] = v
+	}
+	if n[1] == 0 || n[1] > 1<<22 {
+		return procfs.Identity{}, false
+	}
+	return procfs.Identity{PidNS: n[0], Pid: int(n[1]), StartTime: n[2]}, true
+}
+
+// LinkName is the name of the link to the paddock binary that a session
+// may put in its socket's directory, which goes first on the agent's PATH
+// (package supervisor); Sweep counts it among what paddock puts there.
+const LinkName = "paddock"
+
+// unknownOwnerAge is how long a directory whose owner cannot be judged
+// (no owner record: an older paddock's, or what a removal killed halfway
+// left; or an owner in another PID namespace) must have been left
+// unchanged before it is taken for stale, nothing listening on its
+// socket: a live session's socket refuses connections only for a moment,
+// between its bind and its listen, and is there from then on.
+const unknownOwnerAge = time.Minute
+
+// maxSweepDepth bounds how deep Sweep removes what an agent may have put
+// in its session's directory (it is on the agent's PATH).
+const maxSweepDepth = 16
+
+// Swept is what Sweep found under the runtime directories.
+type Swept struct {
+	// Bases are the directories looked in.
+	Bases []string `json:"bases"`
+	// Found counts the session directories of sessions that are gone.
+	Found int `json:"found"`
+	// Removed counts those of Found that are no longer there.
+	Removed int `json:"removed"`
+	// Kept counts the session directories of the caller's left alone:
+	// in use, or not known to be gone.
+	Kept int `json:"kept"`
+	// Errors say why a base could not be looked in, or a directory of
+	// Found could not be removed.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Sweep removes, under each directory a session directory may be made in
+// (runtimeDirs: $XDG_RUNTIME_DIR, else $TMPDIR, else /dev/shm and /tmp),
+// the session directories left by paddocks that are gone (sweepBase says
+// which).
+func Sweep() Swept {
+	var sw Swept
+	self, err := procfs.Default().Self()
+	if err != nil {
+		sw.Errors = append(sw.Errors, fmt.Sprintf("session directories: who am I: %v", err))
+		return sw
+	}
+	seen := map[string]bool{}
+	for _, base := range runtimeDirs() {
+		if seen[base] {
+			continue
+		}
+		seen[base] = true
+		sw.Bases = append(sw.Bases, base)
+		sweepBase(base, sweeper{fs: procfs.Default(), self: self, euid: os.Geteuid(), now: time.Now()}, &sw)
+	}
+	return sw
+}
+
+// sweeper is who sweeps, and when.
+type sweeper struct {
+	fs   procfs.FS
+	self procfs.Identity
+	euid int
+	now  time.Time
+}
+
+// sweepBase sweeps one base into sw. A base paddock would not make its
+// directory in (checkBase) is not swept either.
+func sweepBase(base string, sp sweeper, sw *Swept) {
+	if err := checkBase(base, sp.euid); err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			sw.Errors = append(sw.Errors, err.Error())
+		}
+		return
+	}
+	bfd, err := unix.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		sw.Errors = append(sw.Errors, fmt.Sprintf("session directories: open %s: %v", base, err))
+		return
+	}
+	defer unix.Close(bfd)
+	names, err := dirNames(bfd)
+	if err != nil {
+		sw.Errors = append(sw.Errors, fmt.Sprintf("session directories: read %s: %v", base, err))
+		return
+	}
+	for _, name := range names {
+		_, staging := stagingOwner(name)
+		if !sessionDirName(name) && !staging {
+			continue
+		}
+		switch v := sp.judge(bfd, name); v {
+		case notOurs:
+		case keep:
+			sw.Kept++
+		case stale:
+			sw.Found++
+			if err := removeSession(bfd, name); err != nil {
+				sw.Errors = append(sw.Errors, fmt.Sprintf("session directory %s: %v", filepath.Join(base, name), err))
+				continue
+			}
+			sw.Removed++
+		}
+	}
+}
+
+// sessionDirName reports whether name is one os.MkdirTemp(base, dirPrefix)
+// makes: the prefix and digits only.
+func sessionDirName(name string) bool {
+	digits, ok := strings.CutPrefix(name, dirPrefix)
+	if !ok || digits == "" {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// verdict is what judge decided about one name.
+type verdict int
+
+const (
+	notOurs verdict = iota // not a session directory of the caller's
+	keep                   // the caller's, in use or not known to be gone
+	stale                  // the caller's, and its session is gone
+)
+
+// judge decides about name under the base open as bfd. Not ours: anything
+// but a real directory (a symlink is never followed) owned by the caller's
+// euid with mode 0700, as listenIn makes it. Stale: nothing listens on
+// its socket (or it has none) and its owner (the staging name's, else the
+// owner record's) is a paddock that is gone; or, with no owner to judge
+// by (an older paddock's directory, an owner in another PID namespace, or
+// a removal killed halfway), it has no socket or one that refuses a
+// connection, it holds nothing paddock does not put there, and it has
+// been left unchanged for unknownOwnerAge (a socket refuses for a moment
+// after it is bound, before it listens). Everything else is kept.
+func (sp sweeper) judge(bfd int, name string) verdict {
+	var lst unix.Stat_t
+	if err := unix.Fstatat(bfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return notOurs
+	}
+	if lst.Mode&unix.S_IFMT != unix.S_IFDIR || int64(lst.Uid) != int64(sp.euid) || lst.Mode&0o7777 != 0o700 {
+		return notOurs
+	}
+	dfd, err := unix.Openat(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return notOurs
+	}
+	defer unix.Close(dfd)
+	var fst unix.Stat_t
+	if err := unix.Fstat(dfd, &fst); err != nil || fst.Dev != lst.Dev || fst.Ino != lst.Ino {
+		return notOurs
+	}
+	owner, hasOwner := stagingOwner(name)
+	if !hasOwner {
+		owner, hasOwner = readOwner(dfd, sp.euid)
+	}
+	live := procfs.Unknown
+	if hasOwner {
+		live = sp.fs.Liveness(owner, sp.self)
+	}
+	if live == procfs.Running {
+		return keep
+	}
+	sock := socketState(dfd)
+	if sock == sockListening || sock == sockOther && live != procfs.Gone {
+		return keep
+	}
+	if live == procfs.Gone {
+		return stale
+	}
+	// Nothing to judge the owner by: only a directory left unchanged for
+	// a while, holding nothing but what paddock makes, with no socket or
+	// one that refuses (an older paddock's, killed; or what a sweep or a
+	// session's own removal killed halfway left).
+	if sock != sockRefused && sock != sockNone || sp.now.Sub(time.Unix(fst.Mtim.Unix())) < unknownOwnerAge {
+		return keep
+	}
+	names, err := dirNames(dfd)
+	if err != nil {
+		return keep
+	}
+	for _, n := range names {
+		if n != socketName && n != LinkName && n != ownerName {
+			return keep
+		}
+	}
+	return stale
+}
+
+// readOwner reads the owner record in the directory open as dfd: a
+// regular file of euid's, never through a link.
+func readOwner(dfd, euid int) (procfs.Identity, bool) {
+	fd, err := unix.Openat(dfd, ownerName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return procfs.Identity{}, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int64(st.Uid) != int64(euid) {
+		return procfs.Identity{}, false
+	}
+	buf := make([]byte, 4096)
+	n, err := unix.Read(fd, buf)
+	if err != nil || n <= 0 {
+		return procfs.Identity{}, false
+	}
+	var id procfs.Identity
+	if json.Unmarshal(buf[:n], &id) != nil || id.Pid <= 0 {
+		return procfs.Identity{}, false
+	}
+	return id, true
+}
+
+// writeOwner writes the owner record into the fresh directory open as dfd.
+func writeOwner(dfd int, id procfs.Identity) error {
+	b, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dfd, ownerName, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", ownerName, err)
+	}
+	defer unix.Close(fd)
+	b = append(b, '\n')
+	if n, err := unix.Write(fd, b); err != nil || n != len(b) {
+		return fmt.Errorf("write %s: %d of %d bytes: %v", ownerName, n, len(b), err)
+	}
+	return nil
+}
+
+// sockState is what became of a session directory's socket.
+type sockState int
+
+const (
+	sockNone      sockState = iota // no socket there
+	sockRefused                    // a socket nothing listens on
+	sockListening                  // a socket that takes connections (or may: busy)
+	sockOther                      // something else has its name, or it cannot be told
+)
+
+// socketState connects to the socket in the directory open as dfd,
+// without blocking and never through a link: a socket whose paddock is
+// gone refuses (ECONNREFUSED); a live session's takes the connection,
+// which is closed at once (its server answers an empty request and moves on).
+func socketState(dfd int) sockState {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, socketName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return sockNone
+		}
+		return sockOther
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return sockOther
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return sockOther
+	}
+	defer unix.Close(fd)
+	via := "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + socketName
+	switch err := unix.Connect(fd, &unix.SockaddrUnix{Name: via}); {
+	case err == nil, errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINPROGRESS):
+		return sockListening
+	case errors.Is(err, unix.ECONNREFUSED):
+		return sockRefused
+	}
+	return sockOther
+}
+
+// removeSession removes the session directory name under the base open
+// as bfd, and what is in it, relative to descriptors and never through a
+// link; the name is removed only while it still names the directory
+// emptied. A directory another sweeper removed first counts as removed.
+func removeSession(bfd int, name string) error {
+	dfd, err := unix.Openat(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	// The owner record goes last: a sweep killed halfway leaves it, and
+	// with it what the next sweep needs to know the directory is stale.
+	var fst unix.Stat_t
+	err = unix.Fstat(dfd, &fst)
+	if err == nil {
+		err = removeContents(dfd, maxSweepDepth, ownerName)
+	}
+	if err == nil {
+		if err = unix.Unlinkat(dfd, ownerName, 0); errors.Is(err, unix.ENOENT) {
+			err = nil
+		}
+	}
+	unix.Close(dfd)
+	if err != nil {
+		return err
+	}
+	var lst unix.Stat_t
+	if err := unix.Fstatat(bfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("stat: %w", err)
+	}
+	if lst.Dev != fst.Dev || lst.Ino != fst.Ino {
+		return errors.New("its name now leads elsewhere; left as it is")
+	}
+	if err := unix.Unlinkat(bfd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove: %w", err)
+	}
+	return nil
+}
+
+// removeContents empties the directory open as dfd, depth levels deep at
+// most, but for the entries named in keep.
+func removeContents(dfd, depth int, keep ...string) error {
+	names, err := dirNames(dfd)
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	for _, n := range names {
+		if slices.Contains(keep, n) {
+			continue
+		}
+		err := unix.Unlinkat(dfd, n, 0)
+		if errors.Is(err, unix.EISDIR) {
+			if depth == 0 {
+				return fmt.Errorf("%s: nested too deep", n)
+			}
+			var sub int
+			if sub, err = unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				err = removeContents(sub, depth-1)
+				unix.Close(sub)
+				if err == nil {
+					err = unix.Unlinkat(dfd, n, unix.AT_REMOVEDIR)
+				}
+			}
+		}
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// dirNames lists the directory open as fd (from its start), without
+// consuming fd: it reads through a descriptor of its own.
+func dirNames(fd int) ([]string, error) {
+	own, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(own), ".")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
