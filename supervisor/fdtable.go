@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -103,31 +102,46 @@ func (b *listenerBridge) send(fd int) (int, error) {
 	return -1, nil
 }
 
-// release closes every descriptor of the launching thread's own table,
+// release closes the descriptors of the launching thread's own table,
 // once the agent is forked (or the launch has failed): the thread needs
 // none of them any more, but lives on until the agent exits (its end would
 // kill the agent: PR_SET_PDEATHSIG), and its copies would keep open what
 // the session closes meanwhile (the pty's slave, whose last close the
 // relay waits for, and which once stayed open for ever, the thread being
-// the main thread: see onOwnThread). Called again, it does nothing.
+// the main thread: see onOwnThread). It keeps the Go runtime's network
+// poller (runtimeFile): the runtime wakes the poller from whichever thread
+// it is on, this one included, and a wake-up that finds no descriptor
+// ends the whole process ("netpollBreak write failed"). Called again, it
+// does nothing.
 func (b *listenerBridge) release() {
 	if !b.own || b.released {
 		return
 	}
 	b.released = true
-	if err := unix.CloseRange(0, math.MaxUint32, 0); err == nil {
+	d, err := os.Open("/proc/thread-self/fd")
+	if err != nil {
 		return
 	}
-	// Before Linux 5.9: the thread's own table, one by one.
-	if d, err := os.Open("/proc/thread-self/fd"); err == nil {
-		names, _ := d.Readdirnames(-1)
-		d.Close()
-		for _, n := range names {
-			if fd, err := strconv.Atoi(n); err == nil {
-				unix.Close(fd)
-			}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		fd, err := strconv.Atoi(n)
+		if err != nil {
+			continue
 		}
+		if target, err := os.Readlink("/proc/thread-self/fd/" + n); err == nil && runtimeFile(target) {
+			continue
+		}
+		unix.Close(fd)
 	}
+}
+
+// runtimeFile reports whether a descriptor whose /proc link reads target
+// may be the Go runtime's own: its network poller's epoll instance or the
+// eventfd that wakes it. Neither holds a file the session could be waiting
+// to see closed.
+func runtimeFile(target string) bool {
+	return target == "anon_inode:[eventpoll]" || target == "anon_inode:[eventfd]"
 }
 
 // receive returns the listener in the process's table: the one send handed

@@ -1,10 +1,13 @@
 package supervisor
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,4 +64,62 @@ func TestOnOwnThreadIsNeverTheMainThread(t *testing.T) {
 			t.Fatalf("f ran on the main thread (tid %d)", got)
 		}
 	}
+}
+
+// The launching thread's emptied table keeps the Go runtime's poller: the
+// runtime wakes the poller from whatever thread it runs on, and a wake-up
+// from a thread without the poller's eventfd ends the whole process
+// ("netpollBreak write failed with 9"; a launching thread that blocks on a
+// channel hands its P, timers and all, over through that path). Here a
+// thread with its own table, released, waits on timers while the poller
+// is in use; before release kept the poller, the test binary died.
+func TestReleasedThreadKeepsTheRuntimesPoller(t *testing.T) {
+	l, err := newPollerUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	kept := make(chan []string, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with its table
+		b := newListenerBridge()
+		defer b.close()
+		b.detach()
+		if !b.own {
+			kept <- nil
+			return
+		}
+		b.release()
+		for i := range 3000 {
+			time.Sleep(time.Duration(i%50) * time.Microsecond)
+		}
+		var targets []string
+		fds, _ := os.ReadDir("/proc/thread-self/fd")
+		for _, fd := range fds {
+			if target, err := os.Readlink("/proc/thread-self/fd/" + fd.Name()); err == nil {
+				targets = append(targets, target)
+			}
+		}
+		kept <- targets
+	}()
+	targets := <-kept
+	if targets == nil {
+		t.Skip("needs unshare(CLONE_FILES)")
+	}
+	for _, target := range targets {
+		if !runtimeFile(target) && !strings.HasSuffix(target, "/fd") {
+			t.Errorf("the released thread still holds %s", target)
+		}
+	}
+}
+
+// newPollerUser puts the runtime's network poller to work: a listener
+// with an Accept waiting on it.
+func newPollerUser() (net.Listener, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go l.Accept()
+	return l, nil
 }
