@@ -56,7 +56,12 @@ type bpfLSM struct {
 // program that allows everything (r0 = 0) for that hook and attach it for
 // an instant.
 func gatherBPFLSM() bpfLSM {
-	b := bpfLSM{tried: true, capBPF: hasCap(capBPF), capPerfmon: hasCap(capPerfmon), capSysAdmin: hasCap(unix.CAP_SYS_ADMIN)}
+	b := bpfLSM{tried: true}
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		if mask, ok := capEff(status); ok {
+			b.capBPF, b.capPerfmon, b.capSysAdmin = mask&(1<<capBPF) != 0, mask&(1<<capPerfmon) != 0, mask&(1<<unix.CAP_SYS_ADMIN) != 0
+		}
+	}
 	if v, err := os.ReadFile(privateBPFPath); err == nil {
 		b.privateBPF = strings.TrimSpace(string(v))
 	}
