@@ -13,10 +13,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
 // Bounds on one handoff message: the runtime sends its state in a single
@@ -170,7 +171,7 @@ func parseRights(oob []byte) ([]int, error) {
 // isListener checks that fd is a seccomp user-notification listener, the
 // anonymous inode the kernel names "[seccomp notify]".
 func isListener(fd int) error {
-	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	target, err := os.Readlink(procfs.FdPath(fd))
 	if err != nil {
 		return fmt.Errorf("descriptor %d: %w", fd, err)
 	}

@@ -142,7 +142,7 @@ func listenIn(base string, owner procfs.Identity) (l *net.UnixListener, dir, pat
 	}
 	// Bound through the descriptor: whatever happens to the names above,
 	// the socket is made in the directory just checked.
-	via := "/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + socketName
+	via := procfs.FdPath(dirfd) + "/" + socketName
 	l, err = net.ListenUnix("unix", &net.UnixAddr{Name: via, Net: "unix"})
 	if err != nil {
 		return nil, "", "", fmt.Errorf("control socket: bind in %s: %w", dir, err)

@@ -328,7 +328,7 @@ func socketState(dfd int) sockState {
 		return sockOther
 	}
 	defer unix.Close(fd)
-	via := "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + socketName
+	via := procfs.FdPath(dfd) + "/" + socketName
 	switch err := unix.Connect(fd, &unix.SockaddrUnix{Name: via}); {
 	case err == nil, errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINPROGRESS):
 		return sockListening

@@ -33,7 +33,7 @@ import (
 // filter, a Landlock domain of its own) ends with it. The Go runtime never
 // ends the main thread: it parks it, with all that, for the rest of the
 // process; and /proc/self is the main thread's (its fd, its mounts), which
-// paddock reads (it binds its control socket through /proc/self/fd). A
+// paddock reads (procfs.FdPath goes through /proc/thread-self for that reason). A
 // goroutine that finds itself on the main thread holds it while another
 // takes f, which therefore runs elsewhere, then gives it back untouched.
 func onOwnThread(f func()) {

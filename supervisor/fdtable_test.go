@@ -4,7 +4,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -80,8 +79,7 @@ func TestReleasedThreadKeepsTheRuntimesPoller(t *testing.T) {
 	}
 	defer l.Close()
 	kept := make(chan []string, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with its table
+	onOwnThread(func() { // as a launch does: the thread ends with its table
 		b := newListenerBridge()
 		defer b.close()
 		b.detach()
@@ -101,7 +99,7 @@ func TestReleasedThreadKeepsTheRuntimesPoller(t *testing.T) {
 			}
 		}
 		kept <- targets
-	}()
+	})
 	targets := <-kept
 	if targets == nil {
 		t.Skip("needs unshare(CLONE_FILES)")

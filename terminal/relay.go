@@ -29,6 +29,8 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
 // drainWait is how long Close waits for the pty's last output once the
@@ -509,7 +511,7 @@ func (l *logWriter) Write(p []byte) (int, error) {
 // read from it can be ended by closing it; f's own open file (shared with
 // the user's shell) keeps its flags. Where that fails, f itself is read.
 func reopen(f *os.File) *os.File {
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(procfs.FdPath(int(f.Fd())), unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return f
 	}

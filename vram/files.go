@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
 // DefaultReadTimeout is how long SafeFiles gives one Size, or one Open and
@@ -60,7 +61,7 @@ func (l ReadLimits) maxBytes() int64 {
 //     that names the path and what it is ("/tmp/fifo is a named pipe, not a
 //     regular file"). Open checks the file itself, through an O_PATH
 //     descriptor that opens no device, and only then opens it for reading
-//     (O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC, through /proc/self/fd so that
+//     (O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC, through /proc/thread-self/fd so that
 //     the file checked is the file read); Size is a stat, which opens
 //     nothing;
 //   - each Size, and each Open with every read of what it opened, has a
@@ -153,7 +154,7 @@ const openFlags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEX
 // openRegular opens real for reading when it is a regular file. It looks
 // at the file through an O_PATH descriptor first (which opens no device:
 // opening some, a watchdog, has effects) and reopens that very file through
-// /proc/self/fd; without /proc it opens real again and checks it is the
+// /proc/thread-self/fd; without /proc it opens real again and checks it is the
 // same file. Errors name shown.
 func openRegular(real, shown string) (int, error) {
 	pfd, err := unix.Open(real, unix.O_PATH|unix.O_CLOEXEC, 0)
@@ -168,7 +169,7 @@ func openRegular(real, shown string) (int, error) {
 	if err := checkRegular(shown, st.Mode); err != nil {
 		return -1, err
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), openFlags, 0)
+	fd, err := unix.Open(procfs.FdPath(pfd), openFlags, 0)
 	if err != nil {
 		fd, err = unix.Open(real, openFlags, 0)
 	}
