@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/report"
 )
 
 // The session's side of the control socket (package control serves it):
@@ -200,7 +201,7 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 	d := policy.Decide(req, w)
 	if !d.Allow {
 		if d.Refusal {
-			s.reporter.report(refusal{when: time.Now(), caller: requester, abi: req.ABI, d: d, quiet: true})
+			s.pipeline.Decided(report.Event{Caller: requester, ABI: req.ABI, Decision: d, Quiet: true})
 			return nil, errors.New(d.Message)
 		}
 		return nil, fmt.Errorf("paddock kill refused: pid %d is not owned by this session: %v (it has exited, or never existed). Way out: paddock ps lists the processes this session owns", pid, syscall.Errno(d.Errno))

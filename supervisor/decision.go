@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"strconv"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
-	"github.com/paddock-dev/paddock/tracer"
+	"github.com/paddock-dev/paddock/report"
 	"github.com/paddock-dev/paddock/vram"
 )
 
@@ -153,7 +153,7 @@ func (c *call) moveTo(w *liveWorld) *call {
 // itself (deliver.go): r is the answer to send, and waiting is false when
 // the caller stopped waiting (the answer must then not be sent, and
 // nothing is reported).
-func (c *call) decide() (d policy.Decision, r tracer.Reply, waiting bool) {
+func (c *call) decide() (d policy.Decision, r answer.Answer, waiting bool) {
 	defer c.reset()
 	if c.preset != nil {
 		d = *c.preset
@@ -175,7 +175,7 @@ func (c *call) decide() (d policy.Decision, r tracer.Reply, waiting bool) {
 	// (the notification id names that call alone), whatever it says. So a
 	// decision that reports nothing, or that read nothing of the caller,
 	// needs no NOTIF_ID_VALID.
-	if c.listener >= 0 && c.callerRead && reports(d) && !seccomp.IDValid(c.listener, c.id) {
+	if c.listener >= 0 && c.callerRead && report.Reports(d) && !seccomp.IDValid(c.listener, c.id) {
 		return d, r, false
 	}
 	if forceAllow && d.Refusal {
@@ -186,18 +186,10 @@ func (c *call) decide() (d policy.Decision, r tracer.Reply, waiting bool) {
 		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, policy.RuleNoSuchTarget
 	}
 	if d.Allow {
-		r = c.deliver(d)
-		return d, r, true
+		return d, c.deliver(d), true
 	}
-	r.Errno = d.Errno
-	if r.Errno == 0 {
-		r.Errno = unix.EPERM
-	}
-	return d, r, true
+	return d, answer.Refuse(d.Errno), true
 }
-
-// reports says whether decision d is reported (message, log, journal).
-func reports(d policy.Decision) bool { return d.Refusal || d.OptIn != "" || d.Unread }
 
 // touch records that the decision read something of thread tid.
 func (c *call) touch(tid int) {
@@ -442,15 +434,15 @@ func (c *call) Missing(tid int, path string) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
 }
 
-// answer decides c and queues the report of a refusal or an opt-in: before
-// the answer is sent, so that a caller that exits right after its refusal
-// cannot outrun the report (Wait flushes the queue).
-func (s *Session) answer(c *call) (r tracer.Reply, waiting bool) {
+// answer decides c and hands the decision to the session's pipeline
+// (package report) before the answer is sent, so that a caller that exits
+// right after its refusal cannot outrun its report (Wait flushes it): the
+// answer r may go once after is closed (report.After; nil: at once), and
+// not at all when the caller stopped waiting.
+func (s *Session) answer(c *call) (r answer.Answer, after <-chan struct{}, waiting bool) {
 	d, r, waiting := c.decide()
-	if waiting && reports(d) {
-		f := refusal{when: time.Now(), caller: c.req.Tid, abi: c.req.ABI, d: d}
-		f.shown = s.reporter.tell(f)
-		s.reporter.report(f)
+	if !waiting {
+		return r, nil, false
 	}
-	return r, waiting
+	return r, s.pipeline.Decided(report.Event{Caller: c.req.Tid, ABI: c.req.ABI, Decision: d}), true
 }

@@ -8,11 +8,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
-	"github.com/paddock-dev/paddock/tracer"
 )
 
 // An allowed signal reaches its target in one of three ways.
@@ -54,39 +54,39 @@ const pidfdThread = unix.O_EXCL
 
 // deliver carries out an allowed call: the answer to send, which lets the
 // call run unless the supervisor did what it asked for itself.
-func (c *call) deliver(d policy.Decision) tracer.Reply {
+func (c *call) deliver(d policy.Decision) answer.Answer {
 	if _, isSignal := c.req.Syscall.SignalArg(); !isSignal {
-		return tracer.Reply{}
+		return answer.Continue()
 	}
 	if d.Rule == policy.RuleSignalZero {
 		if !c.w.probes {
-			return tracer.Reply{} // not trapped as a probe: the kernel answers
+			return answer.Continue() // not trapped as a probe: the kernel answers
 		}
-		return tracer.Reply{Errno: c.probe(), Done: true}
+		return answer.Completed(c.probe())
 	}
 	if d.Rule != policy.RuleOwned {
-		return tracer.Reply{}
+		return answer.Continue()
 	}
 	if d.Pin == 0 {
 		if d.Target < 0 && c.w.scoped {
 			return c.deputyGroup(d, -d.Target)
 		}
-		return tracer.Reply{}
+		return answer.Continue()
 	}
 	if c.w.scoped {
 		if c.insideDomain(d.Pin) {
-			return tracer.Reply{}
+			return answer.Continue()
 		}
 	} else if c.req.Syscall == filter.PidfdSendSignal {
-		return tracer.Reply{}
+		return answer.Continue()
 	}
 	pidfd := c.pidfd(d.Pin)
 	if pidfd < 0 {
 		// No pidfds on this kernel (before 5.3, which has no Landlock
 		// scopes either): the kernel delivers, as before pins.
-		return tracer.Reply{}
+		return answer.Continue()
 	}
-	return tracer.Reply{Errno: c.deputy(d, pidfd), Done: true}
+	return answer.Completed(c.deputy(d, pidfd))
 }
 
 // deputyGroup delivers an allowed signal to process group pgid when the
@@ -96,15 +96,15 @@ func (c *call) deliver(d policy.Decision) tracer.Reply {
 // one member got it, as kill(2) of a group does. While the session has no
 // leases every owned process is inside the domain, and the kernel
 // delivers.
-func (c *call) deputyGroup(d policy.Decision, pgid int) tracer.Reply {
+func (c *call) deputyGroup(d policy.Decision, pgid int) answer.Answer {
 	if c.noLeases {
-		return tracer.Reply{}
+		return answer.Continue()
 	}
 	members := c.members
 	if c.membersOf != pgid {
 		var err error
 		if members, err = c.w.fs.GroupMembers(pgid); err != nil {
-			return tracer.Reply{Errno: unix.EPERM, Done: true} // no partial view decides a group
+			return answer.Completed(unix.EPERM) // no partial view decides a group
 		}
 	}
 	outside := false
@@ -115,9 +115,9 @@ func (c *call) deputyGroup(d policy.Decision, pgid int) tracer.Reply {
 		}
 	}
 	if !outside {
-		return tracer.Reply{}
+		return answer.Continue()
 	}
-	r := tracer.Reply{Errno: unix.ESRCH, Done: true}
+	r := answer.Completed(unix.ESRCH)
 	delivered := false
 	for _, m := range members {
 		fd, err := unix.PidfdOpen(m.Pid, 0)

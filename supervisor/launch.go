@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/reexec"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/internal/sys"
+	"github.com/paddock-dev/paddock/terminal"
 )
 
 // errNoListener: no seccomp listener can be had here (an outer one already
@@ -264,6 +265,7 @@ func fdOr(f *os.File, def uintptr) uintptr {
 // launchAndReap runs on one locked OS thread for the whole session.
 func (s *Session) launchAndReap(started chan<- error) {
 	runtime.LockOSThread()
+	defer s.reporting.Done() // added by Start
 	// Never unlocked: the thread exits with the goroutine only at process end.
 	pid, err := s.launch()
 	var ee *ExecError
@@ -364,7 +366,11 @@ func (s *Session) newWorld() *liveWorld {
 
 // startServing starts the notify loop on the listener.
 func (s *Session) startServing() {
-	go s.serve(s.newWorld().keepPins())
+	s.reporting.Add(1)
+	go func() {
+		defer s.reporting.Done()
+		s.serve(s.newWorld().keepPins())
+	}()
 }
 
 // launchInit forks the init, receives the listener (or the thread to
@@ -551,9 +557,9 @@ func (s *Session) agentHasTerminal() bool {
 // ctty is whether the agent gets Config.Terminal as its controlling
 // terminal, and which of its standard descriptors (0, 1, 2) is it.
 func (s *Session) ctty() (bool, int) {
-	want := terminalOf(s.cfg.Terminal)
+	want := terminal.DeviceOf(s.cfg.Terminal)
 	for i, f := range []*os.File{s.cfg.Stdin, s.cfg.Stdout, s.cfg.Stderr} {
-		if want != 0 && f != nil && terminalOf(f) == want {
+		if want != 0 && f != nil && terminal.DeviceOf(f) == want {
 			return true, i
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/report"
 )
 
 // maxWaiting bounds the decisions that may wait (see call.mayWait) taken
@@ -92,19 +93,23 @@ func (s *Session) serve(w *liveWorld) {
 	}
 }
 
-// sendAnswer decides c and answers its notification.
+// sendAnswer decides c and answers its notification, once the pipeline
+// lets the answer go (report.After): the loop never waits for a message.
 func (s *Session) sendAnswer(c *call) {
-	r, waiting := s.answer(c)
+	r, after, waiting := s.answer(c)
 	if !waiting {
 		return
 	}
-	send := seccomp.Send
-	if r.Done {
-		send = seccomp.Done
-	}
-	if err := send(c.listener, c.id, r.Errno); err != nil {
-		s.cfg.Log.Error().Err(err).Uint64("id", c.id).Msg("seccomp notify answer failed")
-	}
+	listener, id := c.listener, c.id
+	report.After(after, func() {
+		send := seccomp.Send
+		if r.Done {
+			send = seccomp.Done
+		}
+		if err := send(listener, id, r.Errno); err != nil {
+			s.cfg.Log.Error().Err(err).Uint64("id", id).Msg("seccomp notify answer failed")
+		}
+	})
 }
 
 // offload has a worker decide c and hand it to done. With every worker

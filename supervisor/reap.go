@@ -8,7 +8,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/internal/sys"
+	"github.com/paddock-dev/paddock/report"
 	"github.com/paddock-dev/paddock/tracer"
 )
 
@@ -16,7 +18,7 @@ import (
 // stopped until it comes (tracer.Tracer.Answer).
 type heldAnswer struct {
 	tid int
-	r   tracer.Reply
+	r   answer.Answer
 }
 
 // startTracing seizes the init's thread for the ptrace backend. Its
@@ -32,19 +34,25 @@ func (s *Session) startTracing(tid int) error {
 	s.answers = make(chan heldAnswer, maxWaiting)
 	s.sigchld = make(chan os.Signal, 1)
 	signal.Notify(s.sigchld, unix.SIGCHLD)
-	s.tracer = tracer.New(func(tid int, tc tracer.Call) (tracer.Reply, bool) {
+	s.tracer = tracer.New(func(tid int, tc tracer.Call) (answer.Answer, bool) {
 		c := w.read(tid, tc.Arch, tc.Nr, tc.Args, -1, 0)
 		if c.mayWait() {
 			c = c.moveTo(w.spare())
 			if s.offload(c, func(c *call) {
-				r, _ := s.answer(c)
-				s.answers <- heldAnswer{tid: tid, r: r}
+				r, after, _ := s.answer(c)
+				report.After(after, func() { s.answers <- heldAnswer{tid: tid, r: r} })
 			}) {
-				return tracer.Reply{}, true
+				return answer.Continue(), true
 			}
 		}
-		r, _ := s.answer(c)
-		return r, false
+		r, after, _ := s.answer(c)
+		if after == nil {
+			return r, false
+		}
+		// The message waits for the teller: the tracee stays stopped until
+		// it is written (at most report.TellWait), the others go on.
+		report.After(after, func() { s.answers <- heldAnswer{tid: tid, r: r} })
+		return answer.Continue(), true
 	}, func(tid int, what string, err error) {
 		s.cfg.Log.Error().Err(err).Int("tid", tid).Msg("ptrace: " + what)
 	})

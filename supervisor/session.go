@@ -24,6 +24,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/sys"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/report"
 	"github.com/paddock-dev/paddock/tracer"
 	"github.com/paddock-dev/paddock/vram"
 )
@@ -290,7 +291,7 @@ type Session struct {
 	rootPid  int
 	rootFd   int // pidfd of the agent root
 	listener int
-	reporter *reporter
+	pipeline *report.Pipeline
 
 	// backend is the one in use, backendWhy why it was chosen; tracer is
 	// set for the ptrace backend, with traced, the world its decisions use
@@ -328,6 +329,11 @@ type Session struct {
 	sigs *Signals
 
 	waitOnce sync.Once
+	// reporting counts what may still hand decisions to the pipeline: the
+	// notify loop, the reaper (which also traces), and Wait until it has
+	// flushed. The pipeline closes when none is left, and ended then.
+	reporting sync.WaitGroup
+	ended     chan struct{}
 	cleaned  Cleanup
 }
 
@@ -369,23 +375,32 @@ func Start(cfg Config) (*Session, error) {
 		s.sigs.Stop()
 		return nil, err
 	}
-	s.reporter = newReporter(cfg.Log, fs, cfg.Journal, cfg.NotifyStderr)
-	s.reporter.logTTY = terminalOf(cfg.LogFile)
-	if s.reporter.logTTY != 0 {
-		s.reporter.relayedTTY = terminalOf(cfg.Terminal)
-	}
+	s.pipeline = report.New(report.Options{Log: cfg.Log, FS: fs, Journal: cfg.Journal, NotifyStderr: cfg.NotifyStderr,
+		LogFile: cfg.LogFile, Relayed: cfg.Terminal})
+	s.ended = make(chan struct{})
+	s.reporting.Add(1) // Wait's, or a failed start's
+	go func() {
+		s.reporting.Wait()
+		s.pipeline.Close()
+		close(s.ended)
+	}()
 	if s.control, err = control.Listen(control.Options{Timeout: cfg.controlTimeout, Log: cfg.Log}, controlOps{s}); err != nil {
 		s.sigs.Stop()
+		s.reporting.Done()
+		<-s.ended // a failed start leaves nothing running
 		return nil, err
 	}
 
 	started := make(chan error, 1)
+	s.reporting.Add(1) // done when launchAndReap returns
 	// The launching thread must outlive the agent: Pdeathsig fires when the
 	// thread that forked it exits (golang/go#27505). It then becomes the reaper.
 	go s.launchAndReap(started)
 	if err := <-started; err != nil {
 		s.sigs.Stop()
 		_ = s.control.Close()
+		s.reporting.Done()
+		<-s.ended
 		return nil, err
 	}
 	// Only now that the agent (or its init) is forked: children inherit
@@ -559,8 +574,9 @@ func (s *Session) Wait() int {
 					Msg("cleaned up the processes the agent left running")
 			}
 		}
-		s.reporter.flush()
+		s.pipeline.Flush()
 		_ = s.control.Close()
+		s.reporting.Done()
 	})
 	return ExitCode(s.status)
 }
@@ -569,7 +585,7 @@ func (s *Session) Wait() int {
 func (s *Session) Cleaned() Cleanup { return s.cleaned }
 
 // Summary counts the session's refusals so far (complete after Wait).
-func (s *Session) Summary() Summary { return s.reporter.snapshot() }
+func (s *Session) Summary() report.Summary { return s.pipeline.Summary() }
 
 // ExitCode converts a wait status to a shell-style exit code.
 func ExitCode(ws unix.WaitStatus) int {

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/sys"
 )
@@ -52,20 +53,14 @@ type Call struct {
 	Args [6]uint64
 }
 
-// Reply is the answer to one trapped call. Without Done, Errno 0 lets the
-// call run and an errno refuses it with that error. With Done the call does
-// not run and returns -Errno, 0 included: the decider has done what it
-// asked for (a signal the supervisor delivered itself).
-type Reply struct {
-	Errno unix.Errno
-	Done  bool
-}
-
-// Decider answers a trapped call of thread tid. A decider that needs
+// Decider answers a trapped call of thread tid: without Done, Errno 0
+// lets the call run and an errno refuses it with that error; with Done the
+// call does not run and returns -Errno, 0 included (the decider has done
+// what it asked for, a signal the supervisor delivered itself). A decider that needs
 // longer returns later true instead: tid then stays stopped, and the
 // answer comes through Tracer.Answer, so that the other tracees' stops are
 // handled meanwhile.
-type Decider func(tid int, c Call) (r Reply, later bool)
+type Decider func(tid int, c Call) (r answer.Answer, later bool)
 
 // Logger receives the tracer's own failures (nil: dropped).
 type Logger func(tid int, what string, err error)
@@ -96,7 +91,7 @@ func (t *Tracer) Held() int { return len(t.held) }
 // Answer answers the trapped syscall that tid was held in (see Decider) and
 // lets it run again. An answer for a thread that is not held (it was killed
 // meanwhile) is dropped.
-func (t *Tracer) Answer(tid int, r Reply) {
+func (t *Tracer) Answer(tid int, r answer.Answer) {
 	arch, ok := t.held[tid]
 	if !ok {
 		return
@@ -217,7 +212,7 @@ func (t *Tracer) answer(tid int, detach bool) (held bool) {
 		return true
 	}
 	if later {
-		r = Reply{Errno: unix.EAGAIN}
+		r = answer.Refuse(unix.EAGAIN)
 	}
 	if r.Errno != 0 || r.Done {
 		t.refuseOrKill(tid, info.Arch, r.Errno)

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/features/featuretest"
@@ -109,18 +110,18 @@ func TestTraceDecidesTrappedSyscalls(t *testing.T) {
 	}
 
 	var calls []string
-	tr := New(func(caller int, c Call) (Reply, bool) {
+	tr := New(func(caller int, c Call) (answer.Answer, bool) {
 		sc, abi, _ := filter.Lookup(c.Arch, c.Nr)
 		calls = append(calls, fmt.Sprintf("%s %s %d %d", abi.Name, sc, int32(c.Args[0]), caller))
 		switch {
 		case sc == filter.Tgkill:
 			// Done: the call returns 0 without running (the foreign
 			// sleep must survive its SIGKILL).
-			return Reply{Done: true}, false
+			return answer.Completed(0), false
 		case int(int32(c.Args[0])) == target:
-			return Reply{Errno: unix.EPERM}, false
+			return answer.Refuse(unix.EPERM), false
 		}
-		return Reply{}, false
+		return answer.Continue(), false
 	}, func(tid int, what string, err error) { t.Errorf("tracer: %d %s: %v", tid, what, err) })
 	if err := Seize(tid); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
@@ -194,7 +195,7 @@ func TestDetachLetsGoOfUnseenChild(t *testing.T) {
 		_ = unix.Kill(-pid, unix.SIGKILL)
 		_ = sh.Wait()
 	})
-	tr := New(func(int, Call) (Reply, bool) { return Reply{}, false },
+	tr := New(func(int, Call) (answer.Answer, bool) { return answer.Continue(), false },
 		func(tid int, what string, err error) { t.Errorf("tracer: %d %s: %v", tid, what, err) })
 	if err := Seize(pid); err != nil {
 		t.Skipf("needs ptrace of a child: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/report"
 	"github.com/paddock-dev/paddock/supervisor"
 )
 
@@ -24,7 +25,7 @@ type runReport struct {
 	Started  time.Time          `json:"started"`
 	Finished time.Time          `json:"finished"`
 	Cleanup  supervisor.Cleanup `json:"cleanup"`
-	supervisor.Summary
+	report.Summary
 }
 
 // writeReport writes the run's summary to path as JSON or JUnit XML.
@@ -195,7 +196,7 @@ func xmlChar(r rune) bool {
 }
 
 // summaryLine is the one line paddock prints about refusals at exit.
-func summaryLine(s supervisor.Summary) string {
+func summaryLine(s report.Summary) string {
 	if s.Refusals == 0 {
 		return "no refusals"
 	}

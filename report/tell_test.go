@@ -1,4 +1,4 @@
-package supervisor
+package report
 
 import (
 	"bytes"
@@ -55,9 +55,10 @@ func TestTellReachesCallerGoneBeforeTheWrite(t *testing.T) {
 			if tc.name == "pipe" {
 				stderr.Close() // EOF once the caller and the teller are done
 			}
-			rep := &reporter{log: zerolog.Nop(), fs: procfs.Default(), notifyStderr: true,
+			// A pipeline whose teller is not running yet.
+			rep := &Pipeline{log: zerolog.Nop(), fs: procfs.Default(), notifyStderr: true,
 				limits: map[int]*callerLimit{}, tells: make(chan *tellJob, tellQueueLen)}
-			rep.tell(refusal{when: time.Now(), caller: caller.Process.Pid, d: policy.Decision{Refusal: true, Message: msg}})
+			rep.tell(Event{When: time.Now(), Caller: caller.Process.Pid, Decision: policy.Decision{Refusal: true, Message: msg}})
 			_ = caller.Process.Kill()
 			_ = caller.Wait()
 			if queued := len(rep.tells); (queued == 0) != tc.now {

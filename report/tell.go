@@ -1,0 +1,191 @@
+package report
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/callerio"
+	"github.com/paddock-dev/paddock/terminal"
+)
+
+// Writing a refusal's message to the caller's own standard error.
+//
+// The message goes through the caller's descriptor 2 itself: a copy of it
+// taken with pidfd_getfd shares the caller's open file description, so it
+// reaches whatever descriptor 2 is (a terminal, a pipe, a socket a Node
+// harness gave the child, a file the output was redirected to) with the
+// caller's offset, so that a file's contents stay in order, and its access
+// mode, so that a read-only descriptor gets nothing. Nothing is reopened by
+// path with paddock's credentials (a root paddock would otherwise write into
+// a file the agent's user could only read).
+//
+// The description is the caller's, blocking or not, and must stay as the
+// caller set it, so it cannot be made non-blocking. Where the kernel can
+// write without blocking for this one call (callerio.WriteNow) the message
+// is written at once, before the caller is answered; otherwise the teller
+// writes it on a goroutine of its own and the caller's answer waits for
+// that write at most TellWait. A write still blocked after tellWrite (a
+// full pipe nobody reads, a stopped terminal) finishes whenever it can,
+// and until it has, further messages to that caller are not written but
+// counted, and said in the next one that is.
+
+const (
+	tellQueueLen = 64
+	// TellWait bounds how long a caller's answer waits for its message to
+	// be written. Writing first puts the message ahead of the caller's own
+	// error line and reaches a caller that exits right after the refusal;
+	// the bound keeps a caller whose stderr is slow waiting no longer. The
+	// front end's loop never waits: the answer is sent by After.
+	TellWait = 50 * time.Millisecond
+	// tellWrite bounds how long the teller waits for one write before it
+	// counts the caller as stuck.
+	tellWrite = 50 * time.Millisecond
+	// maxStuckWrites bounds the writes left blocked at once; past it
+	// messages are counted instead of written.
+	maxStuckWrites = 16
+)
+
+// tellJob is one message for one caller's stderr, fd (a copy of it the
+// teller closes). ready is closed, once, when the caller may be answered.
+type tellJob struct {
+	caller int
+	fd     int
+	msg    string
+	ready  chan struct{}
+	once   sync.Once
+}
+
+// release lets the caller's answer go.
+func (j *tellJob) release() { j.once.Do(func() { close(j.ready) }) }
+
+// tell writes ev's message to the caller's stderr, or hands it to the
+// teller; it returns ev with shown set when the message is on the terminal
+// the log goes to, and what the answer waits for (nil: nothing). Called
+// with closeMu read-held.
+func (p *Pipeline) tell(ev Event) (Event, <-chan struct{}) {
+	if !p.notifyStderr || ev.Quiet || !ev.Decision.Refusal {
+		return ev, nil
+	}
+	msg, ok := p.limit(ev)
+	if !ok {
+		return ev, nil
+	}
+	// The caller's descriptor is taken now, while the caller waits for
+	// its answer: a caller that exits right after its refusal still gets
+	// the message, however late the teller comes to write it.
+	fd, err := callerio.Stderr(p.fs, ev.Caller)
+	if err != nil {
+		p.log.Debug().Err(err).Int("caller", ev.Caller).Msg("refusal message not written to the caller's standard error")
+		return ev, nil
+	}
+	rest := callerio.WriteNow(fd, []byte(msg))
+	if len(rest) == 0 {
+		// A pipe or a socket, never the log's terminal.
+		unix.Close(fd)
+		return ev, nil
+	}
+	// Known now, whatever the write's timing: the message goes to the
+	// log's terminal, so the log line would only repeat it there.
+	if tty := terminal.DeviceOfFd(fd); tty != 0 && (tty == p.logTTY || tty == p.relayedTTY) {
+		ev.shown = true
+	}
+	job := &tellJob{caller: ev.Caller, fd: fd, msg: string(rest), ready: make(chan struct{})}
+	select {
+	case p.tells <- job:
+	default:
+		unix.Close(fd)
+		ev.shown = false // a storm: the journal and the log still have it
+		return ev, nil
+	}
+	time.AfterFunc(TellWait, job.release)
+	return ev, job.ready
+}
+
+// teller writes the messages, one at a time, off the front end's loop.
+func (p *Pipeline) teller() {
+	stuck := map[int]chan struct{}{} // callers with a write still blocked
+	held := map[int]int{}            // messages not written to them meanwhile
+	for job := range p.tells {
+		for caller, ch := range stuck {
+			select {
+			case <-ch:
+				delete(stuck, caller)
+			default:
+			}
+		}
+		if _, blocked := stuck[job.caller]; blocked || len(stuck) >= maxStuckWrites {
+			held[job.caller]++
+			unix.Close(job.fd)
+			job.release()
+			continue
+		}
+		msg := job.msg
+		if n := held[job.caller]; n > 0 {
+			msg = "paddock: " + strconv.Itoa(n) + " more refusals to this process were not shown while its standard error was blocked; see the journal\n" + msg
+			delete(held, job.caller)
+		}
+		fd := job.fd
+		written := make(chan struct{})
+		go func() {
+			_ = callerio.WriteAll(fd, []byte(msg))
+			unix.Close(fd)
+			close(written)
+		}()
+		t := time.NewTimer(tellWrite)
+		select {
+		case <-written:
+		case <-t.C:
+			stuck[job.caller] = written
+		}
+		t.Stop()
+		job.release()
+	}
+}
+
+// callerLimit rate-limits the messages written to one caller's stderr.
+type callerLimit struct {
+	windowStart time.Time
+	sent        int
+	suppressed  int
+}
+
+// roll starts a new window at now when the current one is over, and
+// reports whether it did.
+func (l *callerLimit) roll(now time.Time) bool {
+	if now.Sub(l.windowStart) < Window {
+		return false
+	}
+	l.windowStart, l.sent = now, 0
+	return true
+}
+
+// limit applies the rate limits and returns the text to write.
+func (p *Pipeline) limit(ev Event) (string, bool) {
+	p.limitMu.Lock()
+	defer p.limitMu.Unlock()
+	lim := p.limits[ev.Caller]
+	if lim == nil {
+		if len(p.limits) > 4096 {
+			clear(p.limits)
+		}
+		lim = &callerLimit{}
+		p.limits[ev.Caller] = lim
+	}
+	lim.roll(ev.When)
+	p.told.roll(ev.When)
+	if lim.sent >= BurstPerCaller || p.told.sent >= BurstTotal {
+		lim.suppressed++
+		return "", false
+	}
+	p.told.sent++
+	lim.sent++
+	msg := ev.Decision.Message + "\n"
+	if lim.suppressed > 0 {
+		msg = "paddock: " + strconv.Itoa(lim.suppressed) + " more refusals to this process were not shown; see the journal\n" + msg
+		lim.suppressed = 0
+	}
+	return msg, true
+}
