@@ -334,7 +334,7 @@ type Session struct {
 	// flushed. The pipeline closes when none is left, and ended then.
 	reporting sync.WaitGroup
 	ended     chan struct{}
-	cleaned  Cleanup
+	cleaned   Cleanup
 }
 
 // Start launches cfg's command under the filter and starts supervising it.
