@@ -3,10 +3,13 @@ package agent
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/report"
 )
 
 // container is one container the agent serves: who it is (from the
@@ -38,6 +41,32 @@ type container struct {
 	hosts map[int]int
 	// listeners counts the container's open listeners (one per session).
 	listeners int
+	// listing is the last listing of its processes (at most listingMax),
+	// made at listingAt (listed).
+	listing    []policy.Target
+	listingAt  time.Time
+	listingMax int
+
+	// report carries out what follows each decision (Server.startReporting),
+	// and names are the labels its events carry.
+	report *report.Pipeline
+	names  []report.Label
+}
+
+// labels name the container in each decision's log line (its id) and
+// journal record (its id, bundle, listener metadata and pod names).
+func (c *container) labels() []report.Label {
+	l := []report.Label{{Key: "container", Value: c.id, Logged: true}, {Key: "bundle", Value: c.bundle},
+		{Key: "listener_metadata", Value: c.metadata}}
+	for _, field := range []string{"pod_namespace", "pod_name", "container_name"} {
+		for _, k := range criAnnotations()[field] {
+			if v := c.annotations[k]; v != "" {
+				l = append(l, report.Label{Key: field, Value: v})
+				break
+			}
+		}
+	}
+	return l
 }
 
 // newContainer describes the container of a handoff from the agent's view
@@ -224,4 +253,38 @@ func (c *container) members() ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// listedFor bounds how long a listing of the container's processes is
+// used again for refusal messages.
+const listedFor = 250 * time.Millisecond
+
+// listed is list(max), the container's processes for a refusal message's
+// "active owned PIDs" (never for a decision), from a listing at most
+// listedFor old: a listing reads every process of the node, and a storm
+// of refusals would otherwise read them all once per refusal.
+func (c *container) listed(max int, list func(max int) []policy.Target) []policy.Target {
+	now := time.Now()
+	c.mu.Lock()
+	if c.listingMax == max && now.Sub(c.listingAt) < listedFor {
+		l := c.listing
+		c.mu.Unlock()
+		return l
+	}
+	c.mu.Unlock()
+	l := list(max)
+	c.mu.Lock()
+	c.listing, c.listingAt, c.listingMax = l, now, max
+	c.mu.Unlock()
+	return l
+}
+
+// criAnnotations are the annotations that name a container's pod, as
+// containerd's CRI plugin and CRI-O set them, by journal field.
+func criAnnotations() map[string][]string {
+	return map[string][]string{
+		"pod_namespace":  {"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.pod.namespace"},
+		"pod_name":       {"io.kubernetes.cri.sandbox-name", "io.kubernetes.pod.name"},
+		"container_name": {"io.kubernetes.cri.container-name", "io.kubernetes.container.name"},
+	}
 }

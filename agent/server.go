@@ -11,20 +11,25 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
-	"github.com/paddock-dev/paddock/internal/callerio"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/report"
 )
 
 // Server is `paddock agent`: it takes each container's seccomp listener
 // from the OCI runtime and decides every trapped call of every container
 // with the policy core of `paddock run`, from one event loop over all
-// listeners. A refusal is answered with its errno, written to the caller's
-// stderr, logged, and journaled with the container's names.
+// listeners. What follows a decision is `paddock run`'s too (package
+// report), through a pipeline of each container's own: the refusal's
+// message on the caller's stderr, rate-limited, then its errno; the log
+// line and the journal record, with the container's names, off the loop.
+// The loop never waits for a message, a log or a journal: one container's
+// storm of refusals costs the others no more than its decisions do.
 type Server struct {
 	// Journal receives refusals (nil: none).
 	Journal *journal.Journal
@@ -37,11 +42,6 @@ type Server struct {
 	// Taken, when set, is what a takeover received (TakeOver): Serve goes
 	// on serving its containers, on its listening socket.
 	Taken *Taken
-
-	// writing bounds the refusal messages whose write to a caller's
-	// stderr is still under way (a full pipe nobody reads): past it,
-	// messages are not written (the log and the journal still have them).
-	writing chan struct{}
 
 	mu sync.Mutex
 	// handedOver records that Serve ended with a takeover.
@@ -77,11 +77,11 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	}
 	s.mu.Lock()
 	s.ep, s.byFd, s.byID = ep, map[int]*container{}, map[string]*container{}
-	s.writing = make(chan struct{}, maxStuckWrites)
 	s.mu.Unlock()
 	if s.Taken != nil {
 		for id, c := range s.Taken.containers {
 			c.fs = s.FS
+			s.startReporting(c)
 			s.byID[id] = c
 		}
 		for fd, c := range s.Taken.listeners {
@@ -123,8 +123,22 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 		unix.Close(fd)
 	}
 	clear(s.byFd)
+	containers := make([]*container, 0, len(s.byID))
+	for _, c := range s.byID {
+		containers = append(containers, c)
+	}
 	s.mu.Unlock()
+	for _, c := range containers {
+		c.report.Close()
+	}
 	return acceptErr
+}
+
+// startReporting gives container c its pipeline (package report), closed
+// when the container is gone or Serve ends.
+func (s *Server) startReporting(c *container) {
+	c.report = report.New(report.Options{Log: s.Log, FS: s.FS, Journal: s.Journal, NotifyStderr: true, Pace: containerPace})
+	c.names = c.labels()
 }
 
 // HandedOver reports whether Serve ended because a new agent took
@@ -185,7 +199,7 @@ func (s *Server) watch(fd int, c *container) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byFd[fd] = c
-	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: listenerEvents, Fd: int32(fd)}); err != nil {
 		delete(s.byFd, fd)
 		return fmt.Errorf("epoll_ctl: %w", err)
 	}
@@ -205,6 +219,7 @@ func (s *Server) join(h Handoff) (*container, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.startReporting(c)
 	s.mu.Lock()
 	s.byID[c.id] = c
 	s.mu.Unlock()
@@ -214,8 +229,16 @@ func (s *Server) join(h Handoff) (*container, error) {
 // loop is the event loop: it waits on every listener at once and answers
 // the notification of each that is ready; a listener whose processes have
 // all exited (EPOLLHUP) is closed.
+//
+// The loop itself decides nothing: each listener is armed for one event at
+// a time (EPOLLONESHOT), and a ready one is served on a goroutine of its
+// own, which re-arms it once its call is answered. So no container's
+// decision waits behind another's, and a container's own calls are taken
+// one at a time, as one thread of the loop took them before.
 func (s *Server) loop(ep, stop int) {
 	events := make([]unix.EpollEvent, 64)
+	var serving sync.WaitGroup
+	defer serving.Wait() // nothing is served once the loop has returned
 	for {
 		n, err := unix.EpollWait(ep, events, -1)
 		if errors.Is(err, unix.EINTR) {
@@ -237,12 +260,35 @@ func (s *Server) loop(ep, stop int) {
 				continue
 			}
 			if e.Events&unix.EPOLLIN != 0 {
-				s.serveOne(fd, c)
+				serving.Add(1)
+				go func() {
+					defer serving.Done()
+					s.serveOne(fd, c)
+					s.rearm(ep, fd)
+				}()
+				continue
 			}
-			if e.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 && e.Events&unix.EPOLLIN == 0 {
+			if e.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 				s.drop(fd, c)
 			}
 		}
+	}
+}
+
+// containerPace is how many refusals a second one container gets answered
+// at once (report.Options.Pace): past it, its refusals wait their turn, so
+// that a container retrying a refused call in a loop takes no more of the
+// node's CPU than that, and the other containers' calls keep their cost
+// (BenchmarkFleetAllowedKill, docs/perf.md).
+const containerPace = 500
+
+// listenerEvents are what a listener is watched for: one event at a time.
+const listenerEvents = unix.EPOLLIN | unix.EPOLLONESHOT
+
+// rearm watches listener fd for its next event.
+func (s *Server) rearm(ep, fd int) {
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: listenerEvents, Fd: int32(fd)}); err != nil {
+		s.Log.Error().Err(err).Int("listener", fd).Msg("cannot watch a listener again; its container's trapped calls wait until the agent restarts")
 	}
 }
 
@@ -261,11 +307,13 @@ func (s *Server) drop(fd int, c *container) {
 	s.mu.Unlock()
 	unix.Close(fd)
 	if gone {
+		c.report.Close()
 		s.Log.Info().Str("container", c.id).Msg("container gone")
 	}
 }
 
-// serveOne receives one notification from fd and answers it.
+// serveOne receives one notification from fd and answers it, once the
+// container's pipeline lets the answer go (report.After).
 func (s *Server) serveOne(fd int, c *container) {
 	var n seccomp.Notif
 	if err := seccomp.Recv(fd, &n); err != nil {
@@ -274,23 +322,40 @@ func (s *Server) serveOne(fd int, c *container) {
 		}
 		return
 	}
-	errno, d, reported := s.decide(c, fd, n)
-	if reported {
-		s.report(c, int(n.Pid), d)
+	a, ev, waiting := s.decide(c, fd, n)
+	if !waiting {
+		return // the caller is gone: nobody reads the answer
 	}
-	if err := seccomp.Send(fd, n.ID, errno); err != nil {
-		s.Log.Error().Err(err).Str("container", c.id).Msg("seccomp notify answer failed")
+	after := c.report.Decided(ev)
+	if after != nil {
+		// Answered later, from another goroutine: through a descriptor of
+		// its own, which a drop of the container cannot close under it.
+		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			after = nil // answered now, without waiting for the message
+		} else {
+			fd = dup
+		}
 	}
+	report.After(after, func() {
+		if after != nil {
+			defer unix.Close(fd)
+		}
+		if err := seccomp.Send(fd, n.ID, a.Errno); err != nil && !errors.Is(err, unix.ENOENT) {
+			s.Log.Error().Err(err).Str("container", c.id).Msg("seccomp notify answer failed")
+		}
+	})
 }
 
-// decide decides notification n of container c: the errno to answer with
-// (0: let it run), the decision, and whether it is to be reported.
-func (s *Server) decide(c *container, fd int, n seccomp.Notif) (unix.Errno, policy.Decision, bool) {
+// decide decides notification n of container c: the answer, the event to
+// report, and false when the caller stopped waiting.
+func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, report.Event, bool) {
 	sc, abi, known := filter.Lookup(n.Data.Arch, n.Data.Nr)
 	req := policy.Request{Syscall: sc, ABI: abi.Name, Args: n.Data.Args}
 	if !known {
 		req.Syscall, req.ABI = filter.Unknown, fmt.Sprintf("arch %#x nr %d", n.Data.Arch, n.Data.Nr)
 	}
+	ev := report.Event{Caller: int(n.Pid), ABI: req.ABI, Labels: c.names}
 	caller, err := c.local(int(n.Pid))
 	if err != nil || caller == 0 {
 		// The caller is not in the container's PID namespace: a process
@@ -298,7 +363,7 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (unix.Errno, poli
 		// arguments name only that namespace's processes (all the
 		// container's). Such calls are let through undecided
 		// (docs/fleet.md, "Not built yet").
-		return 0, policy.Decision{}, false
+		return answer.Continue(), ev, true
 	}
 	req.Tid = caller
 	req.Root = "the container's first process (or a runc exec session's)"
@@ -311,89 +376,14 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (unix.Errno, poli
 	if d.Allow && d.Pin != 0 && !w.alive(d.Pin) {
 		d.Allow, d.Errno, d.Rule = false, unix.ESRCH, policy.RuleNoSuchTarget
 	}
-	reports := d.Refusal || d.OptIn != ""
-	if reports && !seccomp.IDValid(fd, n.ID) {
-		return 0, d, false // the caller is gone: nobody reads the answer
+	ev.Decision = d
+	if report.Reports(d) && !seccomp.IDValid(fd, n.ID) {
+		return answer.Answer{}, ev, false
 	}
 	if d.Allow {
-		return 0, d, reports
+		return answer.Continue(), ev, true
 	}
-	errno := d.Errno
-	if errno == 0 {
-		errno = unix.EPERM
-	}
-	return errno, d, reports
-}
-
-// report writes a refusal to the caller's stderr, the log and the journal.
-func (s *Server) report(c *container, hostTid int, d policy.Decision) {
-	s.Log.Warn().Str("container", c.id).Str("rule", string(d.Rule)).Msg(d.Message)
-	select {
-	case s.writing <- struct{}{}:
-		fd, err := callerio.Stderr(s.FS, hostTid)
-		if err != nil {
-			<-s.writing
-			break
-		}
-		rest := callerio.WriteNow(fd, []byte(d.Message+"\n"))
-		if len(rest) == 0 { // a pipe or a socket took it at once
-			unix.Close(fd)
-			<-s.writing
-			break
-		}
-		done := make(chan struct{})
-		go func() {
-			defer func() { <-s.writing }()
-			_ = callerio.WriteAll(fd, rest)
-			unix.Close(fd)
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(tellWait):
-			// A stuck write (a full pipe) finishes whenever it can,
-			// holding its slot until then.
-		}
-	default:
-		// maxStuckWrites writes are stuck: the message is in the log and
-		// the journal only.
-	}
-	if s.Journal == nil {
-		return
-	}
-	fields := map[string]any{"syscall": d.Syscall, "rule": string(d.Rule), "target": d.Target, "signal": d.Signal,
-		"message": d.Message, "container": c.id, "bundle": c.bundle}
-	if c.metadata != "" {
-		fields["listener_metadata"] = c.metadata
-	}
-	for field, keys := range criAnnotations() {
-		for _, k := range keys {
-			if v := c.annotations[k]; v != "" {
-				fields[field] = v
-				break
-			}
-		}
-	}
-	if err := s.Journal.Append(journal.Record{Action: d.Action, Pid: hostTid, Fields: fields}); err != nil {
-		s.Log.Error().Err(err).Str("container", c.id).Msg("journal write failed; the refusal stands")
-	}
-}
-
-// tellWait bounds how long the event loop waits for one message's write,
-// and maxStuckWrites how many may be left under way.
-const (
-	tellWait       = 50 * time.Millisecond
-	maxStuckWrites = 16
-)
-
-// criAnnotations are the annotations that name a container's pod, as
-// containerd's CRI plugin and CRI-O set them, by journal field.
-func criAnnotations() map[string][]string {
-	return map[string][]string{
-		"pod_namespace":  {"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.pod.namespace"},
-		"pod_name":       {"io.kubernetes.cri.sandbox-name", "io.kubernetes.pod.name"},
-		"container_name": {"io.kubernetes.cri.container-name", "io.kubernetes.container.name"},
-	}
+	return answer.Refuse(d.Errno), ev, true
 }
 
 // ListenPath makes the agent's socket at path (an absolute path): a stale

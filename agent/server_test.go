@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ import (
 const harnessChild = "__agent_test_container"
 
 func TestMain(m *testing.M) {
-	reexec.Run(reexec.Child{Name: harnessChild, Main: harnessMain})
+	reexec.Run(reexec.Child{Name: harnessChild, Main: harnessMain}, reexec.Child{Name: benchChild, Main: benchMain})
 	os.Exit(m.Run())
 }
 
@@ -95,7 +96,7 @@ type harness struct {
 	done            chan error
 }
 
-func startHarness(t *testing.T) *harness {
+func startHarness(t testing.TB) *harness {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("needs root: a PID namespace for the container, and the agent takes handoffs from root only")
@@ -128,17 +129,10 @@ func startHarness(t *testing.T) *harness {
 
 // container runs the harness child as container id with script, and
 // returns its output.
-func (h *harness) container(t *testing.T, id, script string) string {
+func (h *harness) container(t testing.TB, id, script string) string {
 	t.Helper()
-	self, argv := reexec.Argv(harnessChild, h.socket, id, script)
-	cmd := exec.Command(self, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Skipf("needs a new PID namespace: %v", err)
-	}
+	cmd := h.start(t, id, script, &out, &out)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -149,6 +143,21 @@ func (h *harness) container(t *testing.T, id, script string) string {
 		t.Fatalf("container %s ran over a minute\n%s", id, out.String())
 	}
 	return out.String()
+}
+
+// start starts the harness child as container id with script, its
+// output going to stdout and stderr.
+func (h *harness) start(t testing.TB, id, script string, stdout, stderr io.Writer) *exec.Cmd {
+	t.Helper()
+	self, argv := reexec.Argv(harnessChild, h.socket, id, script)
+	cmd := exec.Command(self, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Skipf("needs a new PID namespace: %v", err)
+	}
+	return cmd
 }
 
 // syncWriter is a bytes.Buffer safe for the server's goroutines.

@@ -217,6 +217,11 @@ func (w *world) FdPid(tid, fd int) (int, error) {
 
 // Owned implements policy.World.
 func (w *world) Owned(max int) []policy.Target {
+	return w.c.listed(max, w.owned)
+}
+
+// owned lists at most max of the container's processes.
+func (w *world) owned(max int) []policy.Target {
 	hosts, err := w.c.members()
 	if err != nil {
 		return nil

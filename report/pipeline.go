@@ -73,6 +73,12 @@ type Options struct {
 	Journal *journal.Journal
 	// NotifyStderr writes each refusal's message to the caller's stderr.
 	NotifyStderr bool
+	// Pace, when positive, is how many refusals a second are answered at
+	// once; past it each refusal's answer waits its turn, so that a storm
+	// of refusals (a program retrying a refused call in a loop) runs at
+	// that pace instead of taking a CPU from whoever shares the supervisor
+	// (fleet mode's other containers). 0: no pace.
+	Pace int
 	// LogFile is the file Log writes to, when known, and Relayed a pty
 	// relayed onto it: a message written to the caller's stderr on either
 	// terminal gets no log line of its own, since the user would read it
@@ -111,6 +117,12 @@ type Pipeline struct {
 	// logged rate-limits the per-refusal log lines (run goroutine only).
 	logged callerLimit
 
+	// pace and paceNext (under paceMu) are Options.Pace and the time the
+	// next refusal over it may be answered.
+	pace     time.Duration
+	paceMu   sync.Mutex
+	paceNext time.Time
+
 	mu      sync.Mutex
 	summary Summary
 	counted int // refusals recorded in summary (under mu)
@@ -137,6 +149,9 @@ func New(o Options) *Pipeline {
 		tells: make(chan *tellJob, tellQueueLen)}
 	if p.fs.Root == "" {
 		p.fs = procfs.Default()
+	}
+	if o.Pace > 0 {
+		p.pace = time.Second / time.Duration(o.Pace)
 	}
 	p.logTTY = terminal.DeviceOf(o.LogFile)
 	if p.logTTY != 0 {
@@ -181,7 +196,41 @@ func (p *Pipeline) Decided(ev Event) (answerAfter <-chan struct{}) {
 		// of its report is counted and said out loud at the next Flush.
 		p.dropped.Add(1)
 	}
+	if ev.Decision.Refusal && p.pace > 0 {
+		wait = p.paced(ev.When, wait)
+	}
 	return wait
+}
+
+// paceBurst is how many refusals over the pace are answered at once after
+// a quiet spell.
+const paceBurst = 100
+
+// paced returns what a refusal's answer waits for under Options.Pace:
+// wait itself while refusals come no faster than the pace (a burst of
+// paceBurst at once included: a pkill that matches a hundred processes is
+// not slowed), else wait and then the refusal's turn.
+// The turns are spaced by the pace, so a storm runs at the pace, whatever
+// its number of threads.
+func (p *Pipeline) paced(now time.Time, wait <-chan struct{}) <-chan struct{} {
+	p.paceMu.Lock()
+	if floor := now.Add(-paceBurst * p.pace); p.paceNext.Before(floor) {
+		p.paceNext = floor
+	}
+	turn := p.paceNext
+	p.paceNext = turn.Add(p.pace)
+	p.paceMu.Unlock()
+	if !turn.After(now) {
+		return wait
+	}
+	done := make(chan struct{})
+	time.AfterFunc(turn.Sub(now), func() {
+		if wait != nil {
+			<-wait
+		}
+		close(done)
+	})
+	return done
 }
 
 // After runs answer once wait is closed: at once, on this goroutine, when
