@@ -105,43 +105,47 @@ func runInit(args []string) (int, error) {
 		return 126, errors.New("init: usage: " + InitArg + " [options] -- PATH ARGV0 [ARG...]")
 	}
 	path, argv := args[1], args[2:]
-	if err := hardenAgent(keepCaps); err != nil {
-		return 126, err
-	}
-	// The supervisor says on its start line whether this kernel has
-	// Landlock; a domain that could not be entered where it has is said
-	// here. The supervisor's traps hold without it.
-	err := enterLandlockDomain(keepCaps, strict)
-	if err != nil && strict {
-		return 126, fmt.Errorf("init: --strict-wall: %w", err)
-	}
-	if err != nil && !landlockMissing(err) {
-		fmt.Fprintf(os.Stderr, "paddock: init: %v: the kernel's wall behind the supervisor is down for this session\n", err)
-	}
 	// Decided as the supervisor decides it (Session.newWorld), so that
 	// both agree on whether probes come to it.
 	opts.Probes = scopesSignals(keepCaps)
 	traced := backend == BackendPtrace
+	var prog []unix.SockFilter
 	if !traced {
-		listener, err := notifyFilter(opts)
-		switch {
-		case err == nil:
-			if err := handoff.Send(handoffFd, handoff.Msg{Kind: handoff.Listener, Fd: listener}); err != nil {
-				return 126, fmt.Errorf("init: %w", err)
-			}
-			// The agent must never hold its own listener: if the supervisor
-			// dies, the listener must close so that trapped syscalls fail (ENOSYS).
-			unix.Close(listener)
-		case backend == BackendAuto && features.FallsBackToPtrace(err):
-			traced = true
-			if err := sendTraceRequest("seccomp listener unavailable: " + err.Error()); err != nil {
-				return 126, err
-			}
-		default:
+		opts.Action = unix.SECCOMP_RET_USER_NOTIF
+		var err error
+		if prog, err = filter.Build(opts); err != nil {
+			return 126, fmt.Errorf("init: build filter: %w", err)
+		}
+	}
+	// The launch sequence launchDirect runs too; what it could not put up
+	// of the Landlock wall goes to the supervisor's start line.
+	c, err := confine(prog, keepCaps, strict)
+	if err != nil {
+		return 126, fmt.Errorf("init: %w", err)
+	}
+	wall := ""
+	if c.wall != nil {
+		wall = c.wall.Error()
+	}
+	switch {
+	case traced:
+		if err := sendTraceRequest("--backend ptrace", wall); err != nil {
 			return 126, err
 		}
-	} else if err := sendTraceRequest("--backend ptrace"); err != nil {
-		return 126, err
+	case c.listenErr == nil:
+		if err := handoff.Send(handoffFd, handoff.Msg{Kind: handoff.Listener, Fd: c.listener, Wall: wall}); err != nil {
+			return 126, fmt.Errorf("init: %w", err)
+		}
+		// The agent must never hold its own listener: if the supervisor
+		// dies, the listener must close so that trapped syscalls fail (ENOSYS).
+		unix.Close(c.listener)
+	case backend == BackendAuto && features.FallsBackToPtrace(c.listenErr):
+		traced = true
+		if err := sendTraceRequest("seccomp listener unavailable: "+c.listenErr.Error(), wall); err != nil {
+			return 126, err
+		}
+	default:
+		return 126, fmt.Errorf("init: %w", c.listenErr)
 	}
 	if err := awaitGoAhead(); err != nil {
 		return 126, err
@@ -174,23 +178,10 @@ func runInit(args []string) (int, error) {
 	return e.Code(), e
 }
 
-// notifyFilter installs the user-notification filter and returns its listener.
-func notifyFilter(opts filter.Options) (int, error) {
-	opts.Action = unix.SECCOMP_RET_USER_NOTIF
-	prog, err := filter.Build(opts)
-	if err != nil {
-		return -1, fmt.Errorf("init: build filter: %w", err)
-	}
-	fd, err := listen(prog)
-	if err != nil {
-		return -1, fmt.Errorf("init: %w", err)
-	}
-	return fd, nil
-}
-
-// sendTraceRequest asks the supervisor to trace this thread.
-func sendTraceRequest(why string) error {
-	if err := handoff.Send(handoffFd, handoff.Msg{Kind: handoff.Trace, Tid: unix.Gettid(), Why: why}); err != nil {
+// sendTraceRequest asks the supervisor to trace this thread, saying why
+// and what of the Landlock wall is not up.
+func sendTraceRequest(why, wall string) error {
+	if err := handoff.Send(handoffFd, handoff.Msg{Kind: handoff.Trace, Tid: unix.Gettid(), Why: why, Wall: wall}); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	return nil

@@ -118,35 +118,28 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	bridge := newListenerBridge() // the agent never holds the listener (fdtable.go)
 	// On a thread of its own, never unlocked: whatever it took on ends with it.
 	onOwnThread(func() {
-		if err := hardenAgent(s.cfg.KeepCaps); err != nil {
-			listenerc <- listenerResult{err: err}
-			return
-		}
+		// The listener is made in the thread's own descriptor table.
 		bridge.detach()
 		defer bridge.release()
-		fd, err := listen(prog)
+		c, err := confine(prog, s.cfg.KeepCaps, s.cfg.StrictWall)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("supervisor: %w", err)
+		case c.listenErr != nil && backend == BackendAuto && features.FallsBackToPtrace(c.listenErr):
+			err = fmt.Errorf("%w: %w", errNoListener, c.listenErr)
+		case c.listenErr != nil:
+			err = c.listenErr
+		}
 		if err != nil {
-			if backend == BackendAuto && features.FallsBackToPtrace(err) {
-				err = fmt.Errorf("%w: %w", errNoListener, err)
-			}
 			listenerc <- listenerResult{err: err}
 			return
 		}
-		// After the filter: a thread the ptrace fallback would leave behind
-		// stays out of the domain. A wall that cannot go up is said on the
-		// start line; the supervisor's traps hold without it. A strict
-		// wall was asked for: without it, no agent.
-		wall := enterLandlockDomain(s.cfg.KeepCaps, s.cfg.StrictWall)
-		if wall != nil && s.cfg.StrictWall {
-			unix.Close(fd)
-			listenerc <- listenerResult{err: fmt.Errorf("supervisor: --strict-wall: %w", wall)}
-			return
-		}
-		if fd, err = bridge.send(fd); err != nil {
+		fd, err := bridge.send(c.listener)
+		if err != nil {
 			listenerc <- listenerResult{err: err}
 			return
 		}
-		listenerc <- listenerResult{fd: fd, wall: wall}
+		listenerc <- listenerResult{fd: fd, wall: c.wall}
 		select {
 		case <-proceed:
 		case <-s.done: // the launch failed after all (launchAndReap)
@@ -417,9 +410,6 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	if err := s.setRoot(pid); err != nil {
 		return fail(err)
 	}
-	// The init enters its Landlock domain where the kernel has one.
-	s.wallErr = landlockReady(s.cfg.KeepCaps)
-
 	m, err := handoff.Recv(pair[0])
 	if errors.Is(err, handoff.ErrClosed) {
 		// The init died before handing over the listener; its stderr says why.
@@ -430,6 +420,8 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	if err != nil {
 		return fail(fmt.Errorf("supervisor: %w", err))
 	}
+	// What the init says of its Landlock domain, which the agent inherits.
+	s.wallErr = wallOf(m.Wall, s.cfg.KeepCaps)
 	switch m.Kind {
 	case handoff.Trace:
 		s.backend, s.backendWhy = BackendPtrace, m.Why

@@ -6,7 +6,9 @@
 // the other side waits for:
 //
 //	init -> supervisor: Listener (the seccomp listener, as SCM_RIGHTS)
-//	                 or Trace (this thread's id and why: trace it)
+//	                 or Trace (this thread's id and why: trace it),
+//	                 each with why the init is not behind its Landlock
+//	                 wall ("" when it is)
 //	supervisor -> init: GoAhead (exec the agent now)
 package handoff
 
@@ -45,16 +47,22 @@ func (k Kind) String() string {
 }
 
 // Msg is one message. Fd is set for Listener (received descriptors are
-// close-on-exec), Tid and Why for Trace.
+// close-on-exec), Tid and Why for Trace, Wall for both.
 type Msg struct {
 	Kind Kind
 	Fd   int
 	Tid  int
 	Why  string
+	// Wall is why the init is not in its Landlock domain, which the agent
+	// inherits ("": it is), so that the supervisor says what is up.
+	Wall string
 }
 
-// maxMsg bounds a message: a kind, a thread id and a reason.
-const maxMsg = 512
+// maxMsg bounds a message: a kind, a thread id and two reasons.
+const maxMsg = 1024
+
+// maxWhy bounds each reason, so that both fit.
+const maxWhy = (maxMsg - 7) / 2
 
 // ErrClosed is Recv's error when the other side closed the socket (the
 // init died, or the supervisor went away) before sending.
@@ -65,14 +73,15 @@ func Send(fd int, m Msg) error {
 	b := []byte{byte(m.Kind)}
 	var oob []byte
 	switch m.Kind {
-	case Listener:
-		oob = unix.UnixRights(m.Fd)
-	case Trace:
-		b = binary.LittleEndian.AppendUint32(b, uint32(m.Tid))
-		b = append(b, m.Why...)
-		if len(b) > maxMsg {
-			b = b[:maxMsg]
+	case Listener, Trace:
+		// kind, tid (4 bytes), len(why) (2 bytes), why, wall
+		if m.Kind == Listener {
+			oob = unix.UnixRights(m.Fd)
 		}
+		why, wall := bounded(m.Why), bounded(m.Wall)
+		b = binary.LittleEndian.AppendUint32(b, uint32(m.Tid))
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(why)))
+		b = append(append(b, why...), wall...)
 	case GoAhead:
 	default:
 		return fmt.Errorf("handoff: send %v", m.Kind)
@@ -106,11 +115,13 @@ func Recv(fd int) (Msg, error) {
 	fds, ferr := rights(oob[:oobn])
 	m := Msg{Kind: Kind(buf[0]), Fd: -1}
 	switch {
-	case m.Kind == Listener && ferr == nil && len(fds) == 1 && n == 1:
-		m.Fd = fds[0]
-		return m, nil
-	case m.Kind == Trace && n >= 5 && len(fds) == 0:
-		m.Tid, m.Why = int(binary.LittleEndian.Uint32(buf[1:5])), string(buf[5:n])
+	case (m.Kind == Listener && ferr == nil && len(fds) == 1 || m.Kind == Trace && len(fds) == 0) && n >= 7 &&
+		7+int(binary.LittleEndian.Uint16(buf[5:7])) <= n:
+		if m.Kind == Listener {
+			m.Fd = fds[0]
+		}
+		w := 7 + int(binary.LittleEndian.Uint16(buf[5:7]))
+		m.Tid, m.Why, m.Wall = int(binary.LittleEndian.Uint32(buf[1:5])), string(buf[7:w]), string(buf[w:n])
 		return m, nil
 	case m.Kind == GoAhead && n == 1 && len(fds) == 0:
 		return m, nil
@@ -122,6 +133,14 @@ func Recv(fd int) (Msg, error) {
 		return Msg{}, fmt.Errorf("handoff: %v with unreadable descriptors: %w", m.Kind, ferr)
 	}
 	return Msg{}, fmt.Errorf("handoff: malformed %v (%d bytes, %d descriptors)", m.Kind, n, len(fds))
+}
+
+// bounded cuts a reason to maxWhy bytes.
+func bounded(s string) string {
+	if len(s) > maxWhy {
+		return s[:maxWhy]
+	}
+	return s
 }
 
 // rights returns the descriptors an SCM_RIGHTS control message carried.

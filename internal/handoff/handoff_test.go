@@ -28,7 +28,9 @@ func TestRoundTrip(t *testing.T) {
 	a, b := pair(t)
 	tests := []Msg{
 		{Kind: Listener, Fd: int(f.Fd())},
+		{Kind: Listener, Fd: int(f.Fd()), Wall: "landlock_restrict_self: EPERM"},
 		{Kind: Trace, Tid: 4242, Why: "seccomp listener unavailable: EBUSY"},
+		{Kind: Trace, Tid: 4242, Why: "--backend ptrace", Wall: "the kernel has no Landlock"},
 		{Kind: GoAhead},
 	}
 	for _, m := range tests {
@@ -39,7 +41,7 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", m.Kind, err)
 		}
-		if got.Kind != m.Kind || got.Tid != m.Tid || got.Why != m.Why {
+		if got.Kind != m.Kind || got.Tid != m.Tid || got.Why != m.Why || got.Wall != m.Wall {
 			t.Fatalf("sent %+v, received %+v", m, got)
 		}
 		if m.Kind != Listener {
