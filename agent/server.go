@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/answer"
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
@@ -374,7 +375,7 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 	defer w.close()
 	d := policy.Decide(req, w)
 	if d.Allow && d.Pin != 0 && !w.alive(d.Pin) {
-		d.Allow, d.Errno, d.Rule = false, unix.ESRCH, policy.RuleNoSuchTarget
+		d.Allow, d.Errno, d.Rule = false, unix.ESRCH, audit.RuleNoSuchTarget
 	}
 	ev.Decision = d
 	if report.Reports(d) && !seccomp.IDValid(fd, n.ID) {

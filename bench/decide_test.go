@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
@@ -37,8 +38,8 @@ var sink policy.Decision
 func BenchmarkDecideOwnedKill(b *testing.B) {
 	w := newFakeWorld()
 	req := policy.Request{Tid: 1000, Syscall: filter.Kill, ABI: "x86_64", Args: [6]uint64{1001, uint64(syscall.SIGCONT)}}
-	if d := policy.Decide(req, w); !d.Allow || d.Rule != policy.RuleOwned {
-		b.Fatalf("Decide(kill(owned, SIGCONT)) = allow %v rule %q, want allow, rule %q", d.Allow, d.Rule, policy.RuleOwned)
+	if d := policy.Decide(req, w); !d.Allow || d.Rule != audit.RuleOwned {
+		b.Fatalf("Decide(kill(owned, SIGCONT)) = allow %v rule %q, want allow, rule %q", d.Allow, d.Rule, audit.RuleOwned)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -52,8 +53,8 @@ func BenchmarkDecideOwnedKill(b *testing.B) {
 func BenchmarkDecideForeignKill(b *testing.B) {
 	w := newFakeWorld()
 	req := policy.Request{Tid: 1000, Syscall: filter.Kill, ABI: "x86_64", Args: [6]uint64{4242, uint64(syscall.SIGTERM)}}
-	if d := policy.Decide(req, w); d.Allow || d.Rule != policy.RuleNotOwned {
-		b.Fatalf("Decide(kill(foreign, SIGTERM)) = allow %v rule %q, want deny, rule %q", d.Allow, d.Rule, policy.RuleNotOwned)
+	if d := policy.Decide(req, w); d.Allow || d.Rule != audit.RuleNotOwned {
+		b.Fatalf("Decide(kill(foreign, SIGTERM)) = allow %v rule %q, want deny, rule %q", d.Allow, d.Rule, audit.RuleNotOwned)
 	}
 	b.ReportAllocs()
 	for b.Loop() {

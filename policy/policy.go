@@ -144,39 +144,12 @@ type World interface {
 	TermPgrp(tid, fd int) (int, error)
 }
 
-// Rule names why a decision went the way it did; it is the journal's
-// "rule". Every deciding package names its rules with this one type.
-type Rule = audit.Rule
-
-// Rules.
-const (
-	RuleOwned        = audit.RuleOwned
-	RuleSelf         = audit.RuleSelf
-	RuleSignalZero   = audit.RuleSignalZero
-	RuleNoSuchTarget = audit.RuleNoSuchTarget
-	RuleNotOwned     = audit.RuleNotOwned
-	RuleLifeline     = audit.RuleLifeline
-	RuleBroadcast    = audit.RuleBroadcast
-	RuleGroup        = audit.RuleGroup
-	RuleUndecidable  = audit.RuleUndecidable
-	RuleNotTrapped   = audit.RuleNotTrapped
-	// RuleAllowedExec: an exec the guard has nothing against.
-	RuleAllowedExec = audit.RuleAllowedExec
-	// RuleTerminalInput: TIOCSTI, typing into a terminal.
-	RuleTerminalInput = audit.RuleTerminalInput
-	// RuleShadowListener: a seccomp listener the agent tried to install,
-	// which under the ptrace backend would answer ahead of paddock.
-	RuleShadowListener = audit.RuleShadowListener
-	// RuleExecUnread: an exec allowed unread (Request.AllowUnread).
-	RuleExecUnread = audit.RuleExecUnread
-)
-
 // Decision is Decide's answer.
 type Decision struct {
 	Allow bool
 	// Errno is returned to the caller when Allow is false.
 	Errno syscall.Errno
-	Rule  Rule
+	Rule  audit.Rule
 	// Refusal is true when the denial is a policy refusal that must be
 	// reported (message, log, journal); a plain ESRCH for a vanished target is not.
 	Refusal bool
@@ -248,7 +221,7 @@ func decide(r Request, w World) Decision {
 		d.Signal = arg32(r, si)
 		if d.Signal == 0 {
 			// An existence probe delivers nothing; scripts with pid files rely on it.
-			d.Allow, d.Rule = true, RuleSignalZero
+			d.Allow, d.Rule = true, audit.RuleSignalZero
 			return d
 		}
 	}
@@ -273,7 +246,7 @@ func decide(r Request, w World) Decision {
 		pid := arg32(r, 0)
 		if pid <= 0 {
 			// The kernel signals exactly one process here; it answers ESRCH for pid <= 0.
-			d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, pid
+			d.Errno, d.Rule, d.Target = syscall.ESRCH, audit.RuleNoSuchTarget, pid
 			return d
 		}
 		return decideProcess(r, w, d, pid)
@@ -294,7 +267,7 @@ func decide(r Request, w World) Decision {
 				return undecidable(r, w, d, err)
 			}
 			if pgrp == 0 {
-				d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, pid
+				d.Errno, d.Rule, d.Target = syscall.ESRCH, audit.RuleNoSuchTarget, pid
 				return d
 			}
 			return decideGroup(r, w, d, pgrp)
@@ -333,7 +306,7 @@ func decide(r Request, w World) Decision {
 // notTrapped refuses a syscall this core does not know was trapped, rather
 // than guess.
 func notTrapped(r Request, d Decision) Decision {
-	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleNotTrapped, true
+	d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleNotTrapped, true
 	d.Message = fmt.Sprintf("paddock refused %s (%s ABI) from pid %d: paddock traps this syscall but has no rule for it, so it fails closed. Way out: report this as a paddock bug.",
 		describe(r, d), r.ABI, r.Tid)
 	return d
@@ -352,7 +325,7 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 	case filter.Prlimit64:
 		if r.Args[2] == 0 {
 			// No new limit: only reads the target's, as prlimit --pid does.
-			d.Allow, d.Rule, d.Target = true, RuleSelf, arg32(r, 0)
+			d.Allow, d.Rule, d.Target = true, audit.RuleSelf, arg32(r, 0)
 			return d
 		}
 		return decideThread(r, w, d, arg32(r, 0))
@@ -394,7 +367,7 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 			return refuseWide(r, w, d, fmt.Sprintf("every process of user %d", who))
 		}
 		// The kernel answers EINVAL for another "which".
-		d.Errno, d.Rule = syscall.EINVAL, RuleNoSuchTarget
+		d.Errno, d.Rule = syscall.EINVAL, audit.RuleNoSuchTarget
 		return d
 	case filter.Vhangup:
 		return decideHangup(r, w, d)
@@ -406,7 +379,7 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 // list (a user's, a CPU's, a cgroup's): the set holds processes not owned
 // by this session, paddock's own among them.
 func refuseWide(r Request, w World, d Decision, whom string) Decision {
-	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleBroadcast, true
+	d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleBroadcast, true
 	d.Message = fmt.Sprintf("paddock refused %s of %s from pid %d (%s): that reaches processes not owned by this session (the user's other programs, paddock itself). Way out: aim it at the agent's own processes by PID (owned: %s).",
 		describe(r, d), whom, r.Tid, commOf(w, r.Tid), ownedList(w))
 	return d
@@ -431,17 +404,17 @@ func decideHangup(r Request, w World, d Decision) Decision {
 	}
 	d.Target = -sid
 	if w.GroupOwned(sid, r.Tid) {
-		d.Allow, d.Rule = true, RuleOwned
+		d.Allow, d.Rule = true, audit.RuleOwned
 		return d
 	}
 	d.Errno, d.Refusal = syscall.EPERM, true
 	if t, err := w.Lookup(sid); err == nil && t.Rel == ownership.AgentRoot {
-		d.Rule = RuleLifeline
+		d.Rule = audit.RuleLifeline
 		d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the agent's terminal, and the kernel's SIGHUP would reach the agent itself (pid %d, the session's leader), a critical session lifeline against its own descendants. Way out: run the command in a session of its own (setsid CMD) and hang up that session's terminal.",
 			r.Tid, commOf(w, r.Tid), sid)
 		return d
 	}
-	d.Rule = RuleGroup
+	d.Rule = audit.RuleGroup
 	d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the caller's terminal, and session %d on it is not this session's own (the user's shell and its jobs would get SIGHUP). Way out: run the agent on paddock's own terminal (without --no-pty), or close the terminal's descriptors instead.",
 		r.Tid, commOf(w, r.Tid), sid)
 	return d
@@ -458,10 +431,10 @@ func decideHangup(r Request, w World, d Decision) Decision {
 // only the caller and is allowed.
 func decideSeccomp(r Request, w World, d Decision) Decision {
 	if uint32(r.Args[0]) != filter.SeccompSetModeFilter || uint32(r.Args[1])&filter.SeccompFlagNewListener == 0 {
-		d.Allow, d.Rule = true, RuleSelf
+		d.Allow, d.Rule = true, audit.RuleSelf
 		return d
 	}
-	d.Errno, d.Rule, d.Refusal = syscall.EBUSY, RuleShadowListener, true
+	d.Errno, d.Rule, d.Refusal = syscall.EBUSY, audit.RuleShadowListener, true
 	d.Message = fmt.Sprintf("paddock refused seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) from pid %d (%s): "+
 		"a seccomp listener of the agent's own could answer its process-control syscalls in paddock's place "+
 		"(the kernel answers EBUSY to a second listener the same way while paddock's lives). Way out: run the sandbox without a listener of its own, or outside paddock.",
@@ -502,7 +475,7 @@ func decideOwner(r Request, w World, d Decision) Decision {
 		}
 	}
 	if owner == 0 {
-		d.Allow, d.Rule = true, RuleSelf // no owner: nobody is signalled
+		d.Allow, d.Rule = true, audit.RuleSelf // no owner: nobody is signalled
 		return d
 	}
 	switch kind {
@@ -514,7 +487,7 @@ func decideOwner(r Request, w World, d Decision) Decision {
 		return decideGroup(r, w, d, owner)
 	}
 	// The kernel answers EINVAL for an unknown type.
-	d.Errno, d.Rule = syscall.EINVAL, RuleNoSuchTarget
+	d.Errno, d.Rule = syscall.EINVAL, audit.RuleNoSuchTarget
 	return d
 }
 
@@ -522,7 +495,7 @@ func decideOwner(r Request, w World, d Decision) Decision {
 func decideIoctl(r Request, w World, d Decision) Decision {
 	switch uint32(r.Args[1]) {
 	case filter.TIOCSTI:
-		d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleTerminalInput, true
+		d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleTerminalInput, true
 		d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): TIOCSTI types characters into a terminal's input queue, where the shell that reads that terminal (the user's, once the agent exits) runs them as commands. Way out: write to the program's standard input instead (a pipe, or a pty the agent opened itself); Linux 6.2+ can also forbid TIOCSTI for everyone (sysctl dev.tty.legacy_tiocsti=0).",
 			describe(r, d), r.Tid, commOf(w, r.Tid))
 		return d
@@ -534,7 +507,7 @@ func decideIoctl(r Request, w World, d Decision) Decision {
 			return undecidable(r, w, d, fmt.Errorf("the foreground process group behind descriptor %d: %w", arg32(r, 0), err))
 		}
 		if pgrp <= 0 {
-			d.Errno, d.Rule = syscall.ESRCH, RuleNoSuchTarget
+			d.Errno, d.Rule = syscall.ESRCH, audit.RuleNoSuchTarget
 			return d
 		}
 		return decideGroup(r, w, d, pgrp)
@@ -554,7 +527,7 @@ func ExecNeedsEnv(path string, argv []string) bool {
 func decideExec(r Request, w World, d Decision) Decision {
 	d.Exec = r.Exec
 	if r.Exec != nil && r.AllowUnread && errors.Is(r.Exec.Err, ErrUnreadable) {
-		d.Allow, d.Unread, d.Rule = true, true, RuleExecUnread
+		d.Allow, d.Unread, d.Rule = true, true, audit.RuleExecUnread
 		return d
 	}
 	if r.Exec == nil || r.Exec.Err != nil {
@@ -562,7 +535,7 @@ func decideExec(r Request, w World, d Decision) Decision {
 		if r.Exec != nil {
 			err = r.Exec.Err
 		}
-		d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleUndecidable, true
+		d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleUndecidable, true
 		d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): paddock could not read what is being executed (%v), and refuses when it cannot decide. Way out: retry; if it persists, report it as a paddock bug with the command.",
 			d.Syscall, r.Tid, commOf(w, r.Tid), err)
 		return d
@@ -588,7 +561,7 @@ func decideExec(r Request, w World, d Decision) Decision {
 		v = WithVRAM(v, c.Argv, c.Env, w.VRAM, w.Files(r.Tid), gp.AllowOptIn)
 	}
 	if enoent(v) {
-		d.Errno, d.Rule = syscall.ENOENT, RuleNoSuchTarget
+		d.Errno, d.Rule = syscall.ENOENT, audit.RuleNoSuchTarget
 		return d
 	}
 	return fromVerdict(r, d, v)
@@ -625,7 +598,7 @@ func fromVerdict(r Request, d Decision, v guard.Verdict) Decision {
 	if v.Allow {
 		d.Allow, d.Rule, d.OptIn = true, v.Rule, v.OptIn
 		if d.Rule == "" {
-			d.Rule = RuleAllowedExec
+			d.Rule = audit.RuleAllowedExec
 		}
 		return d
 	}
@@ -642,7 +615,7 @@ func pidfdTarget(r Request, w World, d *Decision, fd int) (int, bool) {
 	if errors.Is(err, syscall.EBADF) {
 		// Not a pidfd: the kernel's own answer, so that a program probing
 		// for pidfd support does not read EPERM as a missing privilege.
-		d.Errno, d.Rule, d.Target = syscall.EBADF, RuleNoSuchTarget, 0
+		d.Errno, d.Rule, d.Target = syscall.EBADF, audit.RuleNoSuchTarget, 0
 		return 0, false
 	}
 	if err != nil {
@@ -652,7 +625,7 @@ func pidfdTarget(r Request, w World, d *Decision, fd int) (int, bool) {
 	if pid <= 0 {
 		// -1: the process behind the pidfd has been reaped; 0: not visible from here.
 		if pid == -1 {
-			d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, pid
+			d.Errno, d.Rule, d.Target = syscall.ESRCH, audit.RuleNoSuchTarget, pid
 			return 0, false
 		}
 		*d = undecidable(r, w, *d, fmt.Errorf("pidfd %d of pid %d refers to a process outside paddock's PID namespace", fd, r.Tid))
@@ -674,7 +647,7 @@ func decideByPidfd(r Request, w World, d Decision) Decision {
 // decideThread decides a syscall aimed at a thread id, by its process.
 func decideThread(r Request, w World, d Decision, tid int) Decision {
 	if tid <= 0 {
-		d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, tid
+		d.Errno, d.Rule, d.Target = syscall.ESRCH, audit.RuleNoSuchTarget, tid
 		return d
 	}
 	pid, err := w.Tgid(tid)
@@ -682,7 +655,7 @@ func decideThread(r Request, w World, d Decision, tid int) Decision {
 		return undecidable(r, w, d, err)
 	}
 	if pid == 0 {
-		d.Errno, d.Rule, d.Target = syscall.ESRCH, RuleNoSuchTarget, tid
+		d.Errno, d.Rule, d.Target = syscall.ESRCH, audit.RuleNoSuchTarget, tid
 		return d
 	}
 	return decideProcess(r, w, d, pid)
@@ -702,13 +675,13 @@ func wayVerb(r Request) string {
 func decideProcess(r Request, w World, d Decision, pid int) Decision {
 	d.Target = pid
 	if pid <= 0 {
-		d.Errno, d.Rule = syscall.ESRCH, RuleNoSuchTarget
+		d.Errno, d.Rule = syscall.ESRCH, audit.RuleNoSuchTarget
 		return d
 	}
 	t, err := w.Lookup(pid)
 	if err != nil {
 		if pid == r.Tid || w.ThreadOf(r.Tid, pid) {
-			d.Allow, d.Rule = true, RuleSelf
+			d.Allow, d.Rule = true, audit.RuleSelf
 			return d
 		}
 		return undecidable(r, w, d, err)
@@ -716,13 +689,13 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 	d.Pin = pid
 	switch {
 	case t.Rel == ownership.Owned:
-		d.Allow, d.Rule = true, RuleOwned
+		d.Allow, d.Rule = true, audit.RuleOwned
 		return d
 	case t.Rel == ownership.Gone:
-		d.Errno, d.Rule, d.Pin = syscall.ESRCH, RuleNoSuchTarget, 0
+		d.Errno, d.Rule, d.Pin = syscall.ESRCH, audit.RuleNoSuchTarget, 0
 		return d
 	case pid == r.Tid || w.ThreadOf(r.Tid, pid):
-		d.Allow, d.Rule = true, RuleSelf
+		d.Allow, d.Rule = true, audit.RuleSelf
 		return d
 	}
 	if t.Rel == ownership.AgentRoot {
@@ -730,14 +703,14 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 		// (paddock kill from outside) or the host program may stop it.
 		caller, err := w.Lookup(r.Tid)
 		if err == nil && caller.Rel != ownership.Owned && caller.Rel != ownership.Gone {
-			d.Allow, d.Rule = true, RuleOwned
+			d.Allow, d.Rule = true, audit.RuleOwned
 			return d
 		}
 	}
 	d.Errno, d.Refusal, d.Pin = syscall.EPERM, true, 0
 	switch {
 	case t.Rel == ownership.AgentRoot:
-		d.Rule = RuleLifeline
+		d.Rule = audit.RuleLifeline
 		root := r.Root
 		if root == "" {
 			root = "the agent itself"
@@ -745,11 +718,11 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline: it is %s, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched its own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
 			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, root, wayVerb(r), ownedList(w))
 	case t.Rel.Lifeline():
-		d.Rule = RuleLifeline
+		d.Rule = audit.RuleLifeline
 		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: %s the agent's own processes by PID (owned: %s).",
 			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, t.Rel, wayVerb(r), ownedList(w))
 	default:
-		d.Rule = RuleNotOwned
+		d.Rule = audit.RuleNotOwned
 		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: %s the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: paddock adopt %d --reason \"...\".",
 			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w), wayVerb(r), pid)
 	}
@@ -770,10 +743,10 @@ func decideTraceme(r Request, w World, d Decision) Decision {
 		return undecidable(r, w, d, err)
 	}
 	if t.Rel != ownership.AgentRoot {
-		d.Allow, d.Rule = true, RuleSelf
+		d.Allow, d.Rule = true, audit.RuleSelf
 		return d
 	}
-	d.Target, d.Errno, d.Rule, d.Refusal = pid, syscall.EPERM, RuleLifeline, true
+	d.Target, d.Errno, d.Rule, d.Refusal = pid, syscall.EPERM, audit.RuleLifeline, true
 	d.Message = fmt.Sprintf("paddock refused ptrace(PTRACE_TRACEME) from pid %d (%s), the agent itself: its parent is the paddock supervisor, a critical session lifeline that never traces it, so the agent would hang at its next signal or exec. Way out: trace a program from a process the agent starts (strace -f CMD, gdb CMD), which PTRACE_TRACEME from that program's own parent serves.",
 		r.Tid, commOf(w, r.Tid))
 	return d
@@ -784,7 +757,7 @@ func decideTraceme(r Request, w World, d Decision) Decision {
 func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 	d.Target = -pgid
 	if w.GroupOwned(pgid, r.Tid) {
-		d.Allow, d.Rule = true, RuleOwned
+		d.Allow, d.Rule = true, audit.RuleOwned
 		return d
 	}
 	members, err := w.Group(pgid)
@@ -792,7 +765,7 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 		return undecidable(r, w, d, err)
 	}
 	if len(members) == 0 {
-		d.Errno, d.Rule = syscall.ESRCH, RuleNoSuchTarget
+		d.Errno, d.Rule = syscall.ESRCH, audit.RuleNoSuchTarget
 		return d
 	}
 	var foreign, owned []Target
@@ -807,7 +780,7 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 		}
 	}
 	if len(foreign) == 0 {
-		d.Allow, d.Rule = true, RuleOwned
+		d.Allow, d.Rule = true, audit.RuleOwned
 		return d
 	}
 	// The owned members come from the same listing: a refusal reads each
@@ -816,7 +789,7 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 	if len(owned) > 0 {
 		ownedMembers = targetList(owned, maxListed)
 	}
-	d.Errno, d.Rule, d.Refusal = syscall.EPERM, RuleGroup, true
+	d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleGroup, true
 	d.Message = fmt.Sprintf("paddock refused %s of process group %d from pid %d (%s): the group holds processes not owned by this session: %s. Way out: signal the group's owned members by PID (owned members: %s), or give the agent's jobs a process group of their own (setsid, or set -m in a shell).",
 		describe(r, d), pgid, r.Tid, commOf(w, r.Tid), targetList(foreign, 5), ownedMembers)
 	return d
@@ -825,7 +798,7 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 // broadcast refuses kill(-1): it addresses every process the caller may
 // signal, and that is never only the session's own.
 func broadcast(r Request, w World, d Decision) Decision {
-	d.Target, d.Errno, d.Rule, d.Refusal = -1, syscall.EPERM, RuleBroadcast, true
+	d.Target, d.Errno, d.Rule, d.Refusal = -1, syscall.EPERM, audit.RuleBroadcast, true
 	d.Message = fmt.Sprintf("paddock refused %s of every process (pid -1) from pid %d (%s): kill -1 addresses every process the caller may signal, which includes processes not owned by this session. Way out: signal the agent's own processes by PID (owned: %s), or their process group with kill -- -PGID when every member is owned.",
 		describe(r, d), r.Tid, commOf(w, r.Tid), ownedList(w))
 	return d
@@ -833,7 +806,7 @@ func broadcast(r Request, w World, d Decision) Decision {
 
 // undecidable fails closed when the facts could not be read.
 func undecidable(r Request, w World, d Decision, err error) Decision {
-	d.Allow, d.Errno, d.Rule, d.Refusal, d.Pin = false, syscall.EPERM, RuleUndecidable, true, 0
+	d.Allow, d.Errno, d.Rule, d.Refusal, d.Pin = false, syscall.EPERM, audit.RuleUndecidable, true, 0
 	d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): paddock could not establish who owns the target (%v), and refuses when it cannot decide. Way out: retry; if it persists, signal the agent's own processes by PID (owned: %s).",
 		describe(r, d), r.Tid, commOf(w, r.Tid), err, ownedList(w))
 	return d

@@ -46,7 +46,7 @@ func TestPipelineReportsAndCloses(t *testing.T) {
 	}
 	defer j.Close()
 	p := New(Options{Log: zerolog.Nop(), Journal: j})
-	d := policy.Decision{Refusal: true, Syscall: "kill", Target: 1, Signal: 9, Rule: policy.RuleLifeline,
+	d := policy.Decision{Refusal: true, Syscall: "kill", Target: 1, Signal: 9, Rule: audit.RuleLifeline,
 		Action: audit.SignalDenied, Message: "paddock refused kill(SIGKILL) of pid 1: a test's message"}
 	if w := p.Decided(Event{Caller: 4242, ABI: "x86_64", Decision: d, Labels: []Label{{Key: "container", Value: "c1", Logged: true}}}); w != nil {
 		t.Error("a refusal with no message to write waits")
@@ -60,7 +60,7 @@ func TestPipelineReportsAndCloses(t *testing.T) {
 		t.Error("a refusal after Close waits")
 	}
 	s := p.Summary()
-	if s.Refusals != 2 || len(s.Items) != 1 || s.ByRule[string(policy.RuleLifeline)] != 1 || s.Items[0].Target != 1 {
+	if s.Refusals != 2 || len(s.Items) != 1 || s.ByRule[string(audit.RuleLifeline)] != 1 || s.Items[0].Target != 1 {
 		t.Errorf("summary %+v; want 2 refusals, one reported with its target", s)
 	}
 	b, err := os.ReadFile(path)

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/answer"
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
@@ -183,7 +184,7 @@ func (c *call) decide() (d policy.Decision, r answer.Answer, waiting bool) {
 		d.Allow, d.Refusal, d.Errno, d.Pin, d.Message = true, false, 0, 0, ""
 	}
 	if d.Allow && d.Pin != 0 && !c.stillThere(d.Pin) {
-		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, policy.RuleNoSuchTarget
+		d.Allow, d.Errno, d.Rule = false, syscall.ESRCH, audit.RuleNoSuchTarget
 	}
 	if d.Allow {
 		return d, c.deliver(d), true

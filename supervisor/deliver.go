@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/answer"
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
@@ -58,13 +59,13 @@ func (c *call) deliver(d policy.Decision) answer.Answer {
 	if _, isSignal := c.req.Syscall.SignalArg(); !isSignal {
 		return answer.Continue()
 	}
-	if d.Rule == policy.RuleSignalZero {
+	if d.Rule == audit.RuleSignalZero {
 		if !c.w.probes {
 			return answer.Continue() // not trapped as a probe: the kernel answers
 		}
 		return answer.Completed(c.probe())
 	}
-	if d.Rule != policy.RuleOwned {
+	if d.Rule != audit.RuleOwned {
 		return answer.Continue()
 	}
 	if d.Pin == 0 {

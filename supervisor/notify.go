@@ -120,7 +120,7 @@ func (s *Session) offload(c *call, done func(*call)) bool {
 		return true
 	}
 	c.preset = &policy.Decision{
-		Syscall: c.req.Syscall.String(), Errno: unix.EAGAIN, Rule: policy.RuleUndecidable, Refusal: true, Exec: c.req.Exec, Action: audit.ExecDenied,
+		Syscall: c.req.Syscall.String(), Errno: unix.EAGAIN, Rule: audit.RuleUndecidable, Refusal: true, Exec: c.req.Exec, Action: audit.ExecDenied,
 		Message: fmt.Sprintf("paddock refused %s from pid %d for now: %d decisions that read files or wait for GPU detection are already under way, and paddock queues none behind them. Way out: retry in a moment.",
 			c.req.Syscall, c.req.Tid, maxWaiting),
 	}
