@@ -246,7 +246,7 @@ func TestDecideExec(t *testing.T) {
 		r     Request
 		allow bool
 		errno syscall.Errno
-		rule  Rule
+		rule  audit.Rule
 		optIn string
 	}{
 		{"ordinary command", exec(nil, "ls", "-l"), true, 0, audit.RuleAllowedExec, ""},
