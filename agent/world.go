@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
@@ -59,11 +60,11 @@ func (w *world) Lookup(n int) (policy.Target, error) {
 	// pin found h with number n in the container's PID namespace (any
 	// number, where the container shares the node's).
 	case !w.c.inCgroup(h) || (w.c.shared && !w.c.inPidNS(h)):
-		t.Rel = ownership.Foreign
+		t.Rel = audit.RelForeign
 	case w.c.lifeline(h, st.StartTime):
-		t.Rel = ownership.AgentRoot
+		t.Rel = audit.RelAgentRoot
 	default:
-		t.Rel = ownership.Owned
+		t.Rel = audit.RelOwned
 	}
 	return t, nil
 }
@@ -189,7 +190,7 @@ func (w *world) Group(pgid int) ([]policy.Target, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.Rel != ownership.Gone {
+		if t.Rel != audit.RelGone {
 			out = append(out, t)
 		}
 	}
@@ -239,9 +240,9 @@ func (w *world) owned(max int) []policy.Target {
 		if err != nil || n == 0 {
 			continue
 		}
-		rel := ownership.Owned
+		rel := audit.RelOwned
 		if w.c.lifeline(h, st.StartTime) {
-			rel = ownership.AgentRoot
+			rel = audit.RelAgentRoot
 		}
 		out = append(out, policy.Target{Pid: n, Comm: st.Comm, StartTime: st.StartTime, Rel: rel})
 	}

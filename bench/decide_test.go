@@ -22,9 +22,9 @@ import (
 func newFakeWorld() policytest.World {
 	return policytest.World{
 		Procs: map[int]policy.Target{
-			1000: {Pid: 1000, Comm: "agent", StartTime: 5000, Rel: ownership.AgentRoot},
-			1001: {Pid: 1001, Comm: "worker", StartTime: 5001, Rel: ownership.Owned},
-			4242: {Pid: 4242, Comm: "postgres", StartTime: 10, Rel: ownership.Foreign},
+			1000: {Pid: 1000, Comm: "agent", StartTime: 5000, Rel: audit.RelAgentRoot},
+			1001: {Pid: 1001, Comm: "worker", StartTime: 5001, Rel: audit.RelOwned},
+			4242: {Pid: 4242, Comm: "postgres", StartTime: 10, Rel: audit.RelForeign},
 		},
 		Groups: map[int]int{1000: 1000, 1001: 1000, 4242: 4242},
 		Policy: guard.Policy{Supervised: true},
@@ -103,13 +103,13 @@ func BenchmarkClassifyLive(b *testing.B) {
 		b.Fatal(err)
 	}
 	tree.SetRoot(ownership.IdentityOf(st))
-	if rel, _, err := tree.Classify(pid); err != nil || rel != ownership.Owned {
+	if rel, _, err := tree.Classify(pid); err != nil || rel != audit.RelOwned {
 		b.Fatalf("Classify(target %d) = %v, %v; want owned", pid, rel, err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		rel, _, err := tree.Classify(pid)
-		if err != nil || rel != ownership.Owned {
+		if err != nil || rel != audit.RelOwned {
 			b.Fatalf("Classify(target %d) = %v, %v; want owned", pid, rel, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
@@ -82,7 +83,7 @@ func (t *Tree) Adopt(r AdoptRequest) (Lease, error) {
 	if err != nil {
 		return Lease{}, fmt.Errorf("adopt %d: %w", r.Pid, err)
 	}
-	lifeline := rel.Lifeline() || rel == AgentRoot
+	lifeline := rel.Lifeline() || rel == audit.RelAgentRoot
 	if lifeline && !r.LifelineOK {
 		return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d (%s) refused: pid %d is a critical session lifeline (%s); signalling it can end the session. If the user really wants the agent to control it, adopt it with --lifeline-ok (paddock adopt %d --reason \"...\" --lifeline-ok); that override is journaled.", r.Pid, st.Comm, r.Pid, rel, r.Pid)}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/features/featuretest"
 	"github.com/paddock-dev/paddock/internal/procfs"
@@ -40,7 +41,7 @@ func startSleep(t *testing.T, args ...string) *exec.Cmd {
 }
 
 // classify is Classify with the test's fatal on error.
-func classify(t *testing.T, tr *Tree, pid int) Relation {
+func classify(t *testing.T, tr *Tree, pid int) audit.Relation {
 	t.Helper()
 	rel, _, err := tr.Classify(pid)
 	if err != nil {
@@ -53,7 +54,7 @@ func classify(t *testing.T, tr *Tree, pid int) Relation {
 func TestAdoptMakesOwned(t *testing.T) {
 	tr := foreignTree(t)
 	c := startSleep(t)
-	if rel := classify(t, tr, c.Process.Pid); rel != Foreign {
+	if rel := classify(t, tr, c.Process.Pid); rel != audit.RelForeign {
 		t.Fatalf("before adoption: %v, want foreign", rel)
 	}
 	l, err := tr.Adopt(AdoptRequest{Pid: c.Process.Pid, Reason: "private daemon test subject in tmux", By: "test", Now: time.Now()})
@@ -63,13 +64,13 @@ func TestAdoptMakesOwned(t *testing.T) {
 	if l.Pid != c.Process.Pid || l.Reason != "private daemon test subject in tmux" || l.Comm != "sleep" || l.StartTime == 0 {
 		t.Fatalf("lease = %+v", l)
 	}
-	if rel := classify(t, tr, c.Process.Pid); rel != Owned {
+	if rel := classify(t, tr, c.Process.Pid); rel != audit.RelOwned {
 		t.Fatalf("after adoption: %v, want owned", rel)
 	}
 	if _, ok := tr.Release(c.Process.Pid); !ok {
 		t.Fatal("release found no lease")
 	}
-	if rel := classify(t, tr, c.Process.Pid); rel != Foreign {
+	if rel := classify(t, tr, c.Process.Pid); rel != audit.RelForeign {
 		t.Fatalf("after release: %v, want foreign", rel)
 	}
 }
@@ -88,7 +89,7 @@ func TestLeaseIdentityMismatchAuthorizesNothing(t *testing.T) {
 	l.Comm = "stranger"
 	tr.leases[c.Process.Pid] = l
 	tr.mu.Unlock()
-	if rel := classify(t, tr, c.Process.Pid); rel == Owned {
+	if rel := classify(t, tr, c.Process.Pid); rel == audit.RelOwned {
 		t.Fatal("a lease with a mismatched start time still authorizes the pid")
 	}
 	exp := tr.Sweep()
@@ -111,7 +112,7 @@ func TestLeaseExpiresOnExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Wait()
-	if rel := classify(t, tr, c.Process.Pid); rel == Owned {
+	if rel := classify(t, tr, c.Process.Pid); rel == audit.RelOwned {
 		t.Fatal("a dead process is still owned")
 	}
 	exp := tr.Sweep()
@@ -144,7 +145,7 @@ func TestAdoptedDescendantsOwnedWithoutEnrolment(t *testing.T) {
 	if _, err := tr.Adopt(AdoptRequest{Pid: sh.Process.Pid, Reason: "parent", Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if rel := classify(t, tr, grandchild); rel != Owned {
+	if rel := classify(t, tr, grandchild); rel != audit.RelOwned {
 		t.Fatalf("grandchild of an adopted process: %v, want owned", rel)
 	}
 	if l, ok := tr.LeaseFor(grandchild); !ok || l.Pid != sh.Process.Pid {

@@ -14,58 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
-
-// Relation is how a process relates to the supervised session.
-type Relation int
-
-// Relations, from the point of view of the supervised agent.
-const (
-	// Gone: no such process (it exited, or never existed).
-	Gone Relation = iota
-	// Foreign: not the agent and not started by it.
-	Foreign
-	// Owned: started by the agent (a descendant of the agent root).
-	Owned
-	// AgentRoot: the agent process paddock started. Owned from its own point
-	// of view, a lifeline when one of its descendants aims at it.
-	AgentRoot
-	// Supervisor: the paddock supervisor itself.
-	Supervisor
-	// SupervisorAncestor: a process the supervisor descends from (the user's
-	// shell, terminal, session manager).
-	SupervisorAncestor
-	// Init: PID 1.
-	Init
-)
-
-// String names the relation as it appears in messages and the journal.
-func (r Relation) String() string {
-	switch r {
-	case Gone:
-		return "gone"
-	case Foreign:
-		return "foreign"
-	case Owned:
-		return "owned"
-	case AgentRoot:
-		return "agent root"
-	case Supervisor:
-		return "paddock supervisor"
-	case SupervisorAncestor:
-		return "ancestor of the paddock supervisor"
-	case Init:
-		return "PID 1"
-	}
-	return fmt.Sprintf("relation(%d)", int(r))
-}
-
-// Lifeline reports whether the relation marks a process whose death takes the
-// session down (never owned, whoever asks).
-func (r Relation) Lifeline() bool {
-	return r == Supervisor || r == SupervisorAncestor || r == Init
-}
 
 // Identity pins one process: a pid names a process only together with its
 // start time, since pids are reused.
@@ -246,13 +197,13 @@ func (t *Tree) Root() Identity {
 // Classify says how pid relates to the session and returns its stat line.
 // A process that does not exist is Gone with a nil error; an error means the
 // answer could not be established (callers must fail closed).
-func (t *Tree) Classify(pid int) (Relation, procfs.Stat, error) {
+func (t *Tree) Classify(pid int) (audit.Relation, procfs.Stat, error) {
 	st, err := t.fs.Stat(pid)
 	if err != nil {
 		if errors.Is(err, procfs.ErrNotFound) {
-			return Gone, st, nil
+			return audit.RelGone, st, nil
 		}
-		return Foreign, st, err
+		return audit.RelForeign, st, err
 	}
 	rel, err := t.ClassifyStat(st)
 	return rel, st, err
@@ -261,27 +212,27 @@ func (t *Tree) Classify(pid int) (Relation, procfs.Stat, error) {
 // ClassifyStat classifies a process from a stat line already read. An
 // adopted process (or a descendant of one) is Owned, lifelines included when
 // their adoption was an explicit, journaled override.
-func (t *Tree) ClassifyStat(st procfs.Stat) (Relation, error) {
+func (t *Tree) ClassifyStat(st procfs.Stat) (audit.Relation, error) {
 	if _, ok := t.lease(st); ok {
-		return Owned, nil
+		return audit.RelOwned, nil
 	}
 	return t.classifyTree(st)
 }
 
 // classifyTree classifies by the process tree alone (leases only count for
 // ancestors, below the lifelines).
-func (t *Tree) classifyTree(st procfs.Stat) (Relation, error) {
+func (t *Tree) classifyTree(st procfs.Stat) (audit.Relation, error) {
 	root := t.Root()
 	switch {
 	case st.Pid == 1:
-		return Init, nil
+		return audit.RelInit, nil
 	case st.Pid == t.supervisor.Pid:
-		return Supervisor, nil
+		return audit.RelSupervisor, nil
 	case st.Pid == root.Pid && st.StartTime == root.StartTime:
-		return AgentRoot, nil
+		return audit.RelAgentRoot, nil
 	}
 	if start, ok := t.ancestors[st.Pid]; ok && start == st.StartTime {
-		return SupervisorAncestor, nil
+		return audit.RelSupervisorAncestor, nil
 	}
 	for try := 0; try < maxRetries; try++ {
 		rel, retry, err := t.walk(st, root)
@@ -293,21 +244,21 @@ func (t *Tree) classifyTree(st procfs.Stat) (Relation, error) {
 		st2, err := t.fs.Stat(st.Pid)
 		if err != nil {
 			if errors.Is(err, procfs.ErrNotFound) {
-				return Gone, nil
+				return audit.RelGone, nil
 			}
-			return Foreign, err
+			return audit.RelForeign, err
 		}
 		if st2.StartTime != st.StartTime {
-			return Gone, nil
+			return audit.RelGone, nil
 		}
 		st = st2
 	}
-	return Foreign, fmt.Errorf("ownership: ancestry of pid %d kept changing during %d walks", st.Pid, maxRetries)
+	return audit.RelForeign, fmt.Errorf("ownership: ancestry of pid %d kept changing during %d walks", st.Pid, maxRetries)
 }
 
 // walk follows parent links from st upwards. retry reports a race that
 // invalidated the walk.
-func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, err error) {
+func (t *Tree) walk(st procfs.Stat, root Identity) (rel audit.Relation, retry bool, err error) {
 	child := st
 	for depth := 0; depth < maxDepth; depth++ {
 		p := child.PPid
@@ -319,28 +270,28 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 			// started by the process hosting the supervisor (library use),
 			// not by the agent.
 			if root.Pid != 0 && child.Pid == root.Pid && child.StartTime == root.StartTime {
-				return Owned, false, nil
+				return audit.RelOwned, false, nil
 			}
 			mode, filters, err := t.fs.Seccomp(child.Pid)
 			if err != nil {
 				if errors.Is(err, procfs.ErrNotFound) {
-					return Foreign, true, nil
+					return audit.RelForeign, true, nil
 				}
-				return Foreign, false, err
+				return audit.RelForeign, false, err
 			}
 			// More filters than the supervisor has: inside a container
 			// whose runtime filters everything, only the agent's processes
 			// carry paddock's filter on top.
 			if mode == seccompModeFilter && filters > t.superFilters {
-				return Owned, false, nil
+				return audit.RelOwned, false, nil
 			}
-			return Foreign, false, nil
+			return audit.RelForeign, false, nil
 		case root.Pid != 0 && p == root.Pid && !t.rootExited.Load():
 			// Until the supervisor reaps the agent root (RootExited comes
 			// first), its pid cannot name another process: a process whose
 			// parent it is was started by the agent. This saves a stat read
 			// on the hottest path, a signal to the agent's own child.
-			return Owned, false, nil
+			return audit.RelOwned, false, nil
 		case p == 0 && child.Pid != 1:
 			// The kernel shows parent 0 for a process it is releasing (its
 			// pid no longer alive) as well as for one whose parent lies
@@ -349,11 +300,11 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 			// again if the process changed or went.
 			c2, err := t.fs.Stat(child.Pid)
 			if err != nil || c2.StartTime != child.StartTime || c2.PPid != 0 {
-				return Foreign, true, nil
+				return audit.RelForeign, true, nil
 			}
-			return Foreign, false, nil
+			return audit.RelForeign, false, nil
 		case p <= 1:
-			return Foreign, false, nil
+			return audit.RelForeign, false, nil
 		}
 		// The root and the supervisor's ancestors are recognized by pid and
 		// start time, after the parent's stat is read: their pids may have
@@ -361,34 +312,34 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel Relation, retry bool, er
 		pst, err := t.fs.Stat(p)
 		if err != nil {
 			if errors.Is(err, procfs.ErrNotFound) {
-				return Foreign, true, nil
+				return audit.RelForeign, true, nil
 			}
-			return Foreign, false, err
+			return audit.RelForeign, false, err
 		}
 		if pst.StartTime > child.StartTime {
 			// A parent cannot start after its child: the parent pid was reused.
-			return Foreign, true, nil
+			return audit.RelForeign, true, nil
 		}
 		if _, ok := t.lease(pst); ok {
-			return Owned, false, nil
+			return audit.RelOwned, false, nil
 		}
 		if root.Pid != 0 && pst.Pid == root.Pid && pst.StartTime == root.StartTime {
-			return Owned, false, nil
+			return audit.RelOwned, false, nil
 		}
 		if start, ok := t.ancestors[p]; ok && start == pst.StartTime {
 			// Above the supervisor: nothing the agent started lies this way.
-			return Foreign, false, nil
+			return audit.RelForeign, false, nil
 		}
 		child = pst
 	}
-	return Foreign, false, fmt.Errorf("ownership: ancestry of pid %d deeper than %d", st.Pid, maxDepth)
+	return audit.RelForeign, false, fmt.Errorf("ownership: ancestry of pid %d deeper than %d", st.Pid, maxDepth)
 }
 
 // Owned lists up to max processes the session owns right now (the agent root
 // included), for messages that tell the agent what it may signal.
 func (t *Tree) Owned(max int) ([]Identity, error) {
 	var out []Identity
-	err := t.ScanOwned(func(_ Relation, st procfs.Stat) bool {
+	err := t.ScanOwned(func(_ audit.Relation, st procfs.Stat) bool {
 		if len(out) >= max {
 			return false
 		}
@@ -401,14 +352,14 @@ func (t *Tree) Owned(max int) ([]Identity, error) {
 // ScanOwned calls fn for every process the session owns now (the agent
 // root included), in pid order, until fn returns false. Processes whose
 // facts cannot be read are skipped: the scan lists, it does not decide.
-func (t *Tree) ScanOwned(fn func(Relation, procfs.Stat) bool) error {
+func (t *Tree) ScanOwned(fn func(audit.Relation, procfs.Stat) bool) error {
 	pids, err := t.fs.Pids()
 	if err != nil {
 		return err
 	}
 	for _, pid := range pids {
 		rel, st, err := t.Classify(pid)
-		if err != nil || (rel != Owned && rel != AgentRoot) {
+		if err != nil || (rel != audit.RelOwned && rel != audit.RelAgentRoot) {
 			continue
 		}
 		if !fn(rel, st) {

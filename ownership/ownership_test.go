@@ -26,6 +26,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/features/featuretest"
 	"github.com/paddock-dev/paddock/internal/procfs"
@@ -351,7 +352,7 @@ func newSession(t *testing.T, extra ...proc) (*fakeProc, *ownership.Tree) {
 }
 
 type classified struct {
-	rel ownership.Relation
+	rel audit.Relation
 	st  procfs.Stat
 	err error
 }
@@ -396,31 +397,6 @@ func TestStatLineHelper(t *testing.T) {
 	tail := func(s string) int { return len(strings.Fields(s[strings.LastIndexByte(s, ')')+1:])) }
 	if got, want := tail(statLine(p)), tail(string(real)); got != want {
 		t.Errorf("statLine has %d fields after comm, /proc/self/stat has %d", got, want)
-	}
-}
-
-func TestRelationStringAndLifeline(t *testing.T) {
-	tests := []struct {
-		rel      ownership.Relation
-		str      string
-		lifeline bool
-	}{
-		{ownership.Gone, "gone", false},
-		{ownership.Foreign, "foreign", false},
-		{ownership.Owned, "owned", false},
-		{ownership.AgentRoot, "agent root", false},
-		{ownership.Supervisor, "paddock supervisor", true},
-		{ownership.SupervisorAncestor, "ancestor of the paddock supervisor", true},
-		{ownership.Init, "PID 1", true},
-		{ownership.Relation(42), "relation(42)", false},
-	}
-	for _, tc := range tests {
-		if got := tc.rel.String(); got != tc.str {
-			t.Errorf("Relation(%d).String() = %q, want %q", int(tc.rel), got, tc.str)
-		}
-		if got := tc.rel.Lifeline(); got != tc.lifeline {
-			t.Errorf("%v.Lifeline() = %v, want %v", tc.rel, got, tc.lifeline)
-		}
 	}
 }
 
@@ -481,22 +457,22 @@ func TestClassify(t *testing.T) {
 		// channel of an onFirstRead hook, or nil.
 		setup   func(f *fakeProc, tr *ownership.Tree) <-chan struct{}
 		pid     int
-		want    ownership.Relation
+		want    audit.Relation
 		wantErr string // "" for a nil error, else a substring of the error
 	}
 	rows := []row{
 		// Lifelines.
-		{name: "supervisor itself", pid: pidSupervisor, want: ownership.Supervisor},
-		{name: "PID 1", pid: pidInit, want: ownership.Init},
-		{name: "supervisor's parent shell", pid: pidShell, want: ownership.SupervisorAncestor},
-		{name: "supervisor's grandparent", pid: pidLogin, want: ownership.SupervisorAncestor},
+		{name: "supervisor itself", pid: pidSupervisor, want: audit.RelSupervisor},
+		{name: "PID 1", pid: pidInit, want: audit.RelInit},
+		{name: "supervisor's parent shell", pid: pidShell, want: audit.RelSupervisorAncestor},
+		{name: "supervisor's grandparent", pid: pidLogin, want: audit.RelSupervisorAncestor},
 		{
 			name: "ancestor pid reused by a foreign process after NewTree is not an ancestor",
 			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
 				f.put(proc{pid: pidLogin, ppid: pidInit, start: 5000})
 				return nil
 			},
-			pid: pidLogin, want: ownership.Foreign,
+			pid: pidLogin, want: audit.RelForeign,
 		},
 		{
 			name: "ancestor pid reused by the agent's child after NewTree is owned",
@@ -504,7 +480,7 @@ func TestClassify(t *testing.T) {
 				f.put(proc{pid: pidShell, ppid: pidChild, start: 6000})
 				return nil
 			},
-			pid: pidShell, want: ownership.Owned,
+			pid: pidShell, want: audit.RelOwned,
 		},
 		{
 			name: "child of an ancestor pid reused by the agent is owned",
@@ -513,7 +489,7 @@ func TestClassify(t *testing.T) {
 				f.put(proc{pid: 6001, ppid: pidShell, start: 6001})
 				return nil
 			},
-			pid: 6001, want: ownership.Owned,
+			pid: 6001, want: audit.RelOwned,
 		},
 		{
 			name: "ancestor that exited after NewTree is gone",
@@ -521,11 +497,11 @@ func TestClassify(t *testing.T) {
 				f.remove(pidLogin)
 				return nil
 			},
-			pid: pidLogin, want: ownership.Gone,
+			pid: pidLogin, want: audit.RelGone,
 		},
 
 		// The agent root.
-		{name: "agent root by pid and start time", pid: pidRoot, want: ownership.AgentRoot},
+		{name: "agent root by pid and start time", pid: pidRoot, want: audit.RelAgentRoot},
 		{
 			// Process 200 is still a child of the supervisor under the
 			// agent's filter, so it is owned, but it is not the root the
@@ -535,7 +511,7 @@ func TestClassify(t *testing.T) {
 				tr.SetRoot(ownership.Identity{Pid: pidRoot, StartTime: 150, Comm: "agent"})
 				return nil
 			},
-			pid: pidRoot, want: ownership.Owned,
+			pid: pidRoot, want: audit.RelOwned,
 		},
 		{
 			name: "root's pid reused by a foreign process",
@@ -544,7 +520,7 @@ func TestClassify(t *testing.T) {
 				f.put(proc{pid: pidRoot, ppid: pidInit, start: 9000, comm: "cron"})
 				return nil
 			},
-			pid: pidRoot, want: ownership.Foreign,
+			pid: pidRoot, want: audit.RelForeign,
 		},
 		{
 			name: "child of a foreign process that reused the root's pid is foreign",
@@ -554,7 +530,7 @@ func TestClassify(t *testing.T) {
 				f.put(proc{pid: 9001, ppid: pidRoot, start: 9001, comm: "backup"})
 				return nil
 			},
-			pid: 9001, want: ownership.Foreign,
+			pid: 9001, want: audit.RelForeign,
 		},
 		{
 			// The root exited and the host program's next child got its
@@ -564,7 +540,7 @@ func TestClassify(t *testing.T) {
 				f.put(proc{pid: pidRoot, ppid: pidSupervisor, start: 9000, comm: "nvidia-smi"})
 				return nil
 			},
-			pid: pidRoot, want: ownership.Foreign,
+			pid: pidRoot, want: audit.RelForeign,
 		},
 		{
 			name: "before SetRoot the root is a child of the supervisor",
@@ -572,7 +548,7 @@ func TestClassify(t *testing.T) {
 				tr.SetRoot(ownership.Identity{})
 				return nil
 			},
-			pid: pidRoot, want: ownership.Owned,
+			pid: pidRoot, want: audit.RelOwned,
 		},
 		{
 			name: "before SetRoot the root's grandchild is owned",
@@ -580,21 +556,21 @@ func TestClassify(t *testing.T) {
 				tr.SetRoot(ownership.Identity{})
 				return nil
 			},
-			pid: pidGrandchild, want: ownership.Owned,
+			pid: pidGrandchild, want: audit.RelOwned,
 		},
 
 		// Owned.
-		{name: "direct child of the root", pid: pidChild, want: ownership.Owned},
-		{name: "grandchild of the root", pid: pidGrandchild, want: ownership.Owned},
-		{name: "descendant at depth 50", pid: pidDeepFirst + deepDepth - 1, want: ownership.Owned},
+		{name: "direct child of the root", pid: pidChild, want: audit.RelOwned},
+		{name: "grandchild of the root", pid: pidGrandchild, want: audit.RelOwned},
+		{name: "descendant at depth 50", pid: pidDeepFirst + deepDepth - 1, want: audit.RelOwned},
 		{
 			// Start times count clock ticks: a fast fork shares its parent's.
 			name:  "child started in the same clock tick as its parent",
 			extra: []proc{{pid: 600, ppid: pidChild, start: 201}},
-			pid:   600, want: ownership.Owned,
+			pid:   600, want: audit.RelOwned,
 		},
-		{name: "orphan re-parented to the supervisor (subreaper)", pid: pidOrphan, want: ownership.Owned},
-		{name: "child of that orphan", pid: pidOrphanKid, want: ownership.Owned},
+		{name: "orphan re-parented to the supervisor (subreaper)", pid: pidOrphan, want: audit.RelOwned},
+		{name: "child of that orphan", pid: pidOrphanKid, want: audit.RelOwned},
 		{
 			// The walk stops at the root (by pid and start time): what the
 			// root starts is owned whatever its filter status.
@@ -603,19 +579,19 @@ func TestClassify(t *testing.T) {
 				f.put(proc{pid: pidRoot, ppid: pidSupervisor, start: 200, comm: "agent"})
 				return nil
 			},
-			pid: pidChild, want: ownership.Owned,
+			pid: pidChild, want: audit.RelOwned,
 		},
 		{
 			// The walk stops at the root: descendants need no filter check.
 			name:  "unfiltered child of the root",
 			extra: []proc{{pid: 605, ppid: pidRoot, start: 605}},
-			pid:   605, want: ownership.Owned,
+			pid:   605, want: audit.RelOwned,
 		},
 
 		// Children of the supervisor: the agent's (under its seccomp
 		// filter) or the host program's own (no filter).
-		{name: "unfiltered child of the supervisor (the host program's)", pid: pidHostChild, want: ownership.Foreign},
-		{name: "child of the host program's child", pid: pidHostKid, want: ownership.Foreign},
+		{name: "unfiltered child of the supervisor (the host program's)", pid: pidHostChild, want: audit.RelForeign},
+		{name: "child of the host program's child", pid: pidHostKid, want: audit.RelForeign},
 		{
 			name:  "supervisor child under a strict-mode seccomp",
 			extra: []proc{{pid: 620, ppid: pidSupervisor, start: 620}},
@@ -623,7 +599,7 @@ func TestClassify(t *testing.T) {
 				f.putStatus(620, strings.Replace(statusFile(proc{pid: 620, ppid: pidSupervisor}), "Seccomp:\t0", "Seccomp:\t1", 1))
 				return nil
 			},
-			pid: 620, want: ownership.Foreign,
+			pid: 620, want: audit.RelForeign,
 		},
 		{
 			name:  "supervisor child whose status has no Seccomp line",
@@ -632,7 +608,7 @@ func TestClassify(t *testing.T) {
 				f.putStatus(621, "Name:\tx\nPid:\t621\n")
 				return nil
 			},
-			pid: 621, want: ownership.Foreign, wantErr: "no Seccomp line",
+			pid: 621, want: audit.RelForeign, wantErr: "no Seccomp line",
 		},
 		{
 			name:  "supervisor child whose Seccomp line is garbled",
@@ -641,7 +617,7 @@ func TestClassify(t *testing.T) {
 				f.putStatus(622, "Name:\tx\nSeccomp:\tfilter\n")
 				return nil
 			},
-			pid: 622, want: ownership.Foreign, wantErr: "invalid syntax",
+			pid: 622, want: audit.RelForeign, wantErr: "invalid syntax",
 		},
 		{
 			// A missing status reads as a process that exited mid-walk:
@@ -654,26 +630,26 @@ func TestClassify(t *testing.T) {
 				}
 				return nil
 			},
-			pid: 623, want: ownership.Foreign, wantErr: "kept changing",
+			pid: 623, want: audit.RelForeign, wantErr: "kept changing",
 		},
 		{
 			name:  "filtered process under PID 1 (a filter alone owns nothing)",
 			extra: []proc{{pid: 625, ppid: pidInit, start: 625, filtered: true}},
-			pid:   625, want: ownership.Foreign,
+			pid:   625, want: audit.RelForeign,
 		},
 
 		// Foreign.
-		{name: "process under PID 1", pid: pidForeign, want: ownership.Foreign},
-		{name: "grandchild of PID 1", pid: pidForeignKid, want: ownership.Foreign},
-		{name: "sibling of the supervisor under its shell", pid: pidSibling, want: ownership.Foreign},
-		{name: "child of that sibling", pid: pidSiblingKid, want: ownership.Foreign},
-		{name: "parent chain ends at ppid 0", pid: pidOutside, want: ownership.Foreign},
-		{name: "grandparent chain ends at ppid 0", pid: pidOutsideKid, want: ownership.Foreign},
-		{name: "kthreadd", pid: pidKthreadd, want: ownership.Foreign},
-		{name: "kernel thread", pid: pidKworker, want: ownership.Foreign},
+		{name: "process under PID 1", pid: pidForeign, want: audit.RelForeign},
+		{name: "grandchild of PID 1", pid: pidForeignKid, want: audit.RelForeign},
+		{name: "sibling of the supervisor under its shell", pid: pidSibling, want: audit.RelForeign},
+		{name: "child of that sibling", pid: pidSiblingKid, want: audit.RelForeign},
+		{name: "parent chain ends at ppid 0", pid: pidOutside, want: audit.RelForeign},
+		{name: "grandparent chain ends at ppid 0", pid: pidOutsideKid, want: audit.RelForeign},
+		{name: "kthreadd", pid: pidKthreadd, want: audit.RelForeign},
+		{name: "kernel thread", pid: pidKworker, want: audit.RelForeign},
 
 		// Gone.
-		{name: "nonexistent pid", pid: pidMissing, want: ownership.Gone},
+		{name: "nonexistent pid", pid: pidMissing, want: audit.RelGone},
 
 		// Races, static: /proc shows an inconsistent chain and stays that
 		// way. The walk refuses to trust a parent that started after its
@@ -686,7 +662,7 @@ func TestClassify(t *testing.T) {
 				{pid: 700, ppid: 701, start: 700},
 				{pid: 701, ppid: pidSupervisor, start: 750},
 			},
-			pid: 700, want: ownership.Foreign, wantErr: "kept changing",
+			pid: 700, want: audit.RelForeign, wantErr: "kept changing",
 		},
 		{
 			name: "parent pid reused by a later child of the agent root",
@@ -694,7 +670,7 @@ func TestClassify(t *testing.T) {
 				{pid: 710, ppid: 711, start: 710},
 				{pid: 711, ppid: pidRoot, start: 760},
 			},
-			pid: 710, want: ownership.Foreign, wantErr: "kept changing",
+			pid: 710, want: audit.RelForeign, wantErr: "kept changing",
 		},
 		{
 			name: "grandparent pid reused by a later child of the agent root",
@@ -703,14 +679,14 @@ func TestClassify(t *testing.T) {
 				{pid: 716, ppid: 717, start: 712},
 				{pid: 717, ppid: pidRoot, start: 765},
 			},
-			pid: 715, want: ownership.Foreign, wantErr: "kept changing",
+			pid: 715, want: audit.RelForeign, wantErr: "kept changing",
 		},
 		{
 			name: "parent missing and child never re-parented",
 			extra: []proc{
 				{pid: 720, ppid: 721, start: 720},
 			},
-			pid: 720, want: ownership.Foreign, wantErr: "kept changing",
+			pid: 720, want: audit.RelForeign, wantErr: "kept changing",
 		},
 		{
 			name: "grandparent missing mid-walk",
@@ -718,7 +694,7 @@ func TestClassify(t *testing.T) {
 				{pid: 725, ppid: 726, start: 725},
 				{pid: 726, ppid: 727, start: 722},
 			},
-			pid: 725, want: ownership.Foreign, wantErr: "kept changing",
+			pid: 725, want: audit.RelForeign, wantErr: "kept changing",
 		},
 
 		// Races, live: the fake /proc changes while Classify walks (a FIFO
@@ -730,7 +706,7 @@ func TestClassify(t *testing.T) {
 			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
 				return f.onFirstRead(760, statLine(proc{pid: 760, ppid: 0, start: 760, comm: "true"}), func() {})
 			},
-			pid: 760, want: ownership.Gone,
+			pid: 760, want: audit.RelGone,
 		},
 		{
 			name:  "ancestor being reaped reads parent 0, child re-parented to the supervisor",
@@ -740,7 +716,7 @@ func TestClassify(t *testing.T) {
 					f.put(proc{pid: 761, ppid: pidSupervisor, start: 763, filtered: true})
 				})
 			},
-			pid: 761, want: ownership.Owned,
+			pid: 761, want: audit.RelOwned,
 		},
 		{
 			name:  "parent exits mid-walk, child re-parented to the supervisor",
@@ -750,7 +726,7 @@ func TestClassify(t *testing.T) {
 					f.put(proc{pid: 740, ppid: pidSupervisor, start: 740, filtered: true})
 				})
 			},
-			pid: 740, want: ownership.Owned,
+			pid: 740, want: audit.RelOwned,
 		},
 		{
 			name:  "parent exits mid-walk, child re-parented to the agent root",
@@ -760,7 +736,7 @@ func TestClassify(t *testing.T) {
 					f.put(proc{pid: 740, ppid: pidRoot, start: 740, filtered: true})
 				})
 			},
-			pid: 740, want: ownership.Owned,
+			pid: 740, want: audit.RelOwned,
 		},
 		{
 			name:  "parent exits mid-walk, child re-parented to PID 1",
@@ -770,7 +746,7 @@ func TestClassify(t *testing.T) {
 					f.put(proc{pid: 740, ppid: pidInit, start: 740, filtered: true})
 				})
 			},
-			pid: 740, want: ownership.Foreign,
+			pid: 740, want: audit.RelForeign,
 		},
 		{
 			// The walk reads the reused 751 (a child of the supervisor,
@@ -784,7 +760,7 @@ func TestClassify(t *testing.T) {
 					f.put(reused)
 				})
 			},
-			pid: 750, want: ownership.Foreign,
+			pid: 750, want: audit.RelForeign,
 		},
 		{
 			name:  "grandparent exits mid-walk and its pid is reused by the root's child",
@@ -796,7 +772,7 @@ func TestClassify(t *testing.T) {
 					f.put(reused)
 				})
 			},
-			pid: 755, want: ownership.Foreign,
+			pid: 755, want: audit.RelForeign,
 		},
 		{
 			name:  "child exits while the walk retries",
@@ -804,7 +780,7 @@ func TestClassify(t *testing.T) {
 			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
 				return f.onFirstRead(761, "", func() { f.remove(760) })
 			},
-			pid: 760, want: ownership.Gone,
+			pid: 760, want: audit.RelGone,
 		},
 		{
 			name:  "child's pid reused while the walk retries",
@@ -814,7 +790,7 @@ func TestClassify(t *testing.T) {
 					f.put(proc{pid: 760, ppid: pidSupervisor, start: 7600, filtered: true})
 				})
 			},
-			pid: 760, want: ownership.Gone,
+			pid: 760, want: audit.RelGone,
 		},
 		{
 			name:  "child's stat garbled on the re-read",
@@ -822,7 +798,7 @@ func TestClassify(t *testing.T) {
 			setup: func(f *fakeProc, _ *ownership.Tree) <-chan struct{} {
 				return f.onFirstRead(761, "", func() { f.putRaw(760, "760 (x") })
 			},
-			pid: 760, want: ownership.Foreign, wantErr: "parse stat",
+			pid: 760, want: audit.RelForeign, wantErr: "parse stat",
 		},
 
 		// Unreadable or garbled stat files: an error, so callers fail closed.
@@ -833,7 +809,7 @@ func TestClassify(t *testing.T) {
 				f.putRaw(801, "801 (x) S")
 				return nil
 			},
-			pid: 800, want: ownership.Foreign, wantErr: "parse stat",
+			pid: 800, want: audit.RelForeign, wantErr: "parse stat",
 		},
 		{
 			name:  "grandparent's stat has a bad ppid",
@@ -842,7 +818,7 @@ func TestClassify(t *testing.T) {
 				f.putRaw(807, strings.Replace(statLine(proc{pid: 807, ppid: pidRoot, start: 801}), " S 200 ", " S 2x0 ", 1))
 				return nil
 			},
-			pid: 805, want: ownership.Foreign, wantErr: "parse stat",
+			pid: 805, want: audit.RelForeign, wantErr: "parse stat",
 		},
 		{
 			name:  "parent's stat unreadable",
@@ -851,7 +827,7 @@ func TestClassify(t *testing.T) {
 				f.unreadable(811)
 				return nil
 			},
-			pid: 810, want: ownership.Foreign, wantErr: "is a directory",
+			pid: 810, want: audit.RelForeign, wantErr: "is a directory",
 		},
 		{
 			name: "own stat garbled",
@@ -859,7 +835,7 @@ func TestClassify(t *testing.T) {
 				f.putRaw(830, "830 (x")
 				return nil
 			},
-			pid: 830, want: ownership.Foreign, wantErr: "parse stat",
+			pid: 830, want: audit.RelForeign, wantErr: "parse stat",
 		},
 		{
 			name: "own stat unreadable",
@@ -867,7 +843,7 @@ func TestClassify(t *testing.T) {
 				f.unreadable(831)
 				return nil
 			},
-			pid: 831, want: ownership.Foreign, wantErr: "is a directory",
+			pid: 831, want: audit.RelForeign, wantErr: "is a directory",
 		},
 
 		// Cycles in ppid links end with an error, never hang, never Owned.
@@ -879,14 +855,14 @@ func TestClassify(t *testing.T) {
 				{pid: 840, ppid: 841, start: 840},
 				{pid: 841, ppid: 840, start: 840},
 			},
-			pid: 840, want: ownership.Foreign, wantErr: "deeper than",
+			pid: 840, want: audit.RelForeign, wantErr: "deeper than",
 		},
 		{
 			name: "process is its own parent",
 			extra: []proc{
 				{pid: 845, ppid: 845, start: 845},
 			},
-			pid: 845, want: ownership.Foreign, wantErr: "deeper than",
+			pid: 845, want: audit.RelForeign, wantErr: "deeper than",
 		},
 		{
 			// One link goes from an earlier to a later start: that is
@@ -896,7 +872,7 @@ func TestClassify(t *testing.T) {
 				{pid: 850, ppid: 851, start: 850},
 				{pid: 851, ppid: 850, start: 845},
 			},
-			pid: 850, want: ownership.Foreign, wantErr: "kept changing",
+			pid: 850, want: audit.RelForeign, wantErr: "kept changing",
 		},
 		{
 			name: "chain that runs into a two-process cycle",
@@ -905,7 +881,7 @@ func TestClassify(t *testing.T) {
 				{pid: 856, ppid: 857, start: 855},
 				{pid: 857, ppid: 856, start: 855},
 			},
-			pid: 855, want: ownership.Foreign, wantErr: "deeper than",
+			pid: 855, want: audit.RelForeign, wantErr: "deeper than",
 		},
 	}
 
@@ -929,8 +905,8 @@ func TestClassify(t *testing.T) {
 			case tc.wantErr != "" && !strings.Contains(got.err.Error(), tc.wantErr):
 				t.Errorf("Classify(%d) error = %v, want one containing %q", tc.pid, got.err, tc.wantErr)
 			}
-			if got.rel == ownership.Owned && (tc.want != ownership.Owned || got.err != nil) {
-				t.Errorf("Classify(%d) = Owned (err %v): a process the session does not own would be signalable", tc.pid, got.err)
+			if got.rel == audit.RelOwned && (tc.want != audit.RelOwned || got.err != nil) {
+				t.Errorf("Classify(%d) = audit.RelOwned (err %v): a process the session does not own would be signalable", tc.pid, got.err)
 			}
 			if fired != nil {
 				select {
@@ -970,7 +946,7 @@ func TestClassifyStatAgrees(t *testing.T) {
 	}
 	for _, root := range []ownership.Identity{rootID, {}} {
 		tr.SetRoot(root)
-		counts := map[ownership.Relation]int{}
+		counts := map[audit.Relation]int{}
 		for _, pid := range pids {
 			st, err := f.FS().Stat(pid)
 			if err != nil {
@@ -984,24 +960,24 @@ func TestClassifyStatAgrees(t *testing.T) {
 			counts[rel]++
 		}
 		// The comparison must not be vacuous: every kind of answer occurs.
-		for _, r := range []ownership.Relation{ownership.Foreign, ownership.Owned, ownership.Supervisor, ownership.SupervisorAncestor, ownership.Init} {
+		for _, r := range []audit.Relation{audit.RelForeign, audit.RelOwned, audit.RelSupervisor, audit.RelSupervisorAncestor, audit.RelInit} {
 			if counts[r] == 0 {
 				t.Errorf("root %+v: no process classified %v", root, r)
 			}
 		}
-		if root == rootID && counts[ownership.AgentRoot] != 1 {
-			t.Errorf("%d processes classified as the agent root, want 1", counts[ownership.AgentRoot])
+		if root == rootID && counts[audit.RelAgentRoot] != 1 {
+			t.Errorf("%d processes classified as the agent root, want 1", counts[audit.RelAgentRoot])
 		}
 	}
 	// A stat of a process that has exited since it was read: classified
 	// from the stat while the walk needs nothing of the process itself; a
 	// child of the supervisor needs its seccomp status, and is then Gone.
 	rel, err := tr.ClassifyStat(procfs.Stat{Pid: pidMissing, PPid: pidRoot, StartTime: 9999})
-	if rel != ownership.Owned || err != nil {
+	if rel != audit.RelOwned || err != nil {
 		t.Errorf("ClassifyStat(stale child of the root) = %v, %v; want owned, nil", rel, err)
 	}
 	rel, err = tr.ClassifyStat(procfs.Stat{Pid: pidMissing, PPid: pidSupervisor, StartTime: 9999})
-	if rel != ownership.Gone || err != nil {
+	if rel != audit.RelGone || err != nil {
 		t.Errorf("ClassifyStat(stale child of the supervisor) = %v, %v; want gone, nil", rel, err)
 	}
 }
@@ -1072,7 +1048,7 @@ func TestOwned(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Contains(got, rootID) {
-			t.Errorf("Owned lacks the agent root %+v: %v", rootID, got)
+			t.Errorf("audit.RelOwned lacks the agent root %+v: %v", rootID, got)
 		}
 	})
 	t.Run("root exited", func(t *testing.T) {
@@ -1085,7 +1061,7 @@ func TestOwned(t *testing.T) {
 		}
 		want := slices.DeleteFunc(ownedPids(), func(p int) bool { return p == pidRoot })
 		if !slices.Equal(identities(got), want) {
-			t.Errorf("Owned = %v, want %v", identities(got), want)
+			t.Errorf("audit.RelOwned = %v, want %v", identities(got), want)
 		}
 	})
 	t.Run("unlistable /proc", func(t *testing.T) {
@@ -1094,7 +1070,7 @@ func TestOwned(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, err := tr.Owned(10); err == nil {
-			t.Errorf("Owned on a missing /proc = %v, nil error", got)
+			t.Errorf("audit.RelOwned on a missing /proc = %v, nil error", got)
 		}
 	})
 }
@@ -1128,10 +1104,10 @@ func TestConcurrentSetRoot(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for n := 0; n < 200 || (sets.Load() < 1000 && time.Now().Before(deadline)); n++ {
 		rel, _, err := tr.Classify(pidRoot)
-		if err != nil || (rel != ownership.AgentRoot && rel != ownership.Owned) {
+		if err != nil || (rel != audit.RelAgentRoot && rel != audit.RelOwned) {
 			t.Errorf("Classify(root) = %v, %v", rel, err)
 		}
-		if rel, _, err := tr.Classify(pidGrandchild); rel != ownership.Owned || err != nil {
+		if rel, _, err := tr.Classify(pidGrandchild); rel != audit.RelOwned || err != nil {
 			t.Errorf("Classify(grandchild) = %v, %v", rel, err)
 		}
 		_ = tr.Root()
@@ -1225,7 +1201,7 @@ func TestRealProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect := func(t *testing.T, pid int, want ownership.Relation) {
+	expect := func(t *testing.T, pid int, want audit.Relation) {
 		t.Helper()
 		got := classify(t, tr, pid)
 		if got.rel != want || got.err != nil {
@@ -1233,18 +1209,18 @@ func TestRealProc(t *testing.T) {
 		}
 	}
 
-	t.Run("supervisor", func(t *testing.T) { expect(t, os.Getpid(), ownership.Supervisor) })
-	t.Run("PID 1", func(t *testing.T) { expect(t, 1, ownership.Init) })
+	t.Run("supervisor", func(t *testing.T) { expect(t, os.Getpid(), audit.RelSupervisor) })
+	t.Run("PID 1", func(t *testing.T) { expect(t, 1, audit.RelInit) })
 	t.Run("test's parent", func(t *testing.T) {
 		if os.Getppid() == 1 {
-			expect(t, 1, ownership.Init)
+			expect(t, 1, audit.RelInit)
 			return
 		}
-		expect(t, os.Getppid(), ownership.SupervisorAncestor)
+		expect(t, os.Getppid(), audit.RelSupervisorAncestor)
 	})
 	t.Run("nonexistent pid", func(t *testing.T) {
 		// Above pid_max (at most 2^22), so it cannot exist.
-		expect(t, 1<<22+1, ownership.Gone)
+		expect(t, 1<<22+1, audit.RelGone)
 	})
 
 	// The agent root: a shell that starts a background sleep and then
@@ -1273,7 +1249,7 @@ func TestRealProc(t *testing.T) {
 
 	// A child of the supervisor is the agent's only under a seccomp filter;
 	// the test's children have one only if the test process does.
-	childRel := func(t *testing.T, pid int) ownership.Relation {
+	childRel := func(t *testing.T, pid int) audit.Relation {
 		t.Helper()
 		mode, filters, err := fs.Seccomp(pid)
 		if err != nil {
@@ -1284,9 +1260,9 @@ func TestRealProc(t *testing.T) {
 			t.Fatal(err)
 		}
 		if mode == 2 && filters > own {
-			return ownership.Owned
+			return audit.RelOwned
 		}
-		return ownership.Foreign
+		return audit.RelForeign
 	}
 	t.Run("root before SetRoot is the supervisor's child", func(t *testing.T) {
 		expect(t, root.Process.Pid, childRel(t, root.Process.Pid))
@@ -1296,13 +1272,13 @@ func TestRealProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.SetRoot(ownership.IdentityOf(st))
-	t.Run("agent root", func(t *testing.T) { expect(t, root.Process.Pid, ownership.AgentRoot) })
-	t.Run("child of the agent root", func(t *testing.T) { expect(t, rootKid, ownership.Owned) })
+	t.Run("agent root", func(t *testing.T) { expect(t, root.Process.Pid, audit.RelAgentRoot) })
+	t.Run("child of the agent root", func(t *testing.T) { expect(t, rootKid, audit.RelOwned) })
 
 	direct := startSleep(t, "sleep", "30")
 	t.Run("direct child sleep", func(t *testing.T) { expect(t, direct.Process.Pid, childRel(t, direct.Process.Pid)) })
 
-	t.Run("Owned lists the root", func(t *testing.T) {
+	t.Run("audit.RelOwned lists the root", func(t *testing.T) {
 		ids, err := tr.Owned(1 << 16)
 		if err != nil {
 			t.Fatal(err)
@@ -1316,7 +1292,7 @@ func TestRealProc(t *testing.T) {
 				t.Errorf("Owned() = %v, lacks %d", pids, pid)
 			}
 		}
-		if want := childRel(t, direct.Process.Pid) == ownership.Owned; slices.Contains(pids, direct.Process.Pid) != want {
+		if want := childRel(t, direct.Process.Pid) == audit.RelOwned; slices.Contains(pids, direct.Process.Pid) != want {
 			t.Errorf("Owned() = %v: direct child %d listed = %v, want %v", pids, direct.Process.Pid, !want, want)
 		}
 		for _, pid := range []int{1, os.Getpid(), os.Getppid()} {
@@ -1344,7 +1320,7 @@ func TestRealProc(t *testing.T) {
 		}
 		// Its new parent is PID 1 or a subreaper above the test process:
 		// outside the session.
-		expect(t, pid, ownership.Foreign)
+		expect(t, pid, audit.RelForeign)
 	})
 
 	t.Run("double-forked sleep under a subreaper", func(t *testing.T) {
@@ -1366,12 +1342,12 @@ func TestRealProc(t *testing.T) {
 			t.Errorf("orphan re-parented to %q, want the helper %q\n%s", res["orphan_ppid"], res["supervisor"], out)
 		}
 		for k, want := range map[string]string{
-			"supervisor_rel": ownership.Supervisor.String(),
-			"root":           ownership.AgentRoot.String(),
-			"orphan":         ownership.Owned.String(),
+			"supervisor_rel": audit.RelSupervisor.String(),
+			"root":           audit.RelAgentRoot.String(),
+			"orphan":         audit.RelOwned.String(),
 			"orphan_seccomp": "2",
-			"direct":         ownership.Owned.String(),
-			"unfiltered":     ownership.Foreign.String(),
+			"direct":         audit.RelOwned.String(),
+			"unfiltered":     audit.RelForeign.String(),
 		} {
 			if res[k] != want {
 				t.Errorf("helper: %s = %q, want %q\n%s", k, res[k], want, out)

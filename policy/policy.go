@@ -16,7 +16,6 @@ import (
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
-	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/vram"
 
 	"github.com/paddock-dev/paddock/internal/signame"
@@ -92,7 +91,7 @@ type Target struct {
 	Pid       int
 	Comm      string
 	StartTime uint64
-	Rel       ownership.Relation
+	Rel       audit.Relation
 }
 
 // World is the read-only view Decide consults. Implementations pin each
@@ -408,7 +407,7 @@ func decideHangup(r Request, w World, d Decision) Decision {
 		return d
 	}
 	d.Errno, d.Refusal = syscall.EPERM, true
-	if t, err := w.Lookup(sid); err == nil && t.Rel == ownership.AgentRoot {
+	if t, err := w.Lookup(sid); err == nil && t.Rel == audit.RelAgentRoot {
 		d.Rule = audit.RuleLifeline
 		d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the agent's terminal, and the kernel's SIGHUP would reach the agent itself (pid %d, the session's leader), a critical session lifeline against its own descendants. Way out: run the command in a session of its own (setsid CMD) and hang up that session's terminal.",
 			r.Tid, commOf(w, r.Tid), sid)
@@ -688,28 +687,28 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 	}
 	d.Pin = pid
 	switch {
-	case t.Rel == ownership.Owned:
+	case t.Rel == audit.RelOwned:
 		d.Allow, d.Rule = true, audit.RuleOwned
 		return d
-	case t.Rel == ownership.Gone:
+	case t.Rel == audit.RelGone:
 		d.Errno, d.Rule, d.Pin = syscall.ESRCH, audit.RuleNoSuchTarget, 0
 		return d
 	case pid == r.Tid || w.ThreadOf(r.Tid, pid):
 		d.Allow, d.Rule = true, audit.RuleSelf
 		return d
 	}
-	if t.Rel == ownership.AgentRoot {
+	if t.Rel == audit.RelAgentRoot {
 		// The agent is a lifeline only against its own descendants; the user
 		// (paddock kill from outside) or the host program may stop it.
 		caller, err := w.Lookup(r.Tid)
-		if err == nil && caller.Rel != ownership.Owned && caller.Rel != ownership.Gone {
+		if err == nil && caller.Rel != audit.RelOwned && caller.Rel != audit.RelGone {
 			d.Allow, d.Rule = true, audit.RuleOwned
 			return d
 		}
 	}
 	d.Errno, d.Refusal, d.Pin = syscall.EPERM, true, 0
 	switch {
-	case t.Rel == ownership.AgentRoot:
+	case t.Rel == audit.RelAgentRoot:
 		d.Rule = audit.RuleLifeline
 		root := r.Root
 		if root == "" {
@@ -742,7 +741,7 @@ func decideTraceme(r Request, w World, d Decision) Decision {
 	if err != nil {
 		return undecidable(r, w, d, err)
 	}
-	if t.Rel != ownership.AgentRoot {
+	if t.Rel != audit.RelAgentRoot {
 		d.Allow, d.Rule = true, audit.RuleSelf
 		return d
 	}
@@ -771,8 +770,8 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 	var foreign, owned []Target
 	for _, m := range members {
 		switch {
-		case m.Rel == ownership.Gone:
-		case m.Rel == ownership.Owned:
+		case m.Rel == audit.RelGone:
+		case m.Rel == audit.RelOwned:
 			owned = append(owned, m)
 		case m.Pid == r.Tid || w.ThreadOf(r.Tid, m.Pid):
 		default:

@@ -10,7 +10,6 @@ import (
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
-	"github.com/paddock-dev/paddock/ownership"
 	. "github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/policy/policytest"
 	"github.com/paddock-dev/paddock/vram"
@@ -26,15 +25,15 @@ func world() policytest.World {
 	return policytest.World{
 		Policy: guard.Policy{AllowOptIn: true, Supervised: true},
 		Procs: map[int]Target{
-			1:   {Pid: 1, Comm: "systemd", Rel: ownership.Init},
-			50:  {Pid: 50, Comm: "bash", Rel: ownership.SupervisorAncestor},
-			60:  {Pid: 60, Comm: "paddock", Rel: ownership.Supervisor},
-			100: {Pid: 100, Comm: "agent", Rel: ownership.AgentRoot},
-			101: {Pid: 101, Comm: "worker", Rel: ownership.Owned},
-			102: {Pid: 102, Comm: "sleep", Rel: ownership.Owned},
-			103: {Pid: 103, Comm: "server", Rel: ownership.Owned},
-			200: {Pid: 200, Comm: "code", Rel: ownership.Foreign},
-			301: {Pid: 301, Comm: "editor", Rel: ownership.Foreign},
+			1:   {Pid: 1, Comm: "systemd", Rel: audit.RelInit},
+			50:  {Pid: 50, Comm: "bash", Rel: audit.RelSupervisorAncestor},
+			60:  {Pid: 60, Comm: "paddock", Rel: audit.RelSupervisor},
+			100: {Pid: 100, Comm: "agent", Rel: audit.RelAgentRoot},
+			101: {Pid: 101, Comm: "worker", Rel: audit.RelOwned},
+			102: {Pid: 102, Comm: "sleep", Rel: audit.RelOwned},
+			103: {Pid: 103, Comm: "server", Rel: audit.RelOwned},
+			200: {Pid: 200, Comm: "code", Rel: audit.RelForeign},
+			301: {Pid: 301, Comm: "editor", Rel: audit.RelForeign},
 		},
 		Groups:  map[int]int{1: 1, 50: 50, 60: 50, 100: 100, 101: 100, 102: 102, 103: 300, 200: 200, 301: 300},
 		Threads: map[int]int{111: 101},

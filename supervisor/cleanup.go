@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 )
@@ -33,8 +34,8 @@ func (s *Session) leftovers() []leftover {
 		return nil
 	}
 	var out []leftover
-	_ = s.tree.ScanOwned(func(rel ownership.Relation, st procfs.Stat) bool {
-		if rel != ownership.Owned || st.State == 'Z' {
+	_ = s.tree.ScanOwned(func(rel audit.Relation, st procfs.Stat) bool {
+		if rel != audit.RelOwned || st.State == 'Z' {
 			return true
 		}
 		if _, adopted := s.tree.LeaseFor(st.Pid); adopted {

@@ -89,9 +89,9 @@ func (o controlOps) Inside(pid int) (bool, error) {
 		return true, fmt.Errorf("ownership of pid %d: %w", pid, err)
 	}
 	switch rel {
-	case ownership.Owned, ownership.AgentRoot:
+	case audit.RelOwned, audit.RelAgentRoot:
 		return true, nil
-	case ownership.Gone:
+	case audit.RelGone:
 		return true, fmt.Errorf("pid %d is gone", pid)
 	}
 	return false, nil
@@ -243,9 +243,9 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 func (s *Session) Owned() ([]Process, error) {
 	s.expireLeases()
 	var out []Process
-	err := s.tree.ScanOwned(func(rel ownership.Relation, st procfs.Stat) bool {
+	err := s.tree.ScanOwned(func(rel audit.Relation, st procfs.Stat) bool {
 		pid := st.Pid
-		p := Process{Pid: pid, PPid: st.PPid, Comm: st.Comm, StartTime: st.StartTime, OwnedBy: "tree", Agent: rel == ownership.AgentRoot}
+		p := Process{Pid: pid, PPid: st.PPid, Comm: st.Comm, StartTime: st.StartTime, OwnedBy: "tree", Agent: rel == audit.RelAgentRoot}
 		if l, ok := s.tree.LeaseFor(pid); ok {
 			p.OwnedBy = "adopted"
 			if l.Pid == pid {

@@ -275,7 +275,7 @@ func (c *call) Lookup(pid int) (policy.Target, error) {
 	if err != nil {
 		return p.t, err
 	}
-	if c.keep && p.t.Rel != ownership.Gone {
+	if c.keep && p.t.Rel != audit.RelGone {
 		p.cached = c.w.pins.put(p.t, p.pidfd)
 	}
 	c.looked = append(c.looked, p)
@@ -350,7 +350,7 @@ func (c *call) GroupOwned(pgid, caller int) bool {
 		return false
 	}
 	leader, err := c.Lookup(sid)
-	if err != nil || leader.Rel != ownership.Owned {
+	if err != nil || leader.Rel != audit.RelOwned {
 		return false
 	}
 	// Still the leader of that session (and so the process looked up).

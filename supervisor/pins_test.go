@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/features/featuretest"
@@ -48,7 +49,7 @@ func pinWorld(t *testing.T) (*liveWorld, *ownership.Tree, int) {
 }
 
 // lookup is one notification's lookup of pid.
-func lookup(t *testing.T, w *liveWorld, pid int) (ownership.Relation, pinned) {
+func lookup(t *testing.T, w *liveWorld, pid int) (audit.Relation, pinned) {
 	t.Helper()
 	w.cur.reset()
 	w.begin(policy.Request{Tid: os.Getpid()}, -1, 0)
@@ -67,11 +68,11 @@ func fdOpen(fd int) bool {
 func TestPinCacheKeepsPinsAcrossNotifications(t *testing.T) {
 	w, _, root := pinWorld(t)
 	rel, first := lookup(t, w, root)
-	if rel != ownership.AgentRoot || first.hit || !first.cached {
+	if rel != audit.RelAgentRoot || first.hit || !first.cached {
 		t.Fatalf("first lookup: %v %+v; want agent root, read from /proc and kept", rel, first)
 	}
 	rel, second := lookup(t, w, root)
-	if rel != ownership.AgentRoot || !second.hit || second.pidfd != first.pidfd {
+	if rel != audit.RelAgentRoot || !second.hit || second.pidfd != first.pidfd {
 		t.Fatalf("second lookup: %v %+v; want agent root from the pin cache (pidfd %d)", rel, second, first.pidfd)
 	}
 	if !w.cur.hitsHold() || !w.cur.stillThere(root) {
@@ -91,14 +92,14 @@ func TestPinCacheReapedProcessIsDecidedAfresh(t *testing.T) {
 	w, _, _ := pinWorld(t)
 	other := startSleep(t)
 	pid := other.Process.Pid
-	if rel, p := lookup(t, w, pid); rel != ownership.Foreign || !p.cached {
+	if rel, p := lookup(t, w, pid); rel != audit.RelForeign || !p.cached {
 		t.Fatalf("lookup of the test's own sleep: %v %+v; want foreign, kept", rel, p)
 	}
 	_ = other.Process.Kill()
 	_ = other.Wait()
 	// The cache answers with what it knew; the check after the decision
 	// finds the process reaped, drops the pin and asks for a new decision.
-	if rel, p := lookup(t, w, pid); !p.hit || rel != ownership.Foreign {
+	if rel, p := lookup(t, w, pid); !p.hit || rel != audit.RelForeign {
 		t.Fatalf("lookup after the reap: %v %+v; want the cached answer, unchecked", rel, p)
 	}
 	if w.cur.hitsHold() {
@@ -111,7 +112,7 @@ func TestPinCacheReapedProcessIsDecidedAfresh(t *testing.T) {
 	w.cur.fresh = true
 	tg, err := w.cur.Lookup(pid)
 	w.cur.fresh = false
-	if err != nil || tg.Rel != ownership.Gone {
+	if err != nil || tg.Rel != audit.RelGone {
 		t.Fatalf("fresh lookup of the reaped pid: %+v, %v; want gone", tg, err)
 	}
 	if w.cur.stillThere(pid) {
@@ -126,7 +127,7 @@ func TestPinCacheNotKeptWhileLeasesExist(t *testing.T) {
 	if _, err := tree.Adopt(ownership.AdoptRequest{Pid: adopted.Process.Pid, Reason: "test", By: "test", Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if rel, p := lookup(t, w, root); rel != ownership.AgentRoot || p.hit || p.cached {
+	if rel, p := lookup(t, w, root); rel != audit.RelAgentRoot || p.hit || p.cached {
 		t.Fatalf("lookup with a lease held: %v %+v; want agent root read from /proc, not kept", rel, p)
 	}
 	if n := len(w.pins.byPid); n != 0 {

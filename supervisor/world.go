@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
@@ -110,7 +111,7 @@ func (w *liveWorld) lookup(pid int) (pinned, error) {
 	if err != nil {
 		fd = -1
 		if errors.Is(err, unix.ESRCH) {
-			return pinned{t: policy.Target{Pid: pid, Rel: ownership.Gone}, pidfd: -1}, nil
+			return pinned{t: policy.Target{Pid: pid, Rel: audit.RelGone}, pidfd: -1}, nil
 		}
 		// EINVAL: pid names a thread that is not a group leader; it is
 		// classified all the same, without a pin.
@@ -176,7 +177,7 @@ func (w *liveWorld) ownedList(max int) []policy.Target {
 		}
 		out := make([]policy.Target, len(ids))
 		for i, id := range ids {
-			out[i] = policy.Target{Pid: id.Pid, Comm: id.Comm, StartTime: id.StartTime, Rel: ownership.Owned}
+			out[i] = policy.Target{Pid: id.Pid, Comm: id.Comm, StartTime: id.StartTime, Rel: audit.RelOwned}
 		}
 		w.owned.at, w.owned.max, w.owned.list = now, max, out
 	}

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
-	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/vram"
 )
@@ -52,7 +52,7 @@ func (w World) Lookup(pid int) (policy.Target, error) {
 		t.Pid = pid
 		return t, nil
 	}
-	return policy.Target{Pid: pid, Rel: ownership.Gone}, nil
+	return policy.Target{Pid: pid, Rel: audit.RelGone}, nil
 }
 
 // Pgrp implements policy.World.
@@ -143,7 +143,7 @@ func (w World) Files(int) vram.Files { return vram.Files{} }
 func (w World) Owned(max int) []policy.Target {
 	var out []policy.Target
 	for _, pid := range w.pids() {
-		if t := w.Procs[pid]; len(out) < max && (t.Rel == ownership.Owned || t.Rel == ownership.AgentRoot) {
+		if t := w.Procs[pid]; len(out) < max && (t.Rel == audit.RelOwned || t.Rel == audit.RelAgentRoot) {
 			out = append(out, t)
 		}
 	}
