@@ -13,7 +13,6 @@ import (
 
 	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/audit"
-	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
@@ -351,12 +350,9 @@ func (s *Server) serveOne(fd int, c *container) {
 // decide decides notification n of container c: the answer, the event to
 // report, and false when the caller stopped waiting.
 func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, report.Event, bool) {
-	sc, abi, known := filter.Lookup(n.Data.Arch, n.Data.Nr)
-	req := policy.Request{Syscall: sc, ABI: abi.Name, Args: n.Data.Args}
-	if !known {
-		req.Syscall, req.ABI = filter.Unknown, fmt.Sprintf("arch %#x nr %d", n.Data.Arch, n.Data.Nr)
-	}
-	ev := report.Event{Caller: int(n.Pid), ABI: req.ABI, Labels: c.names}
+	req := policy.NewRequest(0, n.Data.Arch, n.Data.Nr, n.Data.Args)
+	sc := req.Syscall
+	ev := report.Event{Caller: int(n.Pid), ABI: req.ABI.String(), Labels: c.names}
 	caller, err := c.local(int(n.Pid))
 	if err != nil || caller == 0 {
 		// The caller is not in the container's PID namespace: a process

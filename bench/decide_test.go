@@ -37,7 +37,7 @@ var sink policy.Decision
 // root sends SIGCONT to a process it started, and Decide allows it.
 func BenchmarkDecideOwnedKill(b *testing.B) {
 	w := newFakeWorld()
-	req := policy.Request{Tid: 1000, Syscall: filter.Kill, ABI: "x86_64", Args: [6]uint64{1001, uint64(syscall.SIGCONT)}}
+	req := policy.Request{Tid: 1000, Syscall: filter.Kill, ABI: filter.ABI{Name: "x86_64"}, Args: [6]uint64{1001, uint64(syscall.SIGCONT)}}
 	if d := policy.Decide(req, w); !d.Allow || d.Rule != audit.RuleOwned {
 		b.Fatalf("Decide(kill(owned, SIGCONT)) = allow %v rule %q, want allow, rule %q", d.Allow, d.Rule, audit.RuleOwned)
 	}
@@ -52,7 +52,7 @@ func BenchmarkDecideOwnedKill(b *testing.B) {
 // not hot (refusals are rare), but it shows what a refusal costs.
 func BenchmarkDecideForeignKill(b *testing.B) {
 	w := newFakeWorld()
-	req := policy.Request{Tid: 1000, Syscall: filter.Kill, ABI: "x86_64", Args: [6]uint64{4242, uint64(syscall.SIGTERM)}}
+	req := policy.Request{Tid: 1000, Syscall: filter.Kill, ABI: filter.ABI{Name: "x86_64"}, Args: [6]uint64{4242, uint64(syscall.SIGTERM)}}
 	if d := policy.Decide(req, w); d.Allow || d.Rule != audit.RuleNotOwned {
 		b.Fatalf("Decide(kill(foreign, SIGTERM)) = allow %v rule %q, want deny, rule %q", d.Allow, d.Rule, audit.RuleNotOwned)
 	}
@@ -119,7 +119,7 @@ func BenchmarkClassifyLive(b *testing.B) {
 // is read: the agent runs a plain command, which the guards let through.
 func BenchmarkDecideExec(b *testing.B) {
 	w := newFakeWorld()
-	req := policy.Request{Tid: 1000, Syscall: filter.Execve, ABI: "x86_64",
+	req := policy.Request{Tid: 1000, Syscall: filter.Execve, ABI: filter.ABI{Name: "x86_64"},
 		Exec: &policy.Exec{Path: "/usr/bin/true", Argv: []string{"true", "--version"}}}
 	if d := policy.Decide(req, w); !d.Allow {
 		b.Fatalf("Decide(execve true) refused: %s", d.Message)

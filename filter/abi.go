@@ -1,5 +1,7 @@
 package filter
 
+import "fmt"
+
 // ABI describes one syscall ABI the kernel may be entered through. The
 // supervisor needs it to decode a notification the way the kernel will: the
 // same syscall has different numbers, and pointers in user memory have
@@ -17,6 +19,15 @@ type ABI struct {
 	// (i386 on x86_64, arm on arm64): the kernel reads only the low 32 bits
 	// of each argument register, and pointers in user memory are 32-bit.
 	Compat bool
+}
+
+// String names the ABI as messages and the journal do: its Name, or its
+// audit arch where no table of this build knows it.
+func (a ABI) String() string {
+	if a.Name == "" {
+		return fmt.Sprintf("arch %#x", a.Arch)
+	}
+	return a.Name
 }
 
 // PointerSize returns the size in bytes of a pointer or long in the

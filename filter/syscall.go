@@ -154,6 +154,33 @@ func (s Syscall) SignalArg() (int, bool) {
 	return 0, false
 }
 
+// PidArg says which argument of s names its target by number, as the
+// caller wrote it (a pid, a negative process group for kill, a thread id
+// for tkill, the thread group for tgkill): false where none does, or
+// where it depends on another argument (setpriority and ioprio_set name
+// theirs in "who", argument 1, as "which" says). Deciding and delivering
+// read the target through it, so that it is decoded in one place.
+func (s Syscall) PidArg() (int, bool) {
+	switch s {
+	case Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, ProcessVMWritev, Prlimit64,
+		SchedSetaffinity, SchedSetscheduler, SchedSetparam, SchedSetattr, MigratePages, MovePages:
+		return 0, true
+	case Ptrace, PerfEventOpen, Setpriority, IoprioSet:
+		return 1, true
+	}
+	return 0, false
+}
+
+// ThreadArg says which argument of s names a thread of PidArg's thread
+// group (tgkill, rt_tgsigqueueinfo).
+func (s Syscall) ThreadArg() (int, bool) {
+	switch s {
+	case Tgkill, RtTgsigqueueinfo:
+		return 1, true
+	}
+	return 0, false
+}
+
 // Signals lists the signal syscalls, which Build always traps (signal 0
 // excepted), in a fresh slice: changing it changes nothing else.
 func Signals() []Syscall {

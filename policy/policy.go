@@ -26,8 +26,11 @@ type Request struct {
 	// Tid is the calling thread, in the supervisor's PID namespace.
 	Tid     int
 	Syscall filter.Syscall
-	// ABI names the entry ABI ("x86_64", "i386", "x32", ...), for messages.
-	ABI  string
+	// ABI is the entry ABI (x86_64, i386, x32, ...); Nr the syscall's
+	// number in its table, for a call no table of this build knows
+	// (Syscall is filter.Unknown).
+	ABI  filter.ABI
+	Nr   int32
 	Args [6]uint64
 	// Exec holds what the backend read from the caller for execve,
 	// execveat (path, argv, envp) and the power syscalls (the caller's
@@ -47,6 +50,38 @@ type Request struct {
 	// audit.ExecUnread, instead of refusing it as undecidable
 	// (docs/limits.md; `paddock run --strict-exec` clears it).
 	AllowUnread bool
+}
+
+// NewRequest is the request of a call of thread tid as the kernel reports
+// it (seccomp_data's arch, nr and args), for every front end.
+func NewRequest(tid int, arch uint32, nr int32, args [6]uint64) Request {
+	sc, abi, known := filter.Lookup(arch, nr)
+	if !known {
+		sc = filter.Unknown
+	}
+	if abi.Arch == 0 {
+		abi.Arch = arch
+	}
+	return Request{Tid: tid, Syscall: sc, ABI: abi, Nr: nr, Args: args}
+}
+
+// Pid is the process (or group, or thread) the call names by number, as
+// the caller wrote it: argument filter.Syscall.PidArg, read as the kernel
+// reads a pid_t (0 where the syscall names none by number).
+func (r Request) Pid() int {
+	if i, ok := r.Syscall.PidArg(); ok {
+		return arg32(r, i)
+	}
+	return 0
+}
+
+// Thread is the thread of Pid's thread group a tgkill or
+// rt_tgsigqueueinfo names (0 for other calls).
+func (r Request) Thread() int {
+	if i, ok := r.Syscall.ThreadArg(); ok {
+		return arg32(r, i)
+	}
+	return 0
 }
 
 // ErrUnreadable is wrapped by Exec.Err when the kernel denies paddock the
@@ -226,7 +261,7 @@ func decide(r Request, w World) Decision {
 	}
 	switch r.Syscall {
 	case filter.Kill:
-		pid := arg32(r, 0)
+		pid := r.Pid()
 		switch {
 		case pid == -1:
 			return broadcast(r, w, d)
@@ -242,7 +277,7 @@ func decide(r Request, w World) Decision {
 			return decideProcess(r, w, d, pid)
 		}
 	case filter.RtSigqueueinfo:
-		pid := arg32(r, 0)
+		pid := r.Pid()
 		if pid <= 0 {
 			// The kernel signals exactly one process here; it answers ESRCH for pid <= 0.
 			d.Errno, d.Rule, d.Target = syscall.ESRCH, audit.RuleNoSuchTarget, pid
@@ -251,9 +286,9 @@ func decide(r Request, w World) Decision {
 		return decideProcess(r, w, d, pid)
 	case filter.Tgkill, filter.RtTgsigqueueinfo:
 		// The kernel itself checks that the thread belongs to tgid.
-		return decideProcess(r, w, d, arg32(r, 0))
+		return decideProcess(r, w, d, r.Pid())
 	case filter.Tkill:
-		return decideThread(r, w, d, arg32(r, 0))
+		return decideThread(r, w, d, r.Pid())
 	case filter.PidfdSendSignal:
 		flags := uint32(r.Args[3])
 		pid, ok := pidfdTarget(r, w, &d, arg32(r, 0))
@@ -276,9 +311,9 @@ func decide(r Request, w World) Decision {
 		if r.Args[0] == ptraceTraceme {
 			return decideTraceme(r, w, d)
 		}
-		return decideThread(r, w, d, arg32(r, 1))
+		return decideThread(r, w, d, r.Pid())
 	case filter.ProcessVMWritev:
-		return decideThread(r, w, d, arg32(r, 0))
+		return decideThread(r, w, d, r.Pid())
 	case filter.PidfdGetfd:
 		return decideByPidfd(r, w, d)
 	case filter.Execve, filter.Execveat:
@@ -324,12 +359,12 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 	case filter.Prlimit64:
 		if r.Args[2] == 0 {
 			// No new limit: only reads the target's, as prlimit --pid does.
-			d.Allow, d.Rule, d.Target = true, audit.RuleSelf, arg32(r, 0)
+			d.Allow, d.Rule, d.Target = true, audit.RuleSelf, r.Pid()
 			return d
 		}
-		return decideThread(r, w, d, arg32(r, 0))
+		return decideThread(r, w, d, r.Pid())
 	case filter.PerfEventOpen:
-		pid := arg32(r, 1)
+		pid := r.Pid()
 		if pid == -1 || r.Args[4]&perfFlagPidCgroup != 0 {
 			// Every process on a CPU, or a cgroup's: aimed at processes
 			// paddock cannot all know to be owned.
@@ -338,7 +373,7 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 		return decideThread(r, w, d, pid)
 	case filter.SchedSetaffinity, filter.SchedSetscheduler, filter.SchedSetparam, filter.SchedSetattr,
 		filter.MigratePages, filter.MovePages:
-		return decideThread(r, w, d, arg32(r, 0))
+		return decideThread(r, w, d, r.Pid())
 	case filter.ProcessMadvise:
 		return decideByPidfd(r, w, d)
 	case filter.Setpriority, filter.IoprioSet:
@@ -346,7 +381,7 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 		if r.Syscall == filter.IoprioSet {
 			process, group, user = filter.IoprioWhoProcess, filter.IoprioWhoPgrp, filter.IoprioWhoUser
 		}
-		who := arg32(r, 1)
+		who := r.Pid()
 		switch arg32(r, 0) {
 		case process:
 			if who == 0 {
@@ -838,6 +873,9 @@ func describe(r Request, d Decision) string {
 			return fmt.Sprintf("%s(%s, %s)", d.Syscall, name, SignalName(d.Signal))
 		}
 		return fmt.Sprintf("%s(%s)", d.Syscall, name)
+	}
+	if r.Syscall == filter.Unknown {
+		return fmt.Sprintf("syscall %d", r.Nr)
 	}
 	return d.Syscall
 }

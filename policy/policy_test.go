@@ -3,9 +3,12 @@ package policy_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
@@ -47,7 +50,7 @@ func world() policytest.World {
 const pidfdSignalProcessGroup = 1 << 2
 
 func req(tid int, sc filter.Syscall, args ...uint64) Request {
-	r := Request{Tid: tid, Syscall: sc, ABI: "x86_64"}
+	r := Request{Tid: tid, Syscall: sc, ABI: filter.ABI{Name: "x86_64"}}
 	copy(r.Args[:], args)
 	return r
 }
@@ -400,5 +403,45 @@ func TestDecideGroupKnownOwned(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A request names its target through the syscall table, in one place:
+// each signal call's pid and thread, and a call no table knows as unknown,
+// with its number in the message.
+func TestNewRequestTargets(t *testing.T) {
+	arch, name := uint32(unix.AUDIT_ARCH_X86_64), "x86_64"
+	if runtime.GOARCH == "arm64" {
+		arch, name = unix.AUDIT_ARCH_AARCH64, "aarch64"
+	} else if runtime.GOARCH != "amd64" {
+		t.Skipf("needs amd64 or arm64, the architectures paddock's tables cover: %s", runtime.GOARCH)
+	}
+	for _, tc := range []struct {
+		sc          filter.Syscall
+		nr          int
+		args        [6]uint64
+		pid, thread int
+	}{
+		{filter.Kill, unix.SYS_KILL, [6]uint64{0xffffffff, 9}, -1, 0},
+		{filter.Tgkill, unix.SYS_TGKILL, [6]uint64{100, 101, 15}, 100, 101},
+		{filter.Ptrace, unix.SYS_PTRACE, [6]uint64{16, 4242}, 4242, 0},
+		{filter.Setpriority, unix.SYS_SETPRIORITY, [6]uint64{0, 77, 5}, 77, 0},
+		{filter.Execve, unix.SYS_EXECVE, [6]uint64{1, 2, 3}, 0, 0},
+	} {
+		r := NewRequest(1, arch, int32(tc.nr), tc.args)
+		if r.Syscall != tc.sc || r.ABI.Name != name {
+			t.Errorf("NewRequest(%v) = %v %v", tc.sc, r.Syscall, r.ABI)
+		}
+		if r.Pid() != tc.pid || r.Thread() != tc.thread {
+			t.Errorf("%v%v: pid %d thread %d, want %d %d", tc.sc, tc.args, r.Pid(), r.Thread(), tc.pid, tc.thread)
+		}
+	}
+	r := NewRequest(1, arch, 4000, [6]uint64{})
+	if r.Syscall != filter.Unknown {
+		t.Fatalf("syscall 4000: %v, want unknown", r.Syscall)
+	}
+	d := Decide(r, policytest.World{})
+	if d.Allow || !strings.Contains(d.Message, "syscall 4000 ("+name+" ABI)") {
+		t.Errorf("an unknown call: allow %v, %q", d.Allow, d.Message)
 	}
 }

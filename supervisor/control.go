@@ -195,13 +195,13 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("paddock kill refused: %d is not a process id; paddock kill signals one process (and its group when it leads a group the session wholly owns)", pid)
 	}
-	req := policy.Request{Tid: requester, Syscall: filter.Kill, ABI: "paddock kill", Args: [6]uint64{uint64(pid), uint64(sig)}}
+	req := policy.Request{Tid: requester, Syscall: filter.Kill, ABI: filter.ABI{Name: "paddock kill"}, Args: [6]uint64{uint64(pid), uint64(sig)}}
 	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).begin(req, -1, 0)
 	defer w.reset()
 	d := policy.Decide(req, w)
 	if !d.Allow {
 		if d.Refusal {
-			s.pipeline.Decided(report.Event{Caller: requester, ABI: req.ABI, Decision: d, Quiet: true})
+			s.pipeline.Decided(report.Event{Caller: requester, ABI: req.ABI.String(), Decision: d, Quiet: true})
 			return nil, errors.New(d.Message)
 		}
 		return nil, fmt.Errorf("paddock kill refused: pid %d is not owned by this session: %v (it has exited, or never existed). Way out: paddock ps lists the processes this session owns", pid, syscall.Errno(d.Errno))

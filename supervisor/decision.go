@@ -86,12 +86,8 @@ type pinned struct {
 // pointer argument names). The pin cache changes here only, never while a
 // decision holds its pins.
 func (w *liveWorld) read(tid int, arch uint32, nr int32, args [6]uint64, listener int, id uint64) *call {
-	sc, abi, known := filter.Lookup(arch, nr)
-	req := policy.Request{Tid: tid, Syscall: sc, ABI: abi.Name, Args: args}
-	if !known {
-		req.Syscall = filter.Unknown
-		req.ABI = fmt.Sprintf("arch %#x nr %d", arch, nr)
-	}
+	req := policy.NewRequest(tid, arch, nr, args)
+	sc, abi := req.Syscall, req.ABI
 	req.AllowUnread = !w.strictExec
 	c := w.begin(req, listener, id)
 	switch sc {
@@ -445,5 +441,5 @@ func (s *Session) answer(c *call) (r answer.Answer, after <-chan struct{}, waiti
 	if !waiting {
 		return r, nil, false
 	}
-	return r, s.pipeline.Decided(report.Event{Caller: c.req.Tid, ABI: c.req.ABI, Decision: d}), true
+	return r, s.pipeline.Decided(report.Event{Caller: c.req.Tid, ABI: c.req.ABI.String(), Decision: d}), true
 }

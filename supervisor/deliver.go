@@ -181,7 +181,7 @@ func (c *call) deputy(d policy.Decision, pidfd int) unix.Errno {
 	if addr, ok := siginfoArg(r.Syscall, r.Args); ok {
 		// Read only now, for the one call that needs it: the caller waits,
 		// and its memory is what it passed.
-		if narrow(r.ABI) || r.ABI == "x32" { // 32-bit pointers (filter's ABI names)
+		if r.ABI.PointerSize() == 4 {
 			addr &= 0xffffffff
 		}
 		var buf [siginfoSize]byte
@@ -201,9 +201,9 @@ func (c *call) deputy(d policy.Decision, pidfd int) unix.Errno {
 	si := (*unix.Siginfo)(unsafe.Pointer(&info))
 	switch r.Syscall {
 	case filter.Tkill:
-		return c.toThread(pidfd, d.Pin, int(int32(uint32(r.Args[0]))), sig, si)
+		return c.toThread(pidfd, d.Pin, r.Pid(), sig, si)
 	case filter.Tgkill, filter.RtTgsigqueueinfo:
-		return c.toThread(pidfd, d.Pin, int(int32(uint32(r.Args[1]))), sig, si)
+		return c.toThread(pidfd, d.Pin, r.Thread(), sig, si)
 	}
 	return errnoOf(unix.PidfdSendSignal(pidfd, unix.Signal(sig), si, 0))
 }
@@ -314,14 +314,14 @@ func siginfoArg(sc filter.Syscall, args [6]uint64) (uint64, bool) {
 
 // narrow reports whether ABI abi (filter's names) lays siginfo_t out with
 // 32-bit fields: i386 and AArch32 (x32 uses the native layout).
-func narrow(abi string) bool { return abi == "i386" || abi == "arm" }
+func narrow(abi filter.ABI) bool { return abi.Compat }
 
 // callerSiginfo is the siginfo a caller handed to rt_sigqueueinfo,
 // rt_tgsigqueueinfo or pidfd_send_signal, in the supervisor's layout: a
 // 32-bit caller's (i386, x32 uses the native one, AArch32) has its
 // sender fields 4 bytes earlier and a 4-byte value, converted as the
 // kernel does for the _rt layout of user-sent codes.
-func callerSiginfo(mem []byte, abi string) (info [siginfoSize]byte) {
+func callerSiginfo(mem []byte, abi filter.ABI) (info [siginfoSize]byte) {
 	switch {
 	case narrow(abi):
 		copy(info[0:12], mem[0:12])   // signo, errno, code
@@ -341,7 +341,7 @@ func callerSiginfo(mem []byte, abi string) (info [siginfoSize]byte) {
 // decision (docs/limits.md).
 func (c *call) probe() unix.Errno {
 	r := c.req
-	a0 := int(int32(uint32(r.Args[0])))
+	a0 := r.Pid()
 	switch r.Syscall {
 	case filter.Kill:
 		if a0 == 0 {
@@ -358,7 +358,7 @@ func (c *call) probe() unix.Errno {
 		}
 		return errnoOf(unix.Kill(a0, 0))
 	case filter.Tgkill, filter.RtTgsigqueueinfo:
-		return errnoOf(unix.Tgkill(a0, int(int32(uint32(r.Args[1]))), 0))
+		return errnoOf(unix.Tgkill(a0, r.Thread(), 0))
 	case filter.Tkill:
 		if a0 <= 0 {
 			return unix.EINVAL
