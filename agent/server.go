@@ -367,9 +367,9 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 	if _, size := policy.PtrArg(sc, req.Args); size > 0 {
 		req.MemErr = errors.New("fleet mode does not read the caller's memory")
 	}
-	w := newWorld(c, s.Guard)
+	w := newWorld(c)
 	defer w.close()
-	d := policy.Decide(req, w)
+	d := policy.Decide(req, policy.World{Processes: w, Guard: s.Guard})
 	if d.Allow && d.Pin != 0 && !w.alive(d.Pin) {
 		d.Allow, d.Errno, d.Rule = false, unix.ESRCH, audit.RuleNoSuchTarget
 	}

@@ -3,16 +3,13 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/audit"
-	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
-	"github.com/paddock-dev/paddock/vram"
 )
 
 // world is policy.World for one call of a container's process: every pid
@@ -20,13 +17,12 @@ import (
 // caller wrote it; behind each lookup it pins the host process with a
 // pidfd, so that the answer can be re-validated before the call runs.
 type world struct {
-	c     *container
-	guard guard.Policy
-	pins  map[int]int // container pid -> pidfd
+	c    *container
+	pins map[int]int // container pid -> pidfd
 }
 
-func newWorld(c *container, g guard.Policy) *world {
-	return &world{c: c, guard: g, pins: map[int]int{}}
+func newWorld(c *container) *world {
+	return &world{c: c, pins: map[int]int{}}
 }
 
 // close releases the pins.
@@ -44,7 +40,7 @@ func (w *world) alive(n int) bool {
 	return ok && !ownership.Reaped(fd)
 }
 
-// Lookup implements policy.World.
+// Lookup implements policy.Processes.
 func (w *world) Lookup(n int) (policy.Target, error) {
 	t := policy.Target{Pid: n}
 	h, fd, st, err := w.pin(n)
@@ -131,7 +127,7 @@ func last(l []int) int {
 	return l[len(l)-1]
 }
 
-// Pgrp implements policy.World.
+// Pgrp implements policy.Processes.
 func (w *world) Pgrp(n int) (int, error) {
 	cr, ok, err := w.creds(n)
 	if !ok {
@@ -140,7 +136,7 @@ func (w *world) Pgrp(n int) (int, error) {
 	return last(cr.NSpgid), nil
 }
 
-// Sid implements policy.World.
+// Sid implements policy.Processes.
 func (w *world) Sid(n int) (int, error) {
 	cr, ok, err := w.creds(n)
 	if !ok {
@@ -149,13 +145,13 @@ func (w *world) Sid(n int) (int, error) {
 	return last(cr.NSsid), nil
 }
 
-// ThreadOf implements policy.World.
+// ThreadOf implements policy.Processes.
 func (w *world) ThreadOf(tid, pid int) bool {
 	t, err := w.Tgid(tid)
 	return err == nil && t == pid
 }
 
-// Tgid implements policy.World.
+// Tgid implements policy.Processes.
 func (w *world) Tgid(tid int) (int, error) {
 	cr, ok, err := w.creds(tid)
 	if !ok {
@@ -164,7 +160,7 @@ func (w *world) Tgid(tid int) (int, error) {
 	return w.c.local(cr.Tgid)
 }
 
-// Group implements policy.World: the processes whose group is pgid, among
+// Group implements policy.Processes: the processes whose group is pgid, among
 // those the container can see (its own, which is every process of its PID
 // namespace but those of other cgroups; a hostPID container's group may
 // hold the node's).
@@ -197,10 +193,7 @@ func (w *world) Group(pgid int) ([]policy.Target, error) {
 	return out, nil
 }
 
-// GroupOwned implements policy.World: never known without a listing here.
-func (w *world) GroupOwned(int, int) bool { return false }
-
-// FdPid implements policy.World.
+// FdPid implements policy.Processes.
 func (w *world) FdPid(tid, fd int) (int, error) {
 	h, err := w.c.host(tid)
 	if err != nil {
@@ -216,7 +209,7 @@ func (w *world) FdPid(tid, fd int) (int, error) {
 	return w.c.local(p)
 }
 
-// Owned implements policy.World.
+// Owned implements policy.Processes.
 func (w *world) Owned(max int) []policy.Target {
 	return w.c.listed(max, w.owned)
 }
@@ -247,22 +240,4 @@ func (w *world) owned(max int) []policy.Target {
 		out = append(out, policy.Target{Pid: n, Comm: st.Comm, StartTime: st.StartTime, Rel: rel})
 	}
 	return out
-}
-
-// Guard implements policy.World.
-func (w *world) Guard() guard.Policy { return w.guard }
-
-// VRAM implements policy.World: no GPU budget in fleet mode.
-func (w *world) VRAM() *vram.Budget { return nil }
-
-// Files implements policy.World (asked only for GPU workloads, which fleet
-// mode does not preflight).
-func (w *world) Files(int) vram.Files { return vram.Files{} }
-
-// Missing implements policy.World (exec is not trapped in fleet mode).
-func (w *world) Missing(int, string) bool { return false }
-
-// TermPgrp implements policy.World (TIOCSIG is not trapped in fleet mode).
-func (w *world) TermPgrp(tid, fd int) (int, error) {
-	return 0, errors.New("fleet mode does not decide TIOCSIG (descriptor " + strconv.Itoa(fd) + ")")
 }

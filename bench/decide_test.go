@@ -38,12 +38,12 @@ var sink policy.Decision
 func BenchmarkDecideOwnedKill(b *testing.B) {
 	w := newFakeWorld()
 	req := policy.Request{Tid: 1000, Syscall: filter.Kill, ABI: filter.ABI{Name: "x86_64"}, Args: [6]uint64{1001, uint64(syscall.SIGCONT)}}
-	if d := policy.Decide(req, w); !d.Allow || d.Rule != audit.RuleOwned {
+	if d := policy.Decide(req, w.Full()); !d.Allow || d.Rule != audit.RuleOwned {
 		b.Fatalf("Decide(kill(owned, SIGCONT)) = allow %v rule %q, want allow, rule %q", d.Allow, d.Rule, audit.RuleOwned)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		sink = policy.Decide(req, w)
+		sink = policy.Decide(req, w.Full())
 	}
 }
 
@@ -53,12 +53,12 @@ func BenchmarkDecideOwnedKill(b *testing.B) {
 func BenchmarkDecideForeignKill(b *testing.B) {
 	w := newFakeWorld()
 	req := policy.Request{Tid: 1000, Syscall: filter.Kill, ABI: filter.ABI{Name: "x86_64"}, Args: [6]uint64{4242, uint64(syscall.SIGTERM)}}
-	if d := policy.Decide(req, w); d.Allow || d.Rule != audit.RuleNotOwned {
+	if d := policy.Decide(req, w.Full()); d.Allow || d.Rule != audit.RuleNotOwned {
 		b.Fatalf("Decide(kill(foreign, SIGTERM)) = allow %v rule %q, want deny, rule %q", d.Allow, d.Rule, audit.RuleNotOwned)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		sink = policy.Decide(req, w)
+		sink = policy.Decide(req, w.Full())
 	}
 }
 
@@ -121,11 +121,11 @@ func BenchmarkDecideExec(b *testing.B) {
 	w := newFakeWorld()
 	req := policy.Request{Tid: 1000, Syscall: filter.Execve, ABI: filter.ABI{Name: "x86_64"},
 		Exec: &policy.Exec{Path: "/usr/bin/true", Argv: []string{"true", "--version"}}}
-	if d := policy.Decide(req, w); !d.Allow {
+	if d := policy.Decide(req, w.Full()); !d.Allow {
 		b.Fatalf("Decide(execve true) refused: %s", d.Message)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		sink = policy.Decide(req, w)
+		sink = policy.Decide(req, w.Full())
 	}
 }

@@ -129,10 +129,30 @@ type Target struct {
 	Rel       audit.Relation
 }
 
-// World is the read-only view Decide consults. Implementations pin each
-// process they look up (pid + start time, and a pidfd in the live backend)
-// so that the backend can re-validate the decided target before answering.
-type World interface {
+// World is what Decide consults, split by what a decision needs: every
+// decision about another process asks Processes; the rest is asked only by
+// the decisions that need it, and a front end that traps nothing needing
+// a part leaves it nil (fleet mode decides no exec and no TIOCSIG). A
+// decision that would need a part that is nil refuses as undecidable.
+type World struct {
+	Processes
+	// Guard is the host policy for exec and power decisions.
+	Guard guard.Policy
+	// Sessions knows some groups to be wholly the caller's without
+	// listing them (nil: groups are always listed).
+	Sessions Sessions
+	// Terminals reads a pty's foreground group, for TIOCSIG.
+	Terminals Terminals
+	// Execs reads what an exec decision looks at: the path, model files,
+	// the GPU budget.
+	Execs Execs
+}
+
+// Processes is the read-only view of processes every decision about
+// another process consults. Implementations pin each process they look up
+// (pid + start time, and a pidfd in the live backend) so that the backend
+// can re-validate the decided target before answering.
+type Processes interface {
 	// Lookup describes pid; a process that does not exist has Rel Gone and
 	// a nil error. An error means the facts could not be read.
 	Lookup(pid int) (Target, error)
@@ -148,12 +168,6 @@ type World interface {
 	Tgid(tid int) (int, error)
 	// Group lists the members of process group pgid.
 	Group(pgid int) ([]Target, error)
-	// GroupOwned reports whether every member of process group pgid may be
-	// signalled by thread caller, known without listing the group: the
-	// group lies in a session that only the agent's processes can be in
-	// (see docs/limits.md). false means only "not known this way": the
-	// members are then listed.
-	GroupOwned(pgid, caller int) bool
 	// FdPid returns the pid that descriptor fd of thread tid (a pidfd) refers
 	// to: -1 for a reaped process; an error wrapping syscall.EBADF when fd
 	// is not open or not a pidfd (what the kernel answers then), another
@@ -161,8 +175,27 @@ type World interface {
 	FdPid(tid, fd int) (int, error)
 	// Owned lists up to max owned processes, for messages.
 	Owned(max int) []Target
-	// Guard is the host policy for exec and power decisions.
-	Guard() guard.Policy
+}
+
+// Sessions answers for process groups without listing them.
+type Sessions interface {
+	// GroupOwned reports whether every member of process group pgid may be
+	// signalled by thread caller, known without listing the group: the
+	// group lies in a session that only the agent's processes can be in
+	// (see docs/limits.md). false means only "not known this way": the
+	// members are then listed.
+	GroupOwned(pgid, caller int) bool
+}
+
+// Terminals reads terminals, for TIOCSIG.
+type Terminals interface {
+	// TermPgrp returns the foreground process group of the terminal behind
+	// descriptor fd of thread tid (a pty master).
+	TermPgrp(tid, fd int) (int, error)
+}
+
+// Execs is what an exec decision reads of the caller's view of the host.
+type Execs interface {
 	// VRAM is the host's GPU memory budget; nil: no VRAM preflight. It is
 	// only asked for GPU workloads (detection may take a while).
 	VRAM() *vram.Budget
@@ -173,9 +206,16 @@ type World interface {
 	// from its root and working directory), so that execve would fail with
 	// ENOENT.
 	Missing(tid int, path string) bool
-	// TermPgrp returns the foreground process group of the terminal behind
-	// descriptor fd of thread tid (a pty master), for TIOCSIG.
-	TermPgrp(tid, fd int) (int, error)
+}
+
+// groupOwned is Sessions.GroupOwned, false without Sessions.
+func (w World) groupOwned(pgid, caller int) bool {
+	return w.Sessions != nil && w.Sessions.GroupOwned(pgid, caller)
+}
+
+// errNotRead says a part of the world a decision needed is not there.
+func errNotRead(what string) error {
+	return fmt.Errorf("this front end does not read %s", what)
 }
 
 // Decision is Decide's answer.
@@ -329,7 +369,7 @@ func decide(r Request, w World) Decision {
 		if r.Exec != nil {
 			env = r.Exec.Env
 		}
-		return fromVerdict(r, d, guard.CheckPowerEnv(d.Syscall, env, w.Guard()))
+		return fromVerdict(r, d, guard.CheckPowerEnv(d.Syscall, env, w.Guard))
 	}
 	if r.Syscall.Affects() {
 		return decideAffecting(r, w, d)
@@ -437,7 +477,7 @@ func decideHangup(r Request, w World, d Decision) Decision {
 		return undecidable(r, w, d, err)
 	}
 	d.Target = -sid
-	if w.GroupOwned(sid, r.Tid) {
+	if w.groupOwned(sid, r.Tid) {
 		d.Allow, d.Rule = true, audit.RuleOwned
 		return d
 	}
@@ -536,7 +576,10 @@ func decideIoctl(r Request, w World, d Decision) Decision {
 	case filter.TIOCSIG:
 		// A pty master signals its slave's foreground process group.
 		d.Signal = arg32(r, 2)
-		pgrp, err := w.TermPgrp(r.Tid, arg32(r, 0))
+		if w.Terminals == nil {
+			return undecidable(r, w, d, errNotRead("terminals"))
+		}
+		pgrp, err := w.Terminals.TermPgrp(r.Tid, arg32(r, 0))
 		if err != nil {
 			return undecidable(r, w, d, fmt.Errorf("the foreground process group behind descriptor %d: %w", arg32(r, 0), err))
 		}
@@ -564,10 +607,13 @@ func decideExec(r Request, w World, d Decision) Decision {
 		d.Allow, d.Unread, d.Rule = true, true, audit.RuleExecUnread
 		return d
 	}
-	if r.Exec == nil || r.Exec.Err != nil {
+	if r.Exec == nil || r.Exec.Err != nil || w.Execs == nil {
 		err := errors.New("its path and arguments were not read")
-		if r.Exec != nil {
+		switch {
+		case r.Exec != nil && r.Exec.Err != nil:
 			err = r.Exec.Err
+		case w.Execs == nil:
+			err = errNotRead("the files an exec decision looks at")
 		}
 		d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleUndecidable, true
 		d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): paddock could not read what is being executed (%v), and refuses when it cannot decide. Way out: retry; if it persists, report it as a paddock bug with the command.",
@@ -585,14 +631,14 @@ func decideExec(r Request, w World, d Decision) Decision {
 			return false
 		}
 		if !looked {
-			looked, missing = true, w.Missing(r.Tid, c.Path)
+			looked, missing = true, w.Execs.Missing(r.Tid, c.Path)
 		}
 		return missing
 	}
-	gp := w.Guard()
+	gp := w.Guard
 	v := guard.CheckCommand(c, gp)
 	if !enoent(v) {
-		v = WithVRAM(v, c.Argv, c.Env, w.VRAM, w.Files(r.Tid), gp.AllowOptIn)
+		v = WithVRAM(v, c.Argv, c.Env, w.Execs.VRAM, w.Execs.Files(r.Tid), gp.AllowOptIn)
 	}
 	if enoent(v) {
 		d.Errno, d.Rule = syscall.ENOENT, audit.RuleNoSuchTarget
@@ -790,7 +836,7 @@ func decideTraceme(r Request, w World, d Decision) Decision {
 // allowed only when every member of the group may be signalled by the caller.
 func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 	d.Target = -pgid
-	if w.GroupOwned(pgid, r.Tid) {
+	if w.groupOwned(pgid, r.Tid) {
 		d.Allow, d.Rule = true, audit.RuleOwned
 		return d
 	}

@@ -193,7 +193,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(tc.r, world())
+			d := Decide(tc.r, world().Full())
 			if d.Allow != tc.allow || d.Rule != tc.rule {
 				t.Fatalf("Decide = allow %v rule %q (%s); want allow %v rule %q", d.Allow, d.Rule, d.Message, tc.allow, tc.rule)
 			}
@@ -276,7 +276,7 @@ func TestDecideExec(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(tc.r, w)
+			d := Decide(tc.r, w.Full())
 			if d.Allow != tc.allow || d.Rule != tc.rule || d.OptIn != tc.optIn {
 				t.Fatalf("Decide = allow %v rule %q opt-in %q (%s); want allow %v rule %q opt-in %q", d.Allow, d.Rule, d.OptIn, d.Message, tc.allow, tc.rule, tc.optIn)
 			}
@@ -341,7 +341,7 @@ func TestExecNeedsEnv(t *testing.T) {
 		decide := func(env []string) Decision {
 			r := req(101, filter.Execve)
 			r.Exec = &Exec{Path: tc.path, Argv: tc.argv, Env: env}
-			return Decide(r, w)
+			return Decide(r, w.Full())
 		}
 		without, with := decide(nil), decide(optIns)
 		if without.Allow != with.Allow || without.Rule != with.Rule || without.OptIn != with.OptIn || without.Errno != with.Errno {
@@ -393,7 +393,9 @@ func TestDecideGroupKnownOwned(t *testing.T) {
 			n := 0
 			w := world()
 			w.OwnGroups = tc.own
-			d := Decide(tc.r, listingCounter{World: w, listings: &n})
+			full := w.Full()
+			full.Processes = listingCounter{World: w, listings: &n}
+			d := Decide(tc.r, full)
 			if d.Allow != tc.allow || n != tc.listings {
 				t.Fatalf("allow=%v after %d listings, want allow=%v after %d: %+v", d.Allow, n, tc.allow, tc.listings, d)
 			}
@@ -440,8 +442,26 @@ func TestNewRequestTargets(t *testing.T) {
 	if r.Syscall != filter.Unknown {
 		t.Fatalf("syscall 4000: %v, want unknown", r.Syscall)
 	}
-	d := Decide(r, policytest.World{})
+	d := Decide(r, policytest.World{}.Full())
 	if d.Allow || !strings.Contains(d.Message, "syscall 4000 ("+name+" ABI)") {
 		t.Errorf("an unknown call: allow %v, %q", d.Allow, d.Message)
+	}
+}
+
+// A front end that leaves a part of the world out (fleet mode: no exec,
+// no terminals) gets a refusal, never an allow, for a call that needs it.
+func TestDecideWithoutAPart(t *testing.T) {
+	w := policytest.World{Procs: map[int]Target{100: {Pid: 100, Comm: "agent", Rel: audit.RelAgentRoot}}}
+	only := World{Processes: w}
+	exec := Request{Tid: 100, Syscall: filter.Execve, Exec: &Exec{Path: "/bin/true", Argv: []string{"true"}}}
+	if d := Decide(exec, w.Full()); !d.Allow {
+		t.Fatalf("exec with the whole world: %+v", d)
+	}
+	if d := Decide(exec, only); d.Allow || d.Rule != audit.RuleUndecidable {
+		t.Errorf("exec without Execs: allow %v rule %q, want refused as undecidable", d.Allow, d.Rule)
+	}
+	tiocsig := Request{Tid: 100, Syscall: filter.Ioctl, Args: [6]uint64{3, filter.TIOCSIG, 15}}
+	if d := Decide(tiocsig, only); d.Allow || d.Rule != audit.RuleUndecidable {
+		t.Errorf("TIOCSIG without Terminals: allow %v rule %q, want refused as undecidable", d.Allow, d.Rule)
 	}
 }

@@ -198,7 +198,7 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 	req := policy.Request{Tid: requester, Syscall: filter.Kill, ABI: filter.ABI{Name: "paddock kill"}, Args: [6]uint64{uint64(pid), uint64(sig)}}
 	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM).begin(req, -1, 0)
 	defer w.reset()
-	d := policy.Decide(req, w)
+	d := policy.Decide(req, w.world())
 	if !d.Allow {
 		if d.Refusal {
 			s.pipeline.Decided(report.Event{Caller: requester, ABI: req.ABI.String(), Decision: d, Quiet: true})
@@ -214,7 +214,7 @@ func (s *Session) kill(requester, pid, sig int) (*Signalled, error) {
 	if pgrp, err := w.Pgrp(pid); err == nil && pgrp == pid {
 		greq := req
 		greq.Args[0] = uint64(-int64(pid))
-		if gd := policy.Decide(greq, w); gd.Allow {
+		if gd := policy.Decide(greq, w.world()); gd.Allow {
 			members, err := s.fs.GroupMembers(pid)
 			if err == nil {
 				if err := unix.Kill(-pid, unix.Signal(sig)); err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
-	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/ownership"
@@ -155,14 +154,14 @@ func (c *call) decide() (d policy.Decision, r answer.Answer, waiting bool) {
 	if c.preset != nil {
 		d = *c.preset
 	} else {
-		d = policy.Decide(c.req, c)
+		d = policy.Decide(c.req, c.world())
 	}
 	if c.preset == nil && !c.hitsHold() {
 		// A process the decision knew from the pin cache was reaped since:
 		// its pid may name another process now. Decide again from /proc.
 		c.reset()
 		c.fresh = true
-		d = policy.Decide(c.req, c)
+		d = policy.Decide(c.req, c.world())
 		c.fresh = false
 	}
 	// Whatever the decision read of the caller by its pid named the caller
@@ -400,8 +399,10 @@ func (c *call) TermPgrp(tid, fd int) (int, error) {
 // Owned implements policy.World.
 func (c *call) Owned(max int) []policy.Target { return c.w.ownedList(max) }
 
-// Guard implements policy.World.
-func (c *call) Guard() guard.Policy { return c.w.guard }
+// world is the call as the world policy.Decide consults: all of it.
+func (c *call) world() policy.World {
+	return policy.World{Processes: c, Guard: c.w.guard, Sessions: c, Terminals: c, Execs: c}
+}
 
 // VRAM implements policy.World.
 func (c *call) VRAM() *vram.Budget {

@@ -36,9 +36,12 @@ type World struct {
 	Budget    *vram.Budget // what VRAM returns
 }
 
-var _ policy.World = World{}
+// Full is w as the whole world Decide consults: every part of it.
+func (w World) Full() policy.World {
+	return policy.World{Processes: w, Guard: w.Policy, Sessions: w, Terminals: w, Execs: w}
+}
 
-// Lookup implements policy.World: a thread reads as its process with its
+// Lookup implements policy's world: a thread reads as its process with its
 // own pid; an unknown pid is Gone.
 func (w World) Lookup(pid int) (policy.Target, error) {
 	if w.Broken[pid] {
@@ -55,7 +58,7 @@ func (w World) Lookup(pid int) (policy.Target, error) {
 	return policy.Target{Pid: pid, Rel: audit.RelGone}, nil
 }
 
-// Pgrp implements policy.World.
+// Pgrp implements policy's world.
 func (w World) Pgrp(pid int) (int, error) {
 	if w.Broken[pid] {
 		return 0, ErrBroken
@@ -66,7 +69,7 @@ func (w World) Pgrp(pid int) (int, error) {
 	return w.Groups[pid], nil
 }
 
-// Sid implements policy.World: a process's session is in Sessions, or
+// Sid implements policy's world: a process's session is in Sessions, or
 // else is its process group (a test world has one group per session).
 func (w World) Sid(pid int) (int, error) {
 	if sid, ok := w.Sessions[pid]; ok {
@@ -75,10 +78,10 @@ func (w World) Sid(pid int) (int, error) {
 	return w.Pgrp(pid)
 }
 
-// ThreadOf implements policy.World.
+// ThreadOf implements policy's world.
 func (w World) ThreadOf(tid, pid int) bool { return tid == pid || w.Threads[tid] == pid }
 
-// Tgid implements policy.World.
+// Tgid implements policy's world.
 func (w World) Tgid(tid int) (int, error) {
 	if _, ok := w.Procs[tid]; ok {
 		return tid, nil
@@ -96,7 +99,7 @@ func (w World) pids() []int {
 	return out
 }
 
-// Group implements policy.World, in pid order.
+// Group implements policy's world, in pid order.
 func (w World) Group(pgid int) ([]policy.Target, error) {
 	var out []policy.Target
 	for _, pid := range w.pids() {
@@ -107,10 +110,10 @@ func (w World) Group(pgid int) ([]policy.Target, error) {
 	return out, nil
 }
 
-// GroupOwned implements policy.World from OwnGroups.
+// GroupOwned implements policy's world from OwnGroups.
 func (w World) GroupOwned(pgid, caller int) bool { return w.OwnGroups[pgid] }
 
-// FdPid implements policy.World.
+// FdPid implements policy's world.
 func (w World) FdPid(tid, fd int) (int, error) {
 	if pid, ok := w.Fds[[2]int{tid, fd}]; ok {
 		return pid, nil
@@ -118,10 +121,10 @@ func (w World) FdPid(tid, fd int) (int, error) {
 	return 0, fmt.Errorf("descriptor %d of %d is not a pidfd: %w", fd, tid, syscall.EBADF)
 }
 
-// Missing implements policy.World.
+// Missing implements policy's world.
 func (w World) Missing(tid int, path string) bool { return w.Absent[path] }
 
-// TermPgrp implements policy.World.
+// TermPgrp implements policy's world.
 func (w World) TermPgrp(tid, fd int) (int, error) {
 	if pgrp, ok := w.Ttys[[2]int{tid, fd}]; ok {
 		return pgrp, nil
@@ -129,16 +132,13 @@ func (w World) TermPgrp(tid, fd int) (int, error) {
 	return 0, errors.New("inappropriate ioctl for device")
 }
 
-// Guard implements policy.World.
-func (w World) Guard() guard.Policy { return w.Policy }
-
-// VRAM implements policy.World.
+// VRAM implements policy's world.
 func (w World) VRAM() *vram.Budget { return w.Budget }
 
-// Files implements policy.World: no files.
+// Files implements policy's world: no files.
 func (w World) Files(int) vram.Files { return vram.Files{} }
 
-// Owned implements policy.World: the agent root and owned processes, in
+// Owned implements policy's world: the agent root and owned processes, in
 // pid order.
 func (w World) Owned(max int) []policy.Target {
 	var out []policy.Target
