@@ -14,6 +14,17 @@ import (
 	"github.com/paddock-dev/paddock/tracer"
 )
 
+// tracing is what the ptrace backend holds: the tracer, the world its
+// decisions use (on the reaping thread only), the answers of the decisions
+// taken off that thread for the tracees it holds stopped meanwhile, and
+// sigchld, which wakes the reaper while it polls for both.
+type tracing struct {
+	tracer  *tracer.Tracer
+	world   *liveWorld
+	answers chan heldAnswer
+	sigchld chan os.Signal
+}
+
 // heldAnswer is a worker's answer for a tracee the ptrace backend holds
 // stopped until it comes (tracer.Tracer.Answer).
 type heldAnswer struct {
@@ -24,23 +35,23 @@ type heldAnswer struct {
 // startTracing seizes the init's thread for the ptrace backend. Its
 // decisions run on the reaping thread (the tracer's), except those that may
 // wait: a worker takes each of those over and sends its answer back on
-// s.answers, and the caller stays stopped until the reaper applies it.
+// s.trace.answers, and the caller stays stopped until the reaper applies it.
 func (s *Session) startTracing(tid int) error {
 	if err := tracer.Seize(tid); err != nil {
 		return err
 	}
 	w := s.newWorld().keepPins()
-	s.traced = w
-	s.answers = make(chan heldAnswer, maxWaiting)
-	s.sigchld = make(chan os.Signal, 1)
-	signal.Notify(s.sigchld, unix.SIGCHLD)
-	s.tracer = tracer.New(func(tid int, tc tracer.Call) (answer.Answer, bool) {
+	s.trace.world = w
+	s.trace.answers = make(chan heldAnswer, maxWaiting)
+	s.trace.sigchld = make(chan os.Signal, 1)
+	signal.Notify(s.trace.sigchld, unix.SIGCHLD)
+	s.trace.tracer = tracer.New(func(tid int, tc tracer.Call) (answer.Answer, bool) {
 		c := w.read(tid, tc.Arch, tc.Nr, tc.Args, -1, 0)
 		if c.mayWait() {
 			c = c.moveTo(w.spare())
 			if s.offload(c, func(c *call) {
 				r, after, _ := s.answer(c)
-				report.After(after, func() { s.answers <- heldAnswer{tid: tid, r: r} })
+				report.After(after, func() { s.trace.answers <- heldAnswer{tid: tid, r: r} })
 			}) {
 				return answer.Continue(), true
 			}
@@ -51,7 +62,7 @@ func (s *Session) startTracing(tid int) error {
 		}
 		// The message waits for the teller: the tracee stays stopped until
 		// it is written (at most report.TellWait), the others go on.
-		report.After(after, func() { s.answers <- heldAnswer{tid: tid, r: r} })
+		report.After(after, func() { s.trace.answers <- heldAnswer{tid: tid, r: r} })
 		return answer.Continue(), true
 	}, func(tid int, what string, err error) {
 		s.cfg.Log.Error().Err(err).Int("tid", tid).Msg("ptrace: " + what)
@@ -65,7 +76,7 @@ func (s *Session) startTracing(tid int) error {
 // the children's own reports.
 func (s *Session) waitNext(flags int, info *unix.Siginfo) error {
 	for {
-		if s.tracer == nil || s.tracer.Held() == 0 {
+		if s.trace.tracer == nil || s.trace.tracer.Held() == 0 {
 			return unix.Waitid(unix.P_ALL, 0, info, flags, nil)
 		}
 		*info = unix.Siginfo{}
@@ -73,9 +84,9 @@ func (s *Session) waitNext(flags int, info *unix.Siginfo) error {
 			return err
 		}
 		select {
-		case a := <-s.answers:
-			s.tracer.Answer(a.tid, a.r)
-		case <-s.sigchld:
+		case a := <-s.trace.answers:
+			s.trace.tracer.Answer(a.tid, a.r)
+		case <-s.trace.sigchld:
 		}
 	}
 }
@@ -83,9 +94,9 @@ func (s *Session) waitNext(flags int, info *unix.Siginfo) error {
 // releaseHeld waits for every held tracee's answer and applies it, before
 // the tracer lets go of its tracees.
 func (s *Session) releaseHeld() {
-	for s.tracer.Held() > 0 {
-		a := <-s.answers
-		s.tracer.Answer(a.tid, a.r)
+	for s.trace.tracer.Held() > 0 {
+		a := <-s.trace.answers
+		s.trace.tracer.Answer(a.tid, a.r)
 	}
 }
 
@@ -95,12 +106,12 @@ func (s *Session) releaseHeld() {
 // what the agent left running until nothing is left.
 func (s *Session) reap(root int) {
 	flags := unix.WEXITED | unix.WNOWAIT | unix.WALL
-	if s.tracer != nil {
+	if s.trace.tracer != nil {
 		flags |= unix.WSTOPPED
-		defer signal.Stop(s.sigchld)
+		defer signal.Stop(s.trace.sigchld)
 	}
-	if s.traced != nil {
-		defer s.traced.close()
+	if s.trace.world != nil {
+		defer s.trace.world.close()
 	}
 	rootDone := false
 	var y yielder
@@ -127,8 +138,8 @@ func (s *Session) reap(root int) {
 		next := sys.SiginfoPid(&info)
 		if info.Code == cldTrapped || info.Code == cldStopped {
 			var ws unix.WaitStatus
-			if _, err := unix.Wait4(next, &ws, unix.WALL|unix.WUNTRACED, nil); err == nil && s.tracer != nil {
-				s.tracer.Handle(next, ws)
+			if _, err := unix.Wait4(next, &ws, unix.WALL|unix.WUNTRACED, nil); err == nil && s.trace.tracer != nil {
+				s.trace.tracer.Handle(next, ws)
 			}
 			continue
 		}
@@ -144,8 +155,8 @@ func (s *Session) reap(root int) {
 		if errors.Is(err, unix.EINTR) || (err != nil && next != root) {
 			continue
 		}
-		if s.tracer != nil {
-			s.tracer.Handle(next, ws)
+		if s.trace.tracer != nil {
+			s.trace.tracer.Handle(next, ws)
 		}
 		if rootDone || (pid != root && err == nil) {
 			s.warnReaped(pid, ws)
@@ -153,7 +164,7 @@ func (s *Session) reap(root int) {
 		}
 		rootDone = true
 		s.status = ws
-		if s.tracer == nil {
+		if s.trace.tracer == nil {
 			close(s.done)
 			go s.reapOrphans()
 			return
@@ -163,7 +174,7 @@ func (s *Session) reap(root int) {
 			// (a dying tracer's tracees are killed: PTRACE_O_EXITKILL);
 			// then only orphans are left to collect.
 			s.releaseHeld()
-			s.tracer.Detach()
+			s.trace.tracer.Detach()
 			close(s.done)
 			s.reapOrphans()
 			return
