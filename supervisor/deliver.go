@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"strconv"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/sys"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
 )
@@ -198,7 +198,7 @@ func (c *call) deputy(d policy.Decision, pidfd int) unix.Errno {
 		binary.LittleEndian.PutUint32(info[16:], uint32(senderPid))
 		binary.LittleEndian.PutUint32(info[20:], caller.Uid[0])
 	}
-	si := (*unix.Siginfo)(unsafe.Pointer(&info))
+	si := sys.Siginfo(&info)
 	switch r.Syscall {
 	case filter.Tkill:
 		return c.toThread(pidfd, d.Pin, r.Pid(), sig, si)
@@ -225,8 +225,7 @@ func (c *call) toThread(pidfd, pin, tid, sig int, si *unix.Siginfo) unix.Errno {
 		if ownership.Reaped(pidfd) {
 			return unix.ESRCH
 		}
-		_, _, e := unix.Syscall6(unix.SYS_RT_TGSIGQUEUEINFO, uintptr(pin), uintptr(tid), uintptr(sig), uintptr(unsafe.Pointer(si)), 0, 0)
-		return e
+		return errnoOf(sys.RtTgsigqueueinfoWith(pin, tid, sig, si))
 	}
 	defer unix.Close(tfd)
 	var st unix.Stat_t
@@ -295,7 +294,7 @@ func (c *call) senderPid(tid int, caller, target procfs.Creds) int {
 }
 
 // siginfoSize is the size of siginfo_t under every ABI.
-const siginfoSize = 128
+const siginfoSize = sys.SiginfoSize
 
 // siginfoArg is where the siginfo a call queues lies in the caller's
 // memory: rt_sigqueueinfo's and pidfd_send_signal's third argument (NULL:
@@ -363,8 +362,7 @@ func (c *call) probe() unix.Errno {
 		if a0 <= 0 {
 			return unix.EINVAL
 		}
-		_, _, e := unix.Syscall(unix.SYS_TKILL, uintptr(a0), 0, 0)
-		return e
+		return errnoOf(sys.Tkill(a0, 0))
 	case filter.PidfdSendSignal:
 		flags := uint32(r.Args[3])
 		if flags&^(unix.PIDFD_SIGNAL_THREAD|unix.PIDFD_SIGNAL_THREAD_GROUP|unix.PIDFD_SIGNAL_PROCESS_GROUP) != 0 {

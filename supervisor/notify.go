@@ -47,8 +47,10 @@ func (p *workers) start(fn func()) bool {
 	return true
 }
 
-// serve is the notify loop: receive, decide, answer, and hand refusals to the
-// reporter. It never exits on ENOENT or EINTR (DESIGN.md pitfall 3). It is
+// serve is the notify loop: receive, decide, hand the decision to the
+// pipeline (package report) and answer. It never exits on ENOENT or EINTR:
+// the kernel answers a receive with ENOENT when the caller was interrupted
+// before it (a loop that stopped there once hung its agent). It is
 // not locked to a thread: nothing it does belongs to one, and its periodic
 // yield then costs no thread handoff (measured: a locked loop spent about
 // 1% of a fork+exec run in Gosched's handoffs).

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/journal"
@@ -143,8 +142,7 @@ func colour(f *os.File, getenv func(string) string) bool {
 	if getenv("NO_COLOR") != "" {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return terminal.DeviceOf(f) != 0
 }
 
 // openJournal opens the journal: a path given with --journal must work, the

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/signame"
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // tini's options and variables, so that an image can switch
@@ -72,7 +72,7 @@ func setPdeathsig(s string) error {
 	if !ok || n <= 0 {
 		return usageError(fmt.Sprintf("--pdeathsig %q: want a signal name or number (TERM, SIGKILL, 15)", s))
 	}
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(n), 0, 0, 0); err != nil {
+	if err := sys.SetPdeathsig(n); err != nil {
 		return fmt.Errorf("--pdeathsig %s: prctl(PR_SET_PDEATHSIG): %w", s, err)
 	}
 	return nil

@@ -64,8 +64,8 @@ func IDValid(fd int, id uint64) bool {
 }
 
 // SetSyncWakeUp asks the kernel to wake the receiver on the caller's CPU
-// (Linux 6.6+), which cuts the round-trip latency several-fold (DESIGN.md
-// pitfall 4). Older kernels answer EINVAL; the supervisor works without it.
+// (Linux 6.6+), which cuts the round-trip latency several-fold (docs/perf.md,
+// "The floor"). Older kernels answer EINVAL; the supervisor works without it.
 func SetSyncWakeUp(fd int) error {
 	if err := sys.SeccompNotifSetFlags(fd, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP); err != nil {
 		return fmt.Errorf("SECCOMP_IOCTL_NOTIF_SET_FLAGS(SYNC_WAKE_UP): %w", err)

@@ -133,3 +133,35 @@ func SetSigmask(mask uint64) error {
 	}
 	return nil
 }
+
+// SiginfoSize is the size of siginfo_t under every ABI.
+const SiginfoSize = 128
+
+// Siginfo is b, a siginfo_t in this process's layout, as the type the
+// signal calls take.
+func Siginfo(b *[SiginfoSize]byte) *unix.Siginfo { return (*unix.Siginfo)(unsafe.Pointer(b)) }
+
+// RtTgsigqueueinfoWith is rt_tgsigqueueinfo(tgid, tid, sig, info) with
+// the siginfo given (a deputy's, or the caller's own).
+func RtTgsigqueueinfoWith(tgid, tid, sig int, info *unix.Siginfo) error {
+	_, _, e := unix.Syscall6(unix.SYS_RT_TGSIGQUEUEINFO, uintptr(tgid), uintptr(tid), uintptr(sig), uintptr(unsafe.Pointer(info)), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// Tkill is tkill(tid, sig), which x/sys does not wrap.
+func Tkill(tid, sig int) error {
+	_, _, e := unix.Syscall(unix.SYS_TKILL, uintptr(tid), uintptr(sig), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// SetPdeathsig asks the kernel to send sig to this process when the
+// thread that forked it ends (prctl PR_SET_PDEATHSIG).
+func SetPdeathsig(sig int) error {
+	return unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0)
+}
