@@ -421,7 +421,7 @@ func (c *call) Files(tid int) vram.Files {
 		return c.w.files(tid)
 	}
 	w := c.w
-	return vram.SafeFiles(func(p string) string { return w.resolve(tid, p) }, vram.ReadLimits{})
+	return vram.SafeFiles(func(p string) string { return w.resolve(tid, p) }, vram.ReadLimits{Slots: w.slots})
 }
 
 // Missing implements policy.World.

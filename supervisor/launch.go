@@ -349,7 +349,7 @@ func (s *Session) recordRoot(p rootPin) error {
 // newWorld is a world for one of the session's deciding goroutines.
 func (s *Session) newWorld() *liveWorld {
 	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM)
-	w.files, w.strictExec = s.cfg.modelFiles, s.cfg.StrictExec
+	w.files, w.strictExec, w.slots = s.cfg.modelFiles, s.cfg.StrictExec, s.readSlots
 	// The launch asked for probes where it meant to scope signals; a
 	// domain that was not entered scopes nothing.
 	w.probes = scopesSignals(s.cfg.KeepCaps)

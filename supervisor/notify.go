@@ -20,6 +20,11 @@ import (
 // refused at once with EAGAIN and a message, rather than queued behind them.
 const maxWaiting = 64
 
+// maxStalledReads bounds the reads of model files a session has running
+// at once, those abandoned at their deadline included (vram.ReadSlots): a
+// read that never returns (a stalled FUSE or NFS mount) holds a thread.
+const maxStalledReads = 16
+
 // workers runs the decisions that may wait, each on a goroutine of its
 // own with a world of its own, so that the loop that received one goes
 // straight back to its receive: a signal is never decided behind an exec

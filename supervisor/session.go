@@ -180,8 +180,10 @@ type Session struct {
 	// trace is the ptrace backend's (reap.go; zero for the seccomp one).
 	trace tracing
 
-	// workers take over the decisions that may wait (notify.go).
-	workers *workers
+	// workers take over the decisions that may wait (notify.go), and
+	// readSlots bound the reads of model files they have running at once.
+	workers   *workers
+	readSlots *vram.ReadSlots
 
 	// rootSet, for a direct launch that traps exec, carries the agent root
 	// pinned by the notify loop at the root's own execve, before the agent
@@ -226,7 +228,8 @@ func Start(cfg Config) (*Session, error) {
 		}
 	}
 	fs := procfs.Default()
-	s := &Session{cfg: cfg, fs: fs, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers()}
+	s := &Session{cfg: cfg, fs: fs, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers(),
+		readSlots: vram.NewReadSlots(maxStalledReads)}
 	// The agent starts with the signal mask paddock was started with, not
 	// whatever the launching thread holds at the fork. A thread running Go
 	// code holds it, less the signals the runtime must handle itself.

@@ -32,6 +32,8 @@ type liveWorld struct {
 	// files reads the model files an exec names, as its caller sees them;
 	// nil: vram.SafeFiles over the caller's root and working directory.
 	files func(tid int) vram.Files
+	// slots bound the session's reads of model files (vram.ReadSlots).
+	slots *vram.ReadSlots
 	// strictExec refuses the execs of callers whose memory paddock may not
 	// read (Config.StrictExec).
 	strictExec bool
@@ -71,7 +73,7 @@ func (w *liveWorld) keepPins() *liveWorld {
 // nothing in it is shared with the loop that made it.
 func (w *liveWorld) spare() *liveWorld {
 	s := newLiveWorld(w.tree, w.fs, w.guard, w.vram)
-	s.files, s.strictExec = w.files, w.strictExec
+	s.files, s.strictExec, s.slots = w.files, w.strictExec, w.slots
 	s.scoped, s.probes = w.scoped, w.probes
 	return s
 }

@@ -37,7 +37,54 @@ type ReadLimits struct {
 	// MaxBytes bounds the bytes read from one opened file; a read past it
 	// fails. 0: DefaultMaxRead.
 	MaxBytes int64
+	// Slots, when set, bounds the calls running at once, those given up
+	// at their deadline included; nil: no bound.
+	Slots *ReadSlots
 }
+
+// ReadSlots bounds the system calls SafeFiles has running at once for
+// its callers that share it (a session's decisions). A call given up at
+// its deadline (a stalled FUSE or NFS file) keeps its goroutine, and the
+// thread under it, until the kernel returns, if ever: without a bound,
+// every exec naming such a file would leave one more. Past the bound a
+// call fails at once, with an error that says so, instead of starting.
+type ReadSlots struct{ c chan struct{} }
+
+// NewReadSlots bounds the calls at n.
+func NewReadSlots(n int) *ReadSlots { return &ReadSlots{c: make(chan struct{}, n)} }
+
+// take reports whether a slot was free, and takes it.
+func (s *ReadSlots) take() bool {
+	if s == nil {
+		return true
+	}
+	select {
+	case s.c <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// give returns a slot taken.
+func (s *ReadSlots) give() {
+	if s != nil {
+		<-s.c
+	}
+}
+
+// busyError says no slot was free for a call.
+type busyError struct {
+	op, path string
+	slots    int
+}
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("%s %s: not tried: %d reads of files are still waiting on the kernel (a stalled FUSE or NFS mount?)", e.op, e.path, e.slots)
+}
+
+// Timeout reports true: the file is as unreadable as one that timed out.
+func (e *busyError) Timeout() bool { return true }
 
 func (l ReadLimits) timeout() time.Duration {
 	if l.Timeout <= 0 {
@@ -104,11 +151,14 @@ func (s safeFiles) size(p string) (int64, error) {
 		err error
 	}
 	timeout := s.lim.timeout()
-	r, ok := within(time.Now().Add(timeout), func() result {
+	r, ok, busy := within(s.lim.Slots, time.Now().Add(timeout), func() result {
 		var r result
 		r.err = unix.Stat(real, &r.st)
 		return r
 	}, nil)
+	if busy {
+		return 0, &busyError{op: "stat", path: p, slots: cap(s.lim.Slots.c)}
+	}
 	if !ok {
 		return 0, &slowError{op: "stat", path: p, after: timeout}
 	}
@@ -130,7 +180,7 @@ func (s safeFiles) open(p string) (io.ReadCloser, error) {
 		fd  int
 		err error
 	}
-	r, ok := within(deadline, func() result {
+	r, ok, busy := within(s.lim.Slots, deadline, func() result {
 		fd, err := openRegular(real, p)
 		return result{fd, err}
 	}, func(r result) {
@@ -138,13 +188,16 @@ func (s safeFiles) open(p string) (io.ReadCloser, error) {
 			unix.Close(r.fd)
 		}
 	})
+	if busy {
+		return nil, &busyError{op: "opening", path: p, slots: cap(s.lim.Slots.c)}
+	}
 	if !ok {
 		return nil, &slowError{op: "opening", path: p, after: timeout}
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	return &safeReader{fd: r.fd, path: p, deadline: deadline, timeout: timeout, max: s.lim.maxBytes(), left: s.lim.maxBytes()}, nil
+	return &safeReader{fd: r.fd, path: p, deadline: deadline, timeout: timeout, max: s.lim.maxBytes(), left: s.lim.maxBytes(), slots: s.lim.Slots}, nil
 }
 
 // openFlags open a file for reading without blocking on a FIFO's missing
@@ -242,30 +295,37 @@ func (e *slowError) Is(target error) bool { return target == os.ErrDeadlineExcee
 // Timeout reports true, as net and os deadline errors do.
 func (e *slowError) Timeout() bool { return true }
 
-// within runs f on its own goroutine and returns its result, or ok=false
-// at deadline. A call given up is abandoned: when f returns at last, its
-// result goes to abandon (nil: dropped), which releases what it holds.
-func within[T any](deadline time.Time, f func() T, abandon func(T)) (T, bool) {
+// within runs f on its own goroutine, in a slot of slots, and returns its
+// result, or ok=false at deadline, or busy=true at once when no slot is
+// free. A call given up is abandoned: when f returns at last, its result
+// goes to abandon (nil: dropped), which releases what it holds, and its
+// slot is free again.
+func within[T any](slots *ReadSlots, deadline time.Time, f func() T, abandon func(T)) (r T, ok, busy bool) {
+	if !slots.take() {
+		return r, false, true
+	}
 	ch := make(chan T, 1)
-	go func() { ch <- f() }()
+	go func() {
+		defer slots.give()
+		ch <- f()
+	}()
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
 	case r := <-ch:
-		return r, true
+		return r, true, false
 	case <-timer.C:
 	}
 	// The result may have come with the deadline: take it if so.
 	select {
 	case r := <-ch:
-		return r, true
+		return r, true, false
 	default:
 	}
 	if abandon != nil {
 		go func() { abandon(<-ch) }()
 	}
-	var zero T
-	return zero, false
+	return r, false, false
 }
 
 // safeReader reads an opened regular file within a deadline and a byte
@@ -279,6 +339,7 @@ type safeReader struct {
 	left     int64  // what remains of it
 	buf      []byte // the reading goroutine's; reused only once it returned
 	err      error  // sticky: a deadline or the byte bound
+	slots    *ReadSlots
 	// stuck: a read was abandoned; its goroutine closes fd when it returns.
 	stuck  bool
 	closed bool
@@ -310,7 +371,7 @@ func (r *safeReader) Read(p []byte) (int, error) {
 		r.buf = make([]byte, n)
 	}
 	buf, fd := r.buf[:n], r.fd
-	res, ok := within(r.deadline, func() readResult {
+	res, ok, busy := within(r.slots, r.deadline, func() readResult {
 		for {
 			n, err := unix.Read(fd, buf)
 			if err == unix.EINTR {
@@ -319,6 +380,10 @@ func (r *safeReader) Read(p []byte) (int, error) {
 			return readResult{n, err}
 		}
 	}, func(readResult) { unix.Close(fd) })
+	if busy {
+		r.err = &busyError{op: "reading", path: r.path, slots: cap(r.slots.c)}
+		return 0, r.err
+	}
 	if !ok {
 		r.stuck = true
 		r.buf = nil // the abandoned goroutine may still write to it

@@ -213,7 +213,7 @@ func TestWithin(t *testing.T) {
 	release := make(chan struct{})
 	abandoned := make(chan int, 1)
 	start := time.Now()
-	_, ok := within(time.Now().Add(50*time.Millisecond), func() int { <-release; return 7 }, func(v int) { abandoned <- v })
+	_, ok, _ := within(nil, time.Now().Add(50*time.Millisecond), func() int { <-release; return 7 }, func(v int) { abandoned <- v })
 	if ok || time.Since(start) > time.Second {
 		t.Fatalf("within = %v after %v, want false at the deadline", ok, time.Since(start))
 	}
@@ -226,8 +226,41 @@ func TestWithin(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("abandon not called")
 	}
-	if v, ok := within(time.Now().Add(time.Second), func() int { return 3 }, nil); !ok || v != 3 {
+	if v, ok, _ := within(nil, time.Now().Add(time.Second), func() int { return 3 }, nil); !ok || v != 3 {
 		t.Errorf("within = %d, %v; want 3, true", v, ok)
+	}
+}
+
+// Stalled reads are bounded: with every slot held by a read the kernel
+// has not returned (a FIFO with no writer, read blocking, stands in for a
+// stalled FUSE file), the next Size fails at once saying why, and a slot
+// is free again once a stalled read returns.
+func TestReadSlotsBoundStalledReads(t *testing.T) {
+	slots := NewReadSlots(2)
+	release := make(chan struct{})
+	for range 2 {
+		if _, ok, busy := within(slots, time.Now().Add(10*time.Millisecond), func() int { <-release; return 0 }, nil); ok || busy {
+			t.Fatalf("a stalled call: ok %v busy %v, want given up at its deadline", ok, busy)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(path, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := SafeFiles(nil, ReadLimits{Slots: slots})
+	_, err := f.Size(path)
+	var be *busyError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "2 reads of files are still waiting") {
+		t.Fatalf("Size with every slot stalled: %v; want it refused at once, saying why", err)
+	}
+	close(release) // the stalled calls return; their slots come back
+	for range 2 {
+		slots.c <- struct{}{} // blocks until a slot is free: the event, not a wait
+	}
+	<-slots.c
+	<-slots.c
+	if n, err := f.Size(path); err != nil || n != 4 {
+		t.Errorf("Size once the stalls ended: %d, %v", n, err)
 	}
 }
 
