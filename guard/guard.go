@@ -19,10 +19,10 @@
 //     substitutions, loops over literal words and here-documents fed to a
 //     shell are all followed.
 //
-// Unwrap gives the exec-level reading itself (the innermost argv, the
-// environment it runs with, a Python -m module) to other readers of a
-// command line, such as the VRAM preflight, so that they see through
-// exactly the wrappers the guard does (Wrappers lists them).
+// The reading itself (the shell parser, the option scanner, the wrappers
+// seen through) is package cmdline's, which the VRAM preflight reads
+// command lines with too, so that both see through exactly the same
+// wrappers.
 //
 // Explicit user intent is PADDOCK_ALLOW_POWER_CONTROL=1 (aliases
 // RLM_ALLOW_POWER_CONTROL, PRIME_ALLOW_POWER_CONTROL) in the environment the
@@ -35,11 +35,14 @@ package guard
 
 import (
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/cmdline"
 
-	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 )
 
 // Command is one exec: the resolved path, argv and environment ("KEY=VALUE").
@@ -157,9 +160,6 @@ type Checked struct {
 	Verdict Verdict
 }
 
-// ErrUnparsable wraps the parser's complaint about a shell string.
-var ErrUnparsable = errors.New("cannot parse shell string")
-
 // CheckCommand decides one exec (what the kernel trap reports): argv-style
 // wrappers and busybox applets are unwrapped, nested shell strings are not
 // (the shell's own execs are trapped when they happen). Both argv[0] and the
@@ -170,17 +170,17 @@ func CheckCommand(c Command, p Policy) Verdict {
 		return Verdict{Allow: true} // the common case: nothing the guard knows
 	}
 	r := newReader(false)
-	env := EnvMap(c.Env)
+	env := cmdline.EnvMap(c.Env)
 	argv := c.Argv
 	if len(argv) == 0 {
 		argv = []string{c.Path}
 	}
-	r.unwrap(literalCmd(argv, env))
+	r.Follow(cmdline.NewCmd(argv, env))
 	if c.Path != "" && len(c.Argv) > 0 && filepath.Base(c.Path) != filepath.Base(c.Argv[0]) {
 		alt := append([]string{c.Path}, c.Argv[1:]...)
-		r.unwrap(literalCmd(alt, env))
+		r.Follow(cmdline.NewCmd(alt, env))
 	}
-	return combine(r.decideAll(&p)).Verdict
+	return combine(decideAll(r.Commands(), nil, &p)).Verdict
 }
 
 // Watches reports whether CheckCommand has anything to say about an exec
@@ -201,12 +201,12 @@ func CheckArgv(argv []string, env []string, p Policy) ([]Checked, Verdict, error
 	if len(argv) == 0 {
 		return nil, Verdict{Allow: true}, nil
 	}
-	r.caller = EnvMap(env)
-	r.unwrap(literalCmd(argv, copyEnv(r.caller)))
-	if r.err != nil {
-		return nil, unparsable(strings.Join(argv, " "), r.err), r.err
+	caller := cmdline.EnvMap(env)
+	r.Follow(cmdline.NewCmd(argv, maps.Clone(caller)))
+	if err := r.Err(); err != nil {
+		return nil, unparsable(strings.Join(argv, " "), err), err
 	}
-	all := r.decideAll(&p)
+	all := decideAll(r.Commands(), caller, &p)
 	return all, combine(all).Verdict, nil
 }
 
@@ -224,12 +224,12 @@ func CheckShell(s string, env []string, p Policy) (Verdict, error) {
 // ExplainShell is CheckShell with the verdict on each command.
 func ExplainShell(s string, env []string, p Policy) ([]Checked, Verdict, error) {
 	r := newReader(true)
-	r.caller = EnvMap(env)
-	r.parseScript(s, newScope(r.caller), 0)
-	if r.err != nil {
-		return nil, unparsable(s, r.err), r.err
+	caller := cmdline.EnvMap(env)
+	r.Script(s, caller)
+	if err := r.Err(); err != nil {
+		return nil, unparsable(s, err), err
 	}
-	all := r.decideAll(&p)
+	all := decideAll(r.Commands(), caller, &p)
 	return all, combine(all).Verdict, nil
 }
 
@@ -241,16 +241,16 @@ func ExplainShell(s string, env []string, p Policy) ([]Checked, Verdict, error) 
 // are kept as written.
 func Commands(s string) ([]Command, error) {
 	r := newReader(true)
-	r.parseScript(s, newScope(nil), 0)
-	if r.err != nil {
-		return nil, r.err
+	r.Script(s, nil)
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
-	out := make([]Command, 0, len(r.out))
-	for _, c := range r.out {
-		if c.pseudo {
+	out := make([]Command, 0, len(r.Commands()))
+	for _, c := range r.Commands() {
+		if c.Pseudo {
 			continue
 		}
-		out = append(out, c.public(nil))
+		out = append(out, public(c, nil))
 	}
 	return out, nil
 }
@@ -273,7 +273,7 @@ func CheckPowerEnv(syscall string, env []string, p Policy) Verdict {
 		effect = "load a kernel to boot into (kexec), which ends in a reboot"
 	}
 	f := &finding{rule: RulePowerControl, effect: effect}
-	return verdictFor(f, what, "a program that calls "+syscall+"(2)", EnvMap(env), "", &p, true)
+	return verdictFor(f, what, "a program that calls "+syscall+"(2)", cmdline.EnvMap(env), "", &p, true)
 }
 
 func unparsable(s string, err error) Verdict {
@@ -299,4 +299,81 @@ func combine(all []Checked) Checked {
 		return *opt
 	}
 	return Checked{Verdict: Verdict{Allow: true}}
+}
+
+// newReader is a command-line reader as the guard reads: patterns in a
+// command's name matched against every name the guard knows, and the
+// writes to guarded files recorded.
+func newReader(deep bool) *cmdline.Reader {
+	return cmdline.NewReader(cmdline.Options{Deep: deep, Known: knownNames(), Watch: guardedTarget})
+}
+
+// public renders c as a Command; Env holds what differs from caller.
+func public(c cmdline.Cmd, caller map[string]string) Command {
+	out := Command{Argv: make([]string, len(c.Argv))}
+	for i, w := range c.Argv {
+		out.Argv[i] = w.Value
+	}
+	if len(out.Argv) > 0 {
+		out.Path = out.Argv[0]
+	}
+	keys := make([]string, 0, len(c.Env))
+	for k, v := range c.Env {
+		if cv, ok := caller[k]; ok && cv == v {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out.Env = append(out.Env, k+"="+c.Env[k])
+	}
+	return out
+}
+
+var (
+	knownOnce sync.Once
+	known     []string
+	knownSet  map[string]bool
+)
+
+// knownNames lists, sorted, every program name the guard treats
+// specially: the programs the reader sees through and those the guard
+// decides.
+func knownNames() []string {
+	knownOnce.Do(func() {
+		set := map[string]bool{}
+		for _, n := range cmdline.Programs() {
+			set[n] = true
+		}
+		for n := range deciders {
+			set[n] = true
+		}
+		known = make([]string, 0, len(set))
+		for n := range set {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		knownSet = set
+	})
+	return known
+}
+
+// interesting reports whether an exec of program p (a path or a name) can
+// matter to the guard: a known name, one the reader looks inside (a
+// loader, find), or an init script.
+func interesting(p string) bool {
+	if p == "" {
+		return false
+	}
+	knownNames()
+	b := filepath.Base(p)
+	if knownSet[b] || cmdline.Follows(b) {
+		return true
+	}
+	switch filepath.Base(filepath.Dir(p)) {
+	case "init.d", "rc.d":
+		return true
+	}
+	return false
 }

@@ -2,8 +2,10 @@ package guard
 
 import (
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/cmdline"
 
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -619,13 +621,16 @@ func TestCommands(t *testing.T) {
 	}
 }
 
+// TestLimits: a string past the reader's limits (package cmdline tests
+// each limit at its edge) is refused with the reader's error, and a limit
+// of one part of a string hides nothing else in it.
 func TestLimits(t *testing.T) {
-	deep := strings.Repeat("eval ", maxDepth+2) + "reboot" // each eval is one more level
-	if v, err := CheckShell(deep, nil, defaults); err == nil || v.Allow {
+	deep := strings.Repeat("eval ", 100) + "reboot" // each eval is one more level
+	if v, err := CheckShell(deep, nil, defaults); err == nil || v.Allow || v.Rule != RuleUnparsable {
 		t.Errorf("nesting past the limit: %+v, %v", v, err)
 	}
-	many := strings.Repeat("true; ", maxCommands+1)
-	if v, err := CheckShell(many, nil, defaults); err == nil || v.Allow {
+	many := strings.Repeat("true; ", 5000)
+	if v, err := CheckShell(many, nil, defaults); err == nil || v.Allow || v.Rule != RuleUnparsable {
 		t.Errorf("too many commands: %+v, %v", v, err)
 	}
 	loops := "for a in 1 2 3 4 5 6 7 8 9; do for b in 1 2 3 4 5 6 7 8; do for c in 1 2 3 4 5 6 7 8; do for d in 1 2 3 4 5 6 7 8; do true; done; done; done; done"
@@ -926,5 +931,31 @@ func TestEffectiveServices(t *testing.T) {
 	s[0] = "changed"
 	if SessionUnits()[0] != "user@*.service" {
 		t.Error("SessionUnits shares its backing array")
+	}
+}
+
+// TestWatchesWhatTheReaderFollows: every program the reader sees through
+// is one the exec check looks at (else a wrapper would hide a reboot from
+// CheckCommand), and a glob may name each.
+func TestWatchesWhatTheReaderFollows(t *testing.T) {
+	names := cmdline.Programs()
+	if len(names) < 40 {
+		t.Fatalf("cmdline.Programs() = %q: want the wrappers and the shells", names)
+	}
+	known := knownNames()
+	for _, n := range append(names, "find", "ld-musl-x86_64.so.1") {
+		if !Watches("/usr/bin/"+n, nil) || !Watches("", []string{n}) {
+			t.Errorf("%s: not watched", n)
+		}
+	}
+	for _, n := range names {
+		if _, found := slices.BinarySearch(known, n); !found {
+			t.Errorf("%s: not among the names a glob may stand for", n)
+		}
+	}
+	for _, n := range []string{"ls", "python3", "vllm", ""} {
+		if Watches("/usr/bin/"+n, []string{n}) {
+			t.Errorf("%q: watched", n)
+		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/cmdline"
 )
 
 // DeviceNeed is one GPU's part of an estimate.
@@ -79,12 +79,12 @@ func EstimateCommand(argv []string, env []string, b Budget, fileSize func(string
 // exec path asks it first, so that ordinary commands never wait for GPU
 // detection.
 //
-// argv is read with guard.Unwrap: every wrapper the guard sees through
-// (sudo, env, nohup, chrt, systemd-run, flock, unshare, busybox, uv run,
-// conda run, ...) is seen through here too, and python -m MODULE names the
-// module.
+// argv is read with cmdline.Unwrap, the reader the guard uses: every
+// wrapper the guard sees through (sudo, env, nohup, chrt, systemd-run,
+// flock, unshare, busybox, uv run, conda run, ...) is seen through here
+// too, and python -m MODULE names the module.
 func IsGPUWorkload(argv []string) bool {
-	run := guard.Unwrap(argv, nil)
+	run := cmdline.Unwrap(argv, nil)
 	if run.Module != "" {
 		return run.Module == "vllm" || strings.HasPrefix(run.Module, "vllm.") || strings.HasPrefix(run.Module, "sglang.")
 	}
@@ -100,15 +100,15 @@ func IsGPUWorkload(argv []string) bool {
 
 // EstimateCommandFiles is EstimateCommand with GGUF headers readable too.
 func EstimateCommandFiles(argv []string, env []string, b Budget, f Files) (Estimate, bool) {
-	return estimate(guard.Unwrap(argv, env), argv, b, f)
+	return estimate(cmdline.Unwrap(argv, env), argv, b, f)
 }
 
 // estimate estimates what run runs; argv is the command line as given.
-func estimate(run guard.Run, argv []string, b Budget, f Files) (Estimate, bool) {
+func estimate(run cmdline.Run, argv []string, b Budget, f Files) (Estimate, bool) {
 	if len(run.Argv) == 0 {
 		return Estimate{}, false
 	}
-	c := &cmdline{env: run.Env, b: b, files: f}
+	c := &estimator{env: run.Env, b: b, files: f}
 	c.est.Command = shellJoin(argv)
 	var ok bool
 	module, args := run.Module, run.Args
@@ -150,20 +150,22 @@ var llamaCppBinaries = map[string]bool{
 	"llama-simple": true, "llama-embedding": true, "llama-perplexity": true, "llama-batched": true,
 }
 
-type cmdline struct {
+// estimator builds the estimate of one command line: what it runs with,
+// the budget, the model files it may read, and the estimate so far.
+type estimator struct {
 	env   map[string]string
 	b     Budget
 	files Files
 	est   Estimate
 }
 
-func (c *cmdline) note(format string, a ...any) {
+func (c *estimator) note(format string, a ...any) {
 	c.est.Notes = append(c.est.Notes, fmt.Sprintf(format, a...))
 }
-func (c *cmdline) warn(format string, a ...any) {
+func (c *estimator) warn(format string, a ...any) {
 	c.est.Warnings = append(c.est.Warnings, fmt.Sprintf(format, a...))
 }
-func (c *cmdline) wayOut(format string, a ...any) {
+func (c *estimator) wayOut(format string, a ...any) {
 	c.est.WayOut = append(c.est.WayOut, fmt.Sprintf(format, a...))
 }
 
@@ -224,7 +226,7 @@ func (a flagArgs) has(names ...string) bool {
 }
 
 // float reads a float flag; def when absent or unreadable (with a warning).
-func (c *cmdline) float(a flagArgs, def float64, names ...string) (float64, bool) {
+func (c *estimator) float(a flagArgs, def float64, names ...string) (float64, bool) {
 	v, ok := a.get(names...)
 	if !ok {
 		return def, false
@@ -237,7 +239,7 @@ func (c *cmdline) float(a flagArgs, def float64, names ...string) (float64, bool
 	return f, true
 }
 
-func (c *cmdline) integer(a flagArgs, def int, names ...string) int {
+func (c *estimator) integer(a flagArgs, def int, names ...string) int {
 	v, ok := a.get(names...)
 	if !ok {
 		return def
@@ -290,7 +292,7 @@ func parseHumanInt(s string) (float64, error) {
 // visible lists the budget's GPUs the command can see, in the order
 // CUDA_VISIBLE_DEVICES (NVIDIA) or HIP_VISIBLE_DEVICES /
 // ROCR_VISIBLE_DEVICES (AMD) list them.
-func (c *cmdline) visible() []GPUBudget {
+func (c *estimator) visible() []GPUBudget {
 	var out []GPUBudget
 	for _, vendor := range []string{"nvidia", "amd"} {
 		var all []GPUBudget
@@ -360,7 +362,7 @@ func selectDevices(all []GPUBudget, spec string) ([]GPUBudget, bool) {
 // targets picks the devices a command that uses n GPUs runs on (n <= 0: all
 // it can see). Without per-GPU budgets the single pool is split evenly over
 // n devices.
-func (c *cmdline) targets(n int) []DeviceNeed {
+func (c *estimator) targets(n int) []DeviceNeed {
 	if len(c.b.PerGPU) == 0 {
 		k := max(n, 1)
 		devs := make([]DeviceNeed, k)
@@ -404,7 +406,7 @@ var dtypeBytes = map[string]float64{
 // flag (looked up in quantTable) and a --dtype flag. Precedence: the
 // quantization flag, a quantized form named in the model name, an explicit
 // --dtype, a precision named in the name, then defBytes.
-func (c *cmdline) weightsGB(model, quantFlag, quant string, quantTable map[string]float64, dtype string, defBytes float64, defWhy string) float64 {
+func (c *estimator) weightsGB(model, quantFlag, quant string, quantTable map[string]float64, dtype string, defBytes float64, defWhy string) float64 {
 	mi := ParseModel(model)
 	c.est.Model = model
 	if mi.ParamsB == 0 {
@@ -466,7 +468,7 @@ var vllmQuant = map[string]float64{
 // vllmCLI handles the vllm command (and python -m vllm): serve, run-batch
 // and the offline benchmarks load a model; chat, complete, bench serve and
 // collect-env are clients.
-func (c *cmdline) vllmCLI(args []string, module bool) bool {
+func (c *estimator) vllmCLI(args []string, module bool) bool {
 	if len(args) == 0 {
 		return false
 	}
@@ -491,7 +493,7 @@ func (c *cmdline) vllmCLI(args []string, module bool) bool {
 	return false
 }
 
-func (c *cmdline) vllm(args []string, model string) bool {
+func (c *estimator) vllm(args []string, model string) bool {
 	c.est.Engine = "vLLM"
 	a := flagArgs(args)
 	if m, ok := a.get("--model"); ok {
@@ -570,7 +572,7 @@ func (c *cmdline) vllm(args []string, model string) bool {
 // fractionWayOut suggests the largest memory fraction (two decimals) that
 // fits the tightest GPU, when the weights fit in it; reserveGB is what the
 // engine uses beyond the fraction.
-func (c *cmdline) fractionWayOut(devs []DeviceNeed, weightsPerGPU float64, flag string, reserveGB float64) {
+func (c *estimator) fractionWayOut(devs []DeviceNeed, weightsPerGPU float64, flag string, reserveGB float64) {
 	if len(devs) == 0 {
 		return
 	}
@@ -604,7 +606,7 @@ func (c *cmdline) fractionWayOut(devs []DeviceNeed, weightsPerGPU float64, flag 
 
 // weightsWayOut adds advice when the weights with overhead do not fit the
 // tightest GPU's budget however the fraction is set.
-func (c *cmdline) weightsWayOut(devs []DeviceNeed, weightsPerGPU float64, advice string) {
+func (c *estimator) weightsWayOut(devs []DeviceNeed, weightsPerGPU float64, advice string) {
 	if weightsPerGPU <= 0 {
 		return
 	}
@@ -640,7 +642,7 @@ var sglangQuant = map[string]float64{
 	"fp8": 1, "modelopt": 1, "modelopt_fp8": 1, "w8a8_int8": 1, "w8a8_fp8": 1, "qoq": 0.5,
 }
 
-func (c *cmdline) sglang(args []string) bool {
+func (c *estimator) sglang(args []string) bool {
 	c.est.Engine = "SGLang"
 	a := flagArgs(args)
 	model, _ := a.get("--model-path", "--model")
@@ -695,7 +697,7 @@ var tgiQuant = map[string]float64{
 	"bitsandbytes": 1, "eetq": 1, "fp8": 1,
 }
 
-func (c *cmdline) tgi(args []string) bool {
+func (c *estimator) tgi(args []string) bool {
 	c.est.Engine = "TGI"
 	a := flagArgs(args)
 	get := func(flag, env string) (string, bool) {
@@ -798,7 +800,7 @@ var splitGGUFRe = lazyRegexp(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
 // when the GGUF header cannot be read.
 const fallbackKVBytesPerToken = 128 << 10
 
-func (c *cmdline) llamaCpp(args []string) bool {
+func (c *estimator) llamaCpp(args []string) bool {
 	c.est.Engine = "llama.cpp"
 	a := flagArgs(args)
 	if dev, ok := a.get("-dev", "--device"); ok && strings.EqualFold(dev, "none") {
@@ -975,7 +977,7 @@ func (c *cmdline) llamaCpp(args []string) bool {
 }
 
 // ggufSize is the model's size on disk, all parts of a split GGUF included.
-func (c *cmdline) ggufSize(path string) (int64, int, error) {
+func (c *estimator) ggufSize(path string) (int64, int, error) {
 	m := splitGGUFRe().FindStringSubmatch(path)
 	if m == nil {
 		n, err := c.files.Size(path)
@@ -995,7 +997,7 @@ func (c *cmdline) ggufSize(path string) (int64, int, error) {
 
 // ---- ollama ----
 
-func (c *cmdline) ollama(args []string) bool {
+func (c *estimator) ollama(args []string) bool {
 	if len(args) == 0 {
 		return false
 	}

@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/cmdline"
 )
 
 // The opt-in that lets an over-budget workload start: set to 1 in the
@@ -47,10 +47,10 @@ type Verdict struct {
 }
 
 // OptedIn returns the opt-in variable set to a true value in env
-// (guard.OptInValue, the one rule for every opt-in), "" when none is.
+// (cmdline.OptInValue, the one rule for every opt-in), "" when none is.
 func OptedIn(env map[string]string) string {
 	for _, k := range []string{OptInEnv, OptInAliasEnv} {
-		if guard.OptInValue(env[k]) {
+		if cmdline.OptInValue(env[k]) {
 			return k
 		}
 	}
@@ -74,7 +74,7 @@ func Preflight(requiredGB float64, what string, b Budget, env []string, allowOpt
 		budget:   poolPhrase(b),
 		used:     usedNote("", b.UsedGB, requiredGB, b.TotalGB),
 		wayOut:   []string{fmt.Sprintf("request at most %.1f GB", b.AvailableGB)},
-		optInVar: OptedIn(guard.EnvMap(env)),
+		optInVar: OptedIn(cmdline.EnvMap(env)),
 	}
 	return c.verdict(b, allowOptIn)
 }
@@ -89,7 +89,7 @@ func PreflightCommand(argv, env []string, b Budget, fileSize func(string) (int64
 
 // PreflightCommandFiles is PreflightCommand with GGUF headers readable too.
 func PreflightCommandFiles(argv, env []string, b Budget, f Files, allowOptIn bool) (Verdict, Estimate, bool) {
-	run := guard.Unwrap(argv, env)
+	run := cmdline.Unwrap(argv, env)
 	est, ok := estimate(run, argv, b, f)
 	if !ok {
 		return Verdict{Allow: true, Rule: RuleNotGPU, Message: "not a GPU workload paddock estimates: no VRAM check"}, est, false

@@ -105,7 +105,7 @@ func TestSeedGPUCommandOverBudgetAllowedWithOptIn(t *testing.T) {
 		}
 		mustContain(t, v.Message, "allowed by "+tc.want+"=1")
 	}
-	// The one opt-in rule (guard.OptInValue): 1, true, yes, on opt in, and
+	// The one opt-in rule (cmdline.OptInValue): 1, true, yes, on opt in, and
 	// nothing else does; and a host may switch the opt-in off.
 	for _, val := range []string{"yes", "TRUE", " on "} {
 		if v, _, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), []string{OptInEnv + "=" + val}, b, nil, true); !v.Allow {
