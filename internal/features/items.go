@@ -153,9 +153,9 @@ func build(f facts) Report {
 	case f.cgroup2Err == nil:
 		add(IDCgroup2, "cgroup v2", OK, "yes ("+cgroup2Path+")", "")
 	case errors.Is(f.cgroup2Err, os.ErrNotExist):
-		add(IDCgroup2, "cgroup v2", Missing, "no "+cgroup2Path, "/sys/fs/cgroup is not a cgroup v2 hierarchy (v1, hybrid, or not mounted); "+notUsed+"cgroups yet")
+		add(IDCgroup2, "cgroup v2", Missing, "no "+cgroup2Path, cgroup2Missing)
 	default:
-		add(IDCgroup2, "cgroup v2", Unknown, "unknown", f.cgroup2Err.Error())
+		add(IDCgroup2, "cgroup v2", Unknown, "unknown", f.cgroup2Err.Error()+"; "+cgroup2Unused)
 	}
 
 	switch {
@@ -209,6 +209,16 @@ func build(f facts) Report {
 	r.Items = append(r.Items, bpfLSMItem(f.bpfLSM, r.Backend.Name))
 	return r
 }
+
+// cgroup2Unused is what a cgroup v2 hierarchy is to paddock today. Its
+// wall behind the supervisor is Landlock's (the landlock item says whether
+// it is up), whatever cgroups the host has; fleet mode tells containers
+// apart by /proc/PID/cgroup, which v1 gives too; --strict-wall seals
+// cgroupfs of either version.
+const cgroup2Unused = "nothing depends on it: paddock does not use cgroups to enforce anything (the kernel's wall behind the supervisor is Landlock's: see the Landlock item)"
+
+// cgroup2Missing is the cgroup v2 item's note where there is none.
+const cgroup2Missing = "/sys/fs/cgroup is not a cgroup v2 hierarchy (v1, hybrid, or not mounted); " + cgroup2Unused
 
 // orNo is an item's value for a flag the kernel refused.
 func orNo(errno string) string {
