@@ -2,6 +2,7 @@ package cmdline
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -46,5 +47,54 @@ func TestUnparsable(t *testing.T) {
 	r := read("echo 'x")
 	if err := r.Err(); !errors.Is(err, ErrUnparsable) {
 		t.Errorf("err = %v, want one wrapping ErrUnparsable", err)
+	}
+}
+
+// TestScriptCommands: the simple commands of a shell string, wrappers and
+// env prefixes unwrapped, nested shell strings followed, assignment
+// prefixes and exports in Env, words only known at run time as written.
+func TestScriptCommands(t *testing.T) {
+	type command struct {
+		argv []string
+		env  map[string]string
+	}
+	cases := []struct {
+		in   string
+		want []command
+	}{
+		{"CUDA_VISIBLE_DEVICES=0 python serve.py --model x", []command{{[]string{"python", "serve.py", "--model", "x"}, map[string]string{"CUDA_VISIBLE_DEVICES": "0"}}}},
+		{"sudo -u ml env HF_HOME=/d nohup vllm serve m --gpu-memory-utilization 0.9 &", []command{{[]string{"vllm", "serve", "m", "--gpu-memory-utilization", "0.9"}, map[string]string{"HF_HOME": "/d"}}}},
+		{"export A=1; bash -lc 'B=2 timeout 5 python t.py'", []command{{[]string{"python", "t.py"}, map[string]string{"A": "1", "B": "2"}}}},
+		{"ls | grep x && echo $HOME", []command{{[]string{"ls"}, map[string]string{}}, {[]string{"grep", "x"}, map[string]string{}}, {[]string{"echo", "$HOME"}, map[string]string{}}}},
+		{"env", []command{{[]string{"env"}, map[string]string{}}}},
+		{"bash <<'EOF'\necho 'x' a\\\\b $HOME\nEOF", []command{{[]string{"echo", "x", "a\\b", "$HOME"}, map[string]string{}}}},
+		{"X=1; bash <<EOF\necho $X\nEOF", []command{{[]string{"echo", "1"}, map[string]string{}}}},
+		// ANSI-C strings decode as bash decodes them; a NUL ends the string.
+		{`$'reboot\x00x'`, []command{{[]string{"reboot"}, map[string]string{}}}},
+		{`$'a\tb'`, []command{{[]string{"a\tb"}, map[string]string{}}}},
+		{`$'it\'s'`, []command{{[]string{"it's"}, map[string]string{}}}},
+		{`$'\q'`, []command{{[]string{`\q`}, map[string]string{}}}},
+		{`$'\x'`, []command{{[]string{`\x`}, map[string]string{}}}},
+	}
+	for _, tc := range cases {
+		r := read(tc.in)
+		if err := r.Err(); err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		var got []command
+		for _, c := range r.Commands() {
+			if c.Pseudo {
+				continue
+			}
+			argv := make([]string, len(c.Argv))
+			for i, w := range c.Argv {
+				argv[i] = w.Value
+			}
+			got = append(got, command{argv, c.Env})
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q:\n got %+v\nwant %+v", tc.in, got, tc.want)
+		}
 	}
 }

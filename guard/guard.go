@@ -12,7 +12,7 @@
 //     environment). Argv-style wrappers (sudo, env, nohup, timeout, nice,
 //     busybox, ...) are unwrapped; a nested shell string (sh -c '...') is
 //     not, because the shell's own execs are trapped one by one.
-//   - CheckShell and CheckArgv: a shell string or an argv before it runs
+//   - ExplainShell and CheckArgv: a shell string or an argv before it runs
 //     (paddock check, agent-harness hooks). The string is parsed with a real
 //     shell parser (mvdan.cc/sh): env-assignment prefixes, wrappers, nested
 //     sh -c / bash -lc / eval strings, chains, pipelines, subshells, command
@@ -100,13 +100,9 @@ const (
 	RuleUnparsable       = audit.RuleUnparsable       // a shell string paddock cannot read
 )
 
-// OptInVars are the environment variables that declare explicit user
+// optInVars are the environment variables that declare explicit user
 // intent for power control and protected services, preferred first.
 var optInVars = [...]string{"PADDOCK_ALLOW_POWER_CONTROL", "RLM_ALLOW_POWER_CONTROL", "PRIME_ALLOW_POWER_CONTROL"}
-
-// OptInVars returns the names of the opt-in variables, preferred first, in
-// a fresh slice.
-func OptInVars() []string { return append([]string(nil), optInVars[:]...) }
 
 // defaultServices is the protected list used when the profile sets none.
 var defaultServices = [...]string{
@@ -210,18 +206,13 @@ func CheckArgv(argv []string, env []string, p Policy) ([]Checked, Verdict, error
 	return all, combine(all).Verdict, nil
 }
 
-// CheckShell decides a shell string (a Bash tool call, `paddock check
-// --shell`). env is the environment the shell would start with; its opt-in,
-// or one set by the string itself (an assignment prefix, an export, env or
-// sudo VAR=VALUE), declares explicit intent. A string paddock cannot parse
-// is refused (rule "unparsable") and the parser's error is returned too:
-// paddock does not let through what it cannot read.
-func CheckShell(s string, env []string, p Policy) (Verdict, error) {
-	_, v, err := ExplainShell(s, env, p)
-	return v, err
-}
-
-// ExplainShell is CheckShell with the verdict on each command.
+// ExplainShell decides a shell string (a Bash tool call, `paddock check
+// --shell`), and gives the verdict on each of its commands too. env is the
+// environment the shell would start with; its opt-in, or one set by the
+// string itself (an assignment prefix, an export, env or sudo VAR=VALUE),
+// declares explicit intent. A string paddock cannot parse is refused (rule
+// "unparsable") and the parser's error is returned too: paddock does not
+// let through what it cannot read.
 func ExplainShell(s string, env []string, p Policy) ([]Checked, Verdict, error) {
 	r := newReader(true)
 	caller := cmdline.EnvMap(env)
@@ -233,39 +224,11 @@ func ExplainShell(s string, env []string, p Policy) ([]Checked, Verdict, error) 
 	return all, combine(all).Verdict, nil
 }
 
-// Commands returns the simple commands of a shell string, wrappers and env
-// prefixes unwrapped (sudo, env, nohup, timeout, nice, ionice, setsid,
-// stdbuf, exec, command, busybox, ...), nested sh -c / bash -lc / eval
-// strings expanded, assignment prefixes and exports moved into
-// Command.Env. Words paddock cannot know before run time ($VAR, $(cmd))
-// are kept as written.
-func Commands(s string) ([]Command, error) {
-	r := newReader(true)
-	r.Script(s, nil)
-	if err := r.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]Command, 0, len(r.Commands()))
-	for _, c := range r.Commands() {
-		if c.Pseudo {
-			continue
-		}
-		out = append(out, public(c, nil))
-	}
-	return out, nil
-}
-
-// CheckPower decides the reboot and kexec syscalls themselves
-// ("reboot", "kexec_load", "kexec_file_load") when no environment is known:
-// always refused. Use CheckPowerEnv where the caller's environment is
-// readable, so that the opt-in works for programs that call reboot(2)
-// directly.
-func CheckPower(syscall string) Verdict {
-	return CheckPowerEnv(syscall, nil, Policy{})
-}
-
-// CheckPowerEnv decides the reboot/kexec syscalls with the caller's
-// environment and the policy's opt-in rule.
+// CheckPowerEnv decides the reboot and kexec syscalls themselves
+// ("reboot", "kexec_load", "kexec_file_load") with the caller's environment
+// and the policy's opt-in rule, so that the opt-in works for programs that
+// call reboot(2) directly. With no environment and the zero Policy they
+// are always refused.
 func CheckPowerEnv(syscall string, env []string, p Policy) Verdict {
 	what := syscall + "(2)"
 	effect := "reboot, power off or halt this machine"
