@@ -61,14 +61,6 @@ type Files struct {
 	Open func(path string) (io.ReadCloser, error)
 }
 
-// EstimateCommand estimates the VRAM argv will claim under budget b. env is
-// the command's environment (KEY=VALUE; it holds CUDA_VISIBLE_DEVICES,
-// OLLAMA_GPU_OVERHEAD, TGI's settings). ok=false: argv is not a GPU
-// workload paddock knows.
-func EstimateCommand(argv []string, env []string, b Budget, fileSize func(string) (int64, error)) (Estimate, bool) {
-	return EstimateCommandFiles(argv, env, b, Files{Size: fileSize})
-}
-
 // IsGPUWorkload reports whether argv names an engine paddock estimates
 // (vLLM, SGLang, TGI, llama.cpp, ollama), without estimating anything: the
 // exec path asks it first, so that ordinary commands never wait for GPU
@@ -93,8 +85,11 @@ func IsGPUWorkload(argv []string) bool {
 	return false
 }
 
-// EstimateCommandFiles is EstimateCommand with GGUF headers readable too.
-func EstimateCommandFiles(argv []string, env []string, b Budget, f Files) (Estimate, bool) {
+// estimateCommand estimates the VRAM argv will claim under budget b. env is
+// the command's environment (KEY=VALUE; it holds CUDA_VISIBLE_DEVICES,
+// OLLAMA_GPU_OVERHEAD, TGI's settings); f reads the model files it names.
+// ok=false: argv is not a GPU workload paddock knows.
+func estimateCommand(argv []string, env []string, b Budget, f Files) (Estimate, bool) {
 	return estimate(cmdline.Unwrap(argv, env), argv, b, f)
 }
 

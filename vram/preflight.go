@@ -79,15 +79,13 @@ func Preflight(requiredGB float64, what string, b Budget, env []string, allowOpt
 	return c.verdict(b, allowOptIn)
 }
 
-// PreflightCommand estimates argv's VRAM (EstimateCommand) and checks it
-// against the budget: per GPU when the budget knows the GPUs, against the
-// pool otherwise. ok=false: not a GPU workload; the Verdict then allows.
-// The opt-in is read from env and from VAR=1 words leading argv.
-func PreflightCommand(argv, env []string, b Budget, fileSize func(string) (int64, error), allowOptIn bool) (Verdict, Estimate, bool) {
-	return PreflightCommandFiles(argv, env, b, Files{Size: fileSize}, allowOptIn)
-}
-
-// PreflightCommandFiles is PreflightCommand with GGUF headers readable too.
+// PreflightCommandFiles estimates argv's VRAM and checks it against the
+// budget: per GPU when the budget knows the GPUs, against the pool
+// otherwise. env is the command's environment (KEY=VALUE; it holds
+// CUDA_VISIBLE_DEVICES, OLLAMA_GPU_OVERHEAD, TGI's settings); f reads the
+// model files argv names (Size; Open for GGUF headers, when set).
+// ok=false: not a GPU workload; the Verdict then allows. The opt-in is
+// read from env and from VAR=1 words leading argv.
 func PreflightCommandFiles(argv, env []string, b Budget, f Files, allowOptIn bool) (Verdict, Estimate, bool) {
 	run := cmdline.Unwrap(argv, env)
 	est, ok := estimate(run, argv, b, f)

@@ -117,9 +117,9 @@ func checkWrapped(t *testing.T, cmd, engine string, files Files) {
 		t.Errorf("IsGPUWorkload(%q) = false", cmd)
 		return
 	}
-	est, ok := EstimateCommandFiles(argv, nil, seedBudget(), files)
+	est, ok := estimateCommand(argv, nil, seedBudget(), files)
 	if !ok || est.Engine != engine || est.RequiredGB <= 0 {
-		t.Errorf("EstimateCommandFiles(%q) = engine %q, %.1f GB, %v; want %s", cmd, est.Engine, est.RequiredGB, ok, engine)
+		t.Errorf("estimateCommand(%q) = engine %q, %.1f GB, %v; want %s", cmd, est.Engine, est.RequiredGB, ok, engine)
 	}
 }
 
