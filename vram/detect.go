@@ -91,11 +91,17 @@ type Sources interface {
 	Processes() ([]string, error)
 }
 
-// The nvidia-smi queries detection runs (csv,noheader,nounits).
-var (
-	QueryGPUArgs  = []string{"--query-gpu=index,name,memory.total,memory.used,display_active", "--format=csv,noheader,nounits"}
-	QueryAppsArgs = []string{"--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"}
-)
+// queryGPUArgs is nvidia-smi's query of the GPUs detection runs, which
+// ParseNvidiaGPUs reads.
+func queryGPUArgs() []string {
+	return []string{"--query-gpu=index,name,memory.total,memory.used,display_active", "--format=csv,noheader,nounits"}
+}
+
+// queryAppsArgs is nvidia-smi's query of the compute processes detection
+// runs, which ParseNvidiaApps reads.
+func queryAppsArgs() []string {
+	return []string{"--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"}
+}
 
 // DRMRoot is where DRM devices live in sysfs.
 const DRMRoot = "/sys/class/drm"
@@ -250,7 +256,7 @@ func Detect(s Sources, headless *bool) (Host, error) {
 }
 
 func detectNvidia(s Sources) ([]GPU, []string, error) {
-	out, err := s.NvidiaSMI(QueryGPUArgs...)
+	out, err := s.NvidiaSMI(queryGPUArgs()...)
 	if err != nil {
 		text := strings.TrimSpace(string(out))
 		switch {
@@ -265,7 +271,7 @@ func detectNvidia(s Sources) ([]GPU, []string, error) {
 	return gpus, nil, err
 }
 
-// ParseNvidiaGPUs parses the output of nvidia-smi with QueryGPUArgs:
+// ParseNvidiaGPUs parses the output of nvidia-smi with queryGPUArgs:
 // "0, NVIDIA GeForce RTX 4090, 24564, 1024, Enabled" per line. Lines that
 // do not parse are reported in the error and skipped.
 func ParseNvidiaGPUs(out []byte) ([]GPU, error) {
@@ -311,14 +317,14 @@ func ParseNvidiaGPUs(out []byte) ([]GPU, error) {
 }
 
 func detectApps(s Sources) ([]ComputeApp, error) {
-	out, err := s.NvidiaSMI(QueryAppsArgs...)
+	out, err := s.NvidiaSMI(queryAppsArgs()...)
 	if err != nil {
 		return nil, nil // only used to attribute memory; memory.used already counts it
 	}
 	return ParseNvidiaApps(out)
 }
 
-// ParseNvidiaApps parses nvidia-smi with QueryAppsArgs: "pid, used_memory"
+// ParseNvidiaApps parses nvidia-smi with queryAppsArgs: "pid, used_memory"
 // per line. "[N/A]" memory (containers without pid access) counts as 0.
 func ParseNvidiaApps(out []byte) ([]ComputeApp, error) {
 	var apps []ComputeApp
