@@ -277,13 +277,6 @@ type Follower struct {
 	snap func(path string) ([]histFile, error)
 }
 
-// Follow calls emit with each complete line (without its '\n') of the file
-// at path, starting at byte offset from, and then with each line appended
-// later, until ctx is done; it returns nil then. See Follower.Follow.
-func Follow(ctx context.Context, path string, from int64, emit func(line []byte) error) error {
-	return (&Follower{Path: path}).Follow(ctx, from, emit)
-}
-
 // Follow opens fl.Path, waiting for it to appear if it does not exist yet,
 // and follows it from byte offset from (from 0 if the file is shorter than
 // that, or appeared only after Follow was called). See FollowFile.

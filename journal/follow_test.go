@@ -417,7 +417,7 @@ func TestFollowEmitError(t *testing.T) {
 	writeFile(t, path, "one\ntwo\n")
 	stop := errors.New("stop here")
 	var got []string
-	err := Follow(context.Background(), path, 0, func(line []byte) error {
+	err := (&Follower{Path: path}).Follow(context.Background(), 0, func(line []byte) error {
 		got = append(got, string(line))
 		return stop
 	})
@@ -434,7 +434,7 @@ func TestFollowCancelWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := Follow(ctx, path, 0, func([]byte) error { return nil }); err != nil {
+	if err := (&Follower{Path: path}).Follow(ctx, 0, func([]byte) error { return nil }); err != nil {
 		t.Errorf("Follow = %v, want nil", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
@@ -444,7 +444,7 @@ func TestFollowCancelWhileWaiting(t *testing.T) {
 
 func TestFollowNotRegular(t *testing.T) {
 	dir := t.TempDir()
-	err := Follow(context.Background(), dir, 0, func([]byte) error { return nil })
+	err := (&Follower{Path: dir}).Follow(context.Background(), 0, func([]byte) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("Follow(directory) = %v, want an error", err)
 	}

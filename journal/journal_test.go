@@ -297,7 +297,7 @@ func TestRecordFormat(t *testing.T) {
 				t.Errorf("raw line %s lacks %s", raw, tt.wantRaw)
 			}
 			// The journal adds "prev" last: a fresh journal's first
-			// record links to Genesis.
+			// record links to genesis.
 			wantKeys := append(slices.Clone(tt.wantKeys), "prev")
 			if got := keyOrder(t, raw); !reflect.DeepEqual(got, wantKeys) {
 				t.Errorf("key order = %q, want %q", got, wantKeys)
@@ -338,8 +338,8 @@ func TestRecordFormat(t *testing.T) {
 					fields[k] = v
 				}
 			}
-			if rec["prev"] != Genesis {
-				t.Errorf("prev = %#v, want Genesis", rec["prev"])
+			if rec["prev"] != genesis {
+				t.Errorf("prev = %#v, want genesis", rec["prev"])
 			}
 			want := tt.wantFields
 			if want == nil {
@@ -593,7 +593,7 @@ func TestShortWriteLeavesNoFragment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line = withPrev(line, Genesis)     // every record links to one: same length
+	line = withPrev(line, genesis)     // every record links to one: same length
 	limit := 5*len(line) + len(line)/2 // the 6th record is cut mid-line
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelper+"=fsize", envPath+"="+path, envLimit+"="+strconv.Itoa(limit))
