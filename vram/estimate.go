@@ -85,14 +85,6 @@ func IsGPUWorkload(argv []string) bool {
 	return false
 }
 
-// estimateCommand estimates the VRAM argv will claim under budget b. env is
-// the command's environment (KEY=VALUE; it holds CUDA_VISIBLE_DEVICES,
-// OLLAMA_GPU_OVERHEAD, TGI's settings); f reads the model files it names.
-// ok=false: argv is not a GPU workload paddock knows.
-func estimateCommand(argv []string, env []string, b Budget, f Files) (Estimate, bool) {
-	return estimate(cmdline.Unwrap(argv, env), argv, b, f)
-}
-
 // estimate estimates what run runs; argv is the command line as given.
 // Each engine (or family of tools) has a file of its own: vllm.go,
 // sglang.go, tgi.go, llamacpp.go, ollama.go; what they share (the

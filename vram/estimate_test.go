@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/cmdline"
 )
 
 // sizes fakes file sizes for the llama.cpp estimator.
@@ -357,4 +359,12 @@ func TestIsGPUWorkload(t *testing.T) {
 			t.Errorf("estimateCommand handles %q but IsGPUWorkload says no", tc.argv)
 		}
 	}
+}
+
+// estimateCommand estimates the VRAM argv will claim under budget b, as
+// PreflightCommandFiles does before its check: env is the command's
+// environment, f reads the model files it names. ok=false: argv is not a
+// GPU workload paddock knows.
+func estimateCommand(argv []string, env []string, b Budget, f Files) (Estimate, bool) {
+	return estimate(cmdline.Unwrap(argv, env), argv, b, f)
 }
