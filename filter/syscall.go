@@ -181,17 +181,6 @@ func (s Syscall) ThreadArg() (int, bool) {
 	return 0, false
 }
 
-// Signals lists the signal syscalls, which Build always traps (signal 0
-// excepted), in a fresh slice: changing it changes nothing else.
-func Signals() []Syscall {
-	return []Syscall{Kill, Tkill, Tgkill, RtSigqueueinfo, RtTgsigqueueinfo, PidfdSendSignal}
-}
-
-// Targets lists the syscalls that act on another process without a signal
-// (ptrace, process_vm_writev, pidfd_getfd), which Build always traps, in a
-// fresh slice.
-func Targets() []Syscall { return []Syscall{Ptrace, ProcessVMWritev, PidfdGetfd} }
-
 // Channels lists the syscalls Build traps for some commands only (see
 // ArgFilter), in a fresh slice.
 func Channels() []Syscall { return []Syscall{Fcntl, Fcntl64, Ioctl} }

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/cmdline"
 
 	"path"
 	"path/filepath"
@@ -94,23 +95,23 @@ const cgroupFreeze = "cgroup.freeze"
 // is guarded: a known path, or a path only partly known that ends in
 // cgroup.kill after its last run-time part ("$CG/cgroup.kill",
 // "$dir"cgroup.kill).
-func guardedTarget(w word) (string, bool) {
-	if s, ok := w.lit(); ok {
+func guardedTarget(w cmdline.Word) (string, bool) {
+	if s, ok := w.Literal(); ok {
 		if guardedFile(s) {
 			return filepath.Clean(s), true
 		}
 		return "", false
 	}
-	tail := w.s[min(w.dynEnd, len(w.s)):]
+	tail := w.Value[min(w.DynamicEnd, len(w.Value)):]
 	for _, f := range []string{cgroupKill, cgroupFreeze} {
 		if tail == f || strings.HasSuffix(tail, "/"+f) {
-			return w.s, true
+			return w.Value, true
 		}
 	}
 	// /proc/$PID/oom_score_adj: the pid only known at run time (the raw
-	// word keeps $$ and $BASHPID, the writer itself).
-	if oomTarget(strings.Trim(w.raw, `"`)) && strings.HasPrefix(w.s, "/proc/") {
-		return w.s, true
+	// cmdline.Word keeps $$ and $BASHPID, the writer itself).
+	if oomTarget(strings.Trim(w.Source, `"`)) && strings.HasPrefix(w.Value, "/proc/") {
+		return w.Value, true
 	}
 	return "", false
 }
@@ -136,12 +137,12 @@ func fileFinding(p string) *finding {
 	return powerF(effPowerFile)
 }
 
-type decider func(c *cmd, args []word, p *Policy) *finding
+type decider func(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding
 
 var deciders map[string]decider
 
 func always(effect string) decider {
-	return func(*cmd, []word, *Policy) *finding { return powerF(effect) }
+	return func(*cmdline.Cmd, []cmdline.Word, *Policy) *finding { return powerF(effect) }
 }
 
 func init() {
@@ -198,37 +199,37 @@ func init() {
 }
 
 // decide returns why c is guarded, or nil.
-func decide(c *cmd, p *Policy) *finding {
-	for _, w := range c.writes {
+func decide(c *cmdline.Cmd, p *Policy) *finding {
+	for _, w := range c.Writes {
 		return fileFinding(w)
 	}
-	if c.pseudo || len(c.argv) == 0 {
+	if c.Pseudo || len(c.Argv) == 0 {
 		return nil
 	}
-	if name, ok := c.name(); ok {
+	if name, ok := c.Name(knownNames()); ok {
 		if d := deciders[name]; d != nil {
-			if f := d(c, c.argv[1:], p); f != nil {
+			if f := d(c, c.Argv[1:], p); f != nil {
 				return f
 			}
 		}
 	}
 	// /etc/init.d/gdm3 stop
-	if s, ok := c.argv[0].lit(); ok && strings.Contains(s, "/") {
+	if s, ok := c.Argv[0].Literal(); ok && strings.Contains(s, "/") {
 		if dir := path.Base(path.Dir(s)); dir == "init.d" || dir == "rc.d" {
-			if len(c.argv) > 1 {
-				return serviceAction(path.Base(s), c.argv[1], p)
+			if len(c.Argv) > 1 {
+				return serviceAction(path.Base(s), c.Argv[1], p)
 			}
 		}
 	}
 	return nil
 }
 
-func decideInit(c *cmd, args []word, p *Policy) *finding {
-	_, ops := scanOpts(args, optSpec{})
+func decideInit(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
+	_, ops := cmdline.ScanOpts(args, cmdline.OptSpec{})
 	if len(ops) == 0 {
 		return nil
 	}
-	v, ok := ops[0].lit()
+	v, ok := ops[0].Literal()
 	if !ok {
 		return nil
 	}
@@ -284,17 +285,17 @@ var (
 	}
 )
 
-var systemctlSpec = optSpec{short: "tspPHMnoC", permute: true,
-	long: longs("type", "state", "signal", "property", "host", "machine", "lines", "output", "root", "image",
+var systemctlSpec = cmdline.OptSpec{Short: "tspPHMnoC", Permute: true,
+	Long: cmdline.Longs("type", "state", "signal", "property", "host", "machine", "lines", "output", "root", "image",
 		"job-mode", "kill-whom", "kill-value", "what", "preset-mode", "timestamp", "message", "when", "drop-in",
 		"reboot-argument", "boot-loader-menu", "boot-loader-entry", "check-inhibitors", "image-policy", "capsule")}
 
-func decideSystemctl(c *cmd, args []word, p *Policy) *finding {
-	opts, ops := scanOpts(args, systemctlSpec)
+func decideSystemctl(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
+	opts, ops := cmdline.ScanOpts(args, systemctlSpec)
 	if len(ops) == 0 {
 		return nil
 	}
-	verb, ok := ops[0].lit()
+	verb, ok := ops[0].Literal()
 	if !ok {
 		return nil
 	}
@@ -307,17 +308,17 @@ func decideSystemctl(c *cmd, args []word, p *Policy) *finding {
 		if len(units) == 0 {
 			return nil
 		}
-		t, ok := units[0].lit()
+		t, ok := units[0].Literal()
 		if !ok {
-			return &finding{rule: RuleIsolate, target: units[0].s}
+			return &finding{rule: RuleIsolate, target: units[0].Value}
 		}
 		return isolate(t, p)
 	case "exit":
 		return sessionF("stop the service manager (with --user: every service of the user's session)")
 	}
-	if startVerbs[verb] || ((verb == "enable" || verb == "reenable") && has(opts, "--now")) {
+	if startVerbs[verb] || ((verb == "enable" || verb == "reenable") && cmdline.Has(opts, "--now")) {
 		for _, u := range units {
-			if s, ok := u.lit(); ok {
+			if s, ok := u.Literal(); ok {
 				if eff, ok := powerUnits[unitName(s, ".service")]; ok {
 					return powerF(eff)
 				}
@@ -328,10 +329,10 @@ func decideSystemctl(c *cmd, args []word, p *Policy) *finding {
 	if !ok {
 		return nil
 	}
-	if verb == "disable" && has(opts, "--now") {
+	if verb == "disable" && cmdline.Has(opts, "--now") {
 		gerund = "disabling and stopping"
 	}
-	if verb == "mask" && has(opts, "--now") {
+	if verb == "mask" && cmdline.Has(opts, "--now") {
 		gerund = "masking and stopping"
 	}
 	return protectedFinding(units, gerund, p)
@@ -471,12 +472,12 @@ func protectedNames(p *Policy) (names, session []string) {
 // protectedFinding returns why acting (gerund) on the units us is refused,
 // or nil when the policy protects none of them. A unit argument may itself
 // be a pattern, as systemctl matches them.
-func protectedFinding(us []word, gerund string, p *Policy) *finding {
+func protectedFinding(us []cmdline.Word, gerund string, p *Policy) *finding {
 	names, session := protectedNames(p)
 	var hit []string
 	onlySession := true
 	for _, u := range us {
-		s, ok := u.lit()
+		s, ok := u.Literal()
 		if !ok || strings.HasPrefix(s, "-") {
 			continue
 		}
@@ -515,14 +516,14 @@ func matchUnit(u string, names []string) bool {
 	return false
 }
 
-var loginctlSpec = optSpec{short: "pPsHMno", permute: true, long: longs("property", "signal", "host", "machine", "lines", "output", "kill-whom")}
+var loginctlSpec = cmdline.OptSpec{Short: "pPsHMno", Permute: true, Long: cmdline.Longs("property", "signal", "host", "machine", "lines", "output", "kill-whom")}
 
-func decideLoginctl(c *cmd, args []word, p *Policy) *finding {
-	_, ops := scanOpts(args, loginctlSpec)
+func decideLoginctl(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
+	_, ops := cmdline.ScanOpts(args, loginctlSpec)
 	if len(ops) == 0 {
 		return nil
 	}
-	verb, _ := ops[0].lit()
+	verb, _ := ops[0].Literal()
 	switch verb {
 	case "reboot":
 		return powerF(effReboot)
@@ -586,10 +587,10 @@ var dbusUnitMethods = map[string]string{
 }
 
 // decideDbus looks at busctl, dbus-send, gdbus and qdbus calls.
-func decideDbus(c *cmd, args []word, p *Policy) *finding {
+func decideDbus(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	var toks []string
 	for _, a := range args {
-		s, ok := a.lit()
+		s, ok := a.Literal()
 		if !ok {
 			continue
 		}
@@ -629,9 +630,9 @@ func decideDbus(c *cmd, args []word, p *Policy) *finding {
 			if !ok {
 				continue
 			}
-			var units []word
+			var units []cmdline.Word
 			for _, u := range toks {
-				units = append(units, litWord(u))
+				units = append(units, cmdline.Lit(u))
 				if eff, ok := powerUnits[u]; ok && (gerund == "" || gerund == "restarting") {
 					return powerF(eff)
 				}
@@ -656,13 +657,13 @@ func containsAny(toks []string, sub string) bool {
 	return false
 }
 
-func decideRtcwake(c *cmd, args []word, p *Policy) *finding {
-	opts, _ := scanOpts(args, optSpec{short: "dmstA", permute: true, long: longs("device", "mode", "seconds", "time", "date", "adjfile")})
-	if has(opts, "-n", "--dry-run", "-h", "--help", "-V", "--version") {
+func decideRtcwake(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
+	opts, _ := cmdline.ScanOpts(args, cmdline.OptSpec{Short: "dmstA", Permute: true, Long: cmdline.Longs("device", "mode", "seconds", "time", "date", "adjfile")})
+	if cmdline.Has(opts, "-n", "--dry-run", "-h", "--help", "-V", "--version") {
 		return nil
 	}
 	mode := "standby"
-	if m := values(opts, "-m", "--mode"); len(m) > 0 {
+	if m := cmdline.Values(opts, "-m", "--mode"); len(m) > 0 {
 		mode = m[len(m)-1]
 	}
 	switch mode {
@@ -676,9 +677,9 @@ func decideRtcwake(c *cmd, args []word, p *Policy) *finding {
 	return powerF(effSuspend)
 }
 
-func decideSessionQuit(c *cmd, args []word, p *Policy) *finding {
+func decideSessionQuit(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	for _, a := range args {
-		switch s, _ := a.lit(); s {
+		switch s, _ := a.Literal(); s {
 		case "--power-off", "--halt", "--shutdown", "-h":
 			return powerF(effPoweroff)
 		case "--reboot", "-r":
@@ -691,15 +692,15 @@ func decideSessionQuit(c *cmd, args []word, p *Policy) *finding {
 			return sessionF(effLogout)
 		}
 	}
-	if name, _ := c.name(); name == "gnome-session-quit" {
+	if name, _ := c.Name(knownNames()); name == "gnome-session-quit" {
 		return sessionF(effLogout) // its default is to log out
 	}
 	return nil
 }
 
-func decideWMExit(c *cmd, args []word, p *Policy) *finding {
+func decideWMExit(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	for _, a := range args {
-		if s, ok := a.lit(); ok && (s == "exit" || strings.HasPrefix(s, "exit ") || strings.HasSuffix(s, " exit")) {
+		if s, ok := a.Literal(); ok && (s == "exit" || strings.HasPrefix(s, "exit ") || strings.HasSuffix(s, " exit")) {
 			return sessionF("end the user's desktop session (the compositor exits, and every window with it)")
 		}
 	}
@@ -707,20 +708,20 @@ func decideWMExit(c *cmd, args []word, p *Policy) *finding {
 }
 
 // decideService handles `service NAME ACTION`, invoke-rc.d and rc-service.
-func decideService(c *cmd, args []word, p *Policy) *finding {
-	_, ops := scanOpts(args, optSpec{})
+func decideService(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
+	_, ops := cmdline.ScanOpts(args, cmdline.OptSpec{})
 	if len(ops) < 2 {
 		return nil
 	}
-	name, ok := ops[0].lit()
+	name, ok := ops[0].Literal()
 	if !ok {
 		return nil
 	}
 	return serviceAction(name, ops[1], p)
 }
 
-func serviceAction(name string, action word, p *Policy) *finding {
-	a, ok := action.lit()
+func serviceAction(name string, action cmdline.Word, p *Policy) *finding {
+	a, ok := action.Literal()
 	if !ok {
 		return nil
 	}
@@ -733,11 +734,11 @@ func serviceAction(name string, action word, p *Policy) *finding {
 	default:
 		return nil
 	}
-	return protectedFinding([]word{litWord(name)}, gerund, p)
+	return protectedFinding([]cmdline.Word{cmdline.Lit(name)}, gerund, p)
 }
 
-func decideTee(c *cmd, args []word, p *Policy) *finding {
-	_, ops := scanOpts(args, optSpec{permute: true, long: longs("output-error")})
+func decideTee(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
+	_, ops := cmdline.ScanOpts(args, cmdline.OptSpec{Permute: true, Long: cmdline.Longs("output-error")})
 	for _, o := range ops {
 		if t, ok := guardedTarget(o); ok {
 			return fileFinding(t)
@@ -746,14 +747,14 @@ func decideTee(c *cmd, args []word, p *Policy) *finding {
 	return nil
 }
 
-func decideDd(c *cmd, args []word, p *Policy) *finding {
+func decideDd(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	for _, a := range args {
-		if !strings.HasPrefix(a.s, "of=") {
+		if !strings.HasPrefix(a.Value, "of=") {
 			continue
 		}
 		of := a
-		of.s = a.s[3:]
-		of.dynEnd = max(0, a.dynEnd-3)
+		of.Value = a.Value[3:]
+		of.DynamicEnd = max(0, a.DynamicEnd-3)
 		if t, ok := guardedTarget(of); ok {
 			return fileFinding(t)
 		}
@@ -779,35 +780,35 @@ var retargetFlags = map[string][]string{
 // RLIMIT_CPU or RLIMIT_FSIZE set on a stranger makes the kernel kill it, as
 // a kill would. renice with bare numbers aims at pids too. A prlimit that
 // only reads (no limit given) and the tools' own-command forms pass.
-func decideRetarget(c *cmd, args []word, p *Policy) *finding {
+func decideRetarget(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	if p.Supervised {
 		return nil
 	}
-	name, _ := c.name()
+	name, _ := c.Name(knownNames())
 	flags := retargetFlags[name]
 	limits := false
 	aimed := name == "renice" // renice PRIO PID... without -p
 	for _, a := range args {
-		if a.dyn {
+		if a.Dynamic {
 			continue
 		}
-		if a.s == "--" {
+		if a.Value == "--" {
 			break
 		}
-		if name == "prlimit" && strings.HasPrefix(a.s, "--") && a.s != "--pid" && !strings.HasPrefix(a.s, "--pid=") &&
-			!slices.Contains([]string{"--output", "--noheadings", "--raw", "--verbose", "--help", "--version"}, strings.SplitN(a.s, "=", 2)[0]) {
-			limits = limits || strings.Contains(a.s, "=")
+		if name == "prlimit" && strings.HasPrefix(a.Value, "--") && a.Value != "--pid" && !strings.HasPrefix(a.Value, "--pid=") &&
+			!slices.Contains([]string{"--output", "--noheadings", "--raw", "--verbose", "--help", "--version"}, strings.SplitN(a.Value, "=", 2)[0]) {
+			limits = limits || strings.Contains(a.Value, "=")
 		}
-		if name == "prlimit" && len(a.s) > 1 && a.s[0] == '-' && a.s[1] != '-' {
-			limits = limits || prlimitShortSets(a.s[1:])
+		if name == "prlimit" && len(a.Value) > 1 && a.Value[0] == '-' && a.Value[1] != '-' {
+			limits = limits || prlimitShortSets(a.Value[1:])
 		}
 		for _, f := range flags {
-			if a.s == f || strings.HasPrefix(a.s, f+"=") || (len(f) == 2 && strings.HasPrefix(a.s, "-") && !strings.HasPrefix(a.s, "--") && strings.Contains(a.s[1:], f[1:])) {
+			if a.Value == f || strings.HasPrefix(a.Value, f+"=") || (len(f) == 2 && strings.HasPrefix(a.Value, "-") && !strings.HasPrefix(a.Value, "--") && strings.Contains(a.Value[1:], f[1:])) {
 				aimed = true
 			}
 		}
 	}
-	if name == "renice" && len(args) > 0 && !args[0].dyn && !strings.HasPrefix(args[0].s, "-") {
+	if name == "renice" && len(args) > 0 && !args[0].Dynamic && !strings.HasPrefix(args[0].Value, "-") {
 		aimed = true
 	}
 	if !aimed || (name == "prlimit" && !limits) {
@@ -834,20 +835,20 @@ func prlimitShortSets(cluster string) bool {
 
 func broadKill() *finding { return &finding{rule: RuleBroadKill} }
 
-func decideKill(c *cmd, args []word, p *Policy) *finding {
+func decideKill(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	if p.Supervised {
 		return nil
 	}
 	targets := args
 	sig := ""
-	if len(args) > 0 && !args[0].dyn && strings.HasPrefix(args[0].s, "-") && args[0].s != "--" {
-		a := args[0].s
+	if len(args) > 0 && !args[0].Dynamic && strings.HasPrefix(args[0].Value, "-") && args[0].Value != "--" {
+		a := args[0].Value
 		switch {
 		case a == "-l" || a == "-L" || a == "--list" || a == "--table" || a == "--help":
 			return nil
 		case a == "-s" || a == "-n" || a == "--signal":
 			if len(args) > 1 {
-				sig = args[1].s
+				sig = args[1].Value
 			}
 			targets = args[min(2, len(args)):]
 		default:
@@ -855,22 +856,22 @@ func decideKill(c *cmd, args []word, p *Policy) *finding {
 			targets = args[1:]
 		}
 	}
-	if len(targets) > 0 && targets[0].s == "--" && !targets[0].dyn {
+	if len(targets) > 0 && targets[0].Value == "--" && !targets[0].Dynamic {
 		targets = targets[1:]
 	}
 	if isSignalZero(sig) {
 		return nil
 	}
 	if len(targets) == 0 {
-		if c.xargs {
+		if c.Xargs {
 			return broadKill()
 		}
 		return nil
 	}
 	for _, t := range targets {
-		raw := strings.Trim(t.raw, `"`)
+		raw := strings.Trim(t.Source, `"`)
 		switch {
-		case strings.HasPrefix(t.s, "%") && !t.dyn, raw == "$!", raw == "${!}", raw == "$$", raw == "${$}", raw == "$BASHPID":
+		case strings.HasPrefix(t.Value, "%") && !t.Dynamic, raw == "$!", raw == "${!}", raw == "$$", raw == "${$}", raw == "$BASHPID":
 			continue // the shell's own jobs, or the shell itself
 		}
 		return broadKill()
@@ -883,58 +884,58 @@ func isSignalZero(sig string) bool {
 	return s == "0"
 }
 
-func decidePkill(c *cmd, args []word, p *Policy) *finding {
+func decidePkill(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	if p.Supervised {
 		return nil
 	}
-	opts, ops := scanOpts(args, optSpec{short: "gGPsStuUF", permute: true,
-		long: longs("signal", "group", "parent", "session", "terminal", "euid", "uid", "pidfile", "ns", "nslist", "runstates", "cgroup")})
-	if has(opts, "-0", "-V", "--version", "-h", "--help") {
+	opts, ops := cmdline.ScanOpts(args, cmdline.OptSpec{Short: "gGPsStuUF", Permute: true,
+		Long: cmdline.Longs("signal", "group", "parent", "session", "terminal", "euid", "uid", "pidfile", "ns", "nslist", "runstates", "cgroup")})
+	if cmdline.Has(opts, "-0", "-V", "--version", "-h", "--help") {
 		return nil
 	}
-	for _, s := range values(opts, "--signal") {
+	for _, s := range cmdline.Values(opts, "--signal") {
 		if isSignalZero(s) {
 			return nil
 		}
 	}
-	if len(ops) == 0 && len(opts) == 0 && !c.xargs {
+	if len(ops) == 0 && len(opts) == 0 && !c.Xargs {
 		return nil
 	}
 	return broadKill()
 }
 
-func decideKillall(c *cmd, args []word, p *Policy) *finding {
+func decideKillall(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	if p.Supervised {
 		return nil
 	}
-	opts, ops := scanOpts(args, optSpec{short: "snuyoZ", permute: true, long: longs("signal", "user", "younger-than", "older-than", "context", "ns")})
-	if has(opts, "-l", "-L", "--list", "-V", "--version", "-h", "--help", "-0") {
+	opts, ops := cmdline.ScanOpts(args, cmdline.OptSpec{Short: "snuyoZ", Permute: true, Long: cmdline.Longs("signal", "user", "younger-than", "older-than", "context", "ns")})
+	if cmdline.Has(opts, "-l", "-L", "--list", "-V", "--version", "-h", "--help", "-0") {
 		return nil
 	}
-	for _, s := range values(opts, "-s", "--signal") {
+	for _, s := range cmdline.Values(opts, "-s", "--signal") {
 		if isSignalZero(s) {
 			return nil
 		}
 	}
-	if len(ops) == 0 && !has(opts, "-u", "--user") && !c.xargs {
+	if len(ops) == 0 && !cmdline.Has(opts, "-u", "--user") && !c.Xargs {
 		return nil
 	}
 	return broadKill()
 }
 
-func decideKillall5(c *cmd, args []word, p *Policy) *finding {
+func decideKillall5(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	if p.Supervised {
 		return nil
 	}
 	return broadKill()
 }
 
-func decideFuser(c *cmd, args []word, p *Policy) *finding {
+func decideFuser(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	if p.Supervised {
 		return nil
 	}
 	for _, a := range args {
-		s, ok := a.lit()
+		s, ok := a.Literal()
 		if !ok {
 			continue
 		}

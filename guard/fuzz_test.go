@@ -36,12 +36,12 @@ func FuzzShell(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s, envs string) {
 		env := strings.Split(envs, "\x00")
 		base := Policy{ServicesToSurvive: []string{"gdm", "user@*"}, AllowOptIn: false, DefaultTarget: "graphical.target"}
-		v, err := CheckShell(s, env, base)
+		v, err := shellVerdict(s, env, base)
 		if (err != nil) != (v.Rule == RuleUnparsable) || (err != nil && v.Allow) {
 			t.Fatalf("error %v with verdict %+v", err, v)
 		}
-		checkMessage(t, "CheckShell", v)
-		v2, err2 := CheckShell(s, env, base)
+		checkMessage(t, "ExplainShell", v)
+		v2, err2 := shellVerdict(s, env, base)
 		if v2 != v || (err2 == nil) != (err == nil) {
 			t.Fatalf("two answers: %+v / %+v", v, v2)
 		}
@@ -51,19 +51,20 @@ func FuzzShell(f *testing.F) {
 		} {
 			p := base
 			mod(&p)
-			w, _ := CheckShell(s, env, p)
-			checkMessage(t, "CheckShell", w)
+			w, _ := shellVerdict(s, env, p)
+			checkMessage(t, "ExplainShell", w)
 			if v.Allow && !w.Allow {
 				t.Fatalf("a laxer policy %+v refused what %+v allowed: %+v", p, base, w)
 			}
 		}
-		cmds, cerr := Commands(s)
-		if (cerr == nil) != (err == nil) {
-			t.Fatalf("Commands error %v, CheckShell error %v", cerr, err)
+		r := newReader(true)
+		r.Script(s, nil)
+		if (r.Err() == nil) != (err == nil) {
+			t.Fatalf("reading without the caller's environment: error %v, with it %v", r.Err(), err)
 		}
-		for _, c := range cmds {
-			if len(c.Argv) == 0 || c.Path != c.Argv[0] {
-				t.Fatalf("command without argv: %+v", c)
+		for _, c := range r.Commands() {
+			if pc := public(c, nil); !c.Pseudo && (len(pc.Argv) == 0 || pc.Path != pc.Argv[0]) {
+				t.Fatalf("command without argv: %+v", pc)
 			}
 		}
 	})

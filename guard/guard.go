@@ -12,17 +12,17 @@
 //     environment). Argv-style wrappers (sudo, env, nohup, timeout, nice,
 //     busybox, ...) are unwrapped; a nested shell string (sh -c '...') is
 //     not, because the shell's own execs are trapped one by one.
-//   - CheckShell and CheckArgv: a shell string or an argv before it runs
+//   - ExplainShell and CheckArgv: a shell string or an argv before it runs
 //     (paddock check, agent-harness hooks). The string is parsed with a real
 //     shell parser (mvdan.cc/sh): env-assignment prefixes, wrappers, nested
 //     sh -c / bash -lc / eval strings, chains, pipelines, subshells, command
 //     substitutions, loops over literal words and here-documents fed to a
 //     shell are all followed.
 //
-// Unwrap gives the exec-level reading itself (the innermost argv, the
-// environment it runs with, a Python -m module) to other readers of a
-// command line, such as the VRAM preflight, so that they see through
-// exactly the wrappers the guard does (Wrappers lists them).
+// The reading itself (the shell parser, the option scanner, the wrappers
+// seen through) is package cmdline's, which the VRAM preflight reads
+// command lines with too, so that both see through exactly the same
+// wrappers.
 //
 // Explicit user intent is PADDOCK_ALLOW_POWER_CONTROL=1 (aliases
 // RLM_ALLOW_POWER_CONTROL, PRIME_ALLOW_POWER_CONTROL) in the environment the
@@ -35,11 +35,14 @@ package guard
 
 import (
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/cmdline"
 
-	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 )
 
 // Command is one exec: the resolved path, argv and environment ("KEY=VALUE").
@@ -97,13 +100,9 @@ const (
 	RuleUnparsable       = audit.RuleUnparsable       // a shell string paddock cannot read
 )
 
-// OptInVars are the environment variables that declare explicit user
+// optInVars are the environment variables that declare explicit user
 // intent for power control and protected services, preferred first.
 var optInVars = [...]string{"PADDOCK_ALLOW_POWER_CONTROL", "RLM_ALLOW_POWER_CONTROL", "PRIME_ALLOW_POWER_CONTROL"}
-
-// OptInVars returns the names of the opt-in variables, preferred first, in
-// a fresh slice.
-func OptInVars() []string { return append([]string(nil), optInVars[:]...) }
 
 // defaultServices is the protected list used when the profile sets none.
 var defaultServices = [...]string{
@@ -157,9 +156,6 @@ type Checked struct {
 	Verdict Verdict
 }
 
-// ErrUnparsable wraps the parser's complaint about a shell string.
-var ErrUnparsable = errors.New("cannot parse shell string")
-
 // CheckCommand decides one exec (what the kernel trap reports): argv-style
 // wrappers and busybox applets are unwrapped, nested shell strings are not
 // (the shell's own execs are trapped when they happen). Both argv[0] and the
@@ -170,17 +166,17 @@ func CheckCommand(c Command, p Policy) Verdict {
 		return Verdict{Allow: true} // the common case: nothing the guard knows
 	}
 	r := newReader(false)
-	env := EnvMap(c.Env)
+	env := cmdline.EnvMap(c.Env)
 	argv := c.Argv
 	if len(argv) == 0 {
 		argv = []string{c.Path}
 	}
-	r.unwrap(literalCmd(argv, env))
+	r.Follow(cmdline.NewCmd(argv, env))
 	if c.Path != "" && len(c.Argv) > 0 && filepath.Base(c.Path) != filepath.Base(c.Argv[0]) {
 		alt := append([]string{c.Path}, c.Argv[1:]...)
-		r.unwrap(literalCmd(alt, env))
+		r.Follow(cmdline.NewCmd(alt, env))
 	}
-	return combine(r.decideAll(&p)).Verdict
+	return combine(decideAll(r.Commands(), nil, &p)).Verdict
 }
 
 // Watches reports whether CheckCommand has anything to say about an exec
@@ -201,71 +197,38 @@ func CheckArgv(argv []string, env []string, p Policy) ([]Checked, Verdict, error
 	if len(argv) == 0 {
 		return nil, Verdict{Allow: true}, nil
 	}
-	r.caller = EnvMap(env)
-	r.unwrap(literalCmd(argv, copyEnv(r.caller)))
-	if r.err != nil {
-		return nil, unparsable(strings.Join(argv, " "), r.err), r.err
+	caller := cmdline.EnvMap(env)
+	r.Follow(cmdline.NewCmd(argv, maps.Clone(caller)))
+	if err := r.Err(); err != nil {
+		return nil, unparsable(strings.Join(argv, " "), err), err
 	}
-	all := r.decideAll(&p)
+	all := decideAll(r.Commands(), caller, &p)
 	return all, combine(all).Verdict, nil
 }
 
-// CheckShell decides a shell string (a Bash tool call, `paddock check
-// --shell`). env is the environment the shell would start with; its opt-in,
-// or one set by the string itself (an assignment prefix, an export, env or
-// sudo VAR=VALUE), declares explicit intent. A string paddock cannot parse
-// is refused (rule "unparsable") and the parser's error is returned too:
-// paddock does not let through what it cannot read.
-func CheckShell(s string, env []string, p Policy) (Verdict, error) {
-	_, v, err := ExplainShell(s, env, p)
-	return v, err
-}
-
-// ExplainShell is CheckShell with the verdict on each command.
+// ExplainShell decides a shell string (a Bash tool call, `paddock check
+// --shell`), and gives the verdict on each of its commands too. env is the
+// environment the shell would start with; its opt-in, or one set by the
+// string itself (an assignment prefix, an export, env or sudo VAR=VALUE),
+// declares explicit intent. A string paddock cannot parse is refused (rule
+// "unparsable") and the parser's error is returned too: paddock does not
+// let through what it cannot read.
 func ExplainShell(s string, env []string, p Policy) ([]Checked, Verdict, error) {
 	r := newReader(true)
-	r.caller = EnvMap(env)
-	r.parseScript(s, newScope(r.caller), 0)
-	if r.err != nil {
-		return nil, unparsable(s, r.err), r.err
+	caller := cmdline.EnvMap(env)
+	r.Script(s, caller)
+	if err := r.Err(); err != nil {
+		return nil, unparsable(s, err), err
 	}
-	all := r.decideAll(&p)
+	all := decideAll(r.Commands(), caller, &p)
 	return all, combine(all).Verdict, nil
 }
 
-// Commands returns the simple commands of a shell string, wrappers and env
-// prefixes unwrapped (sudo, env, nohup, timeout, nice, ionice, setsid,
-// stdbuf, exec, command, busybox, ...), nested sh -c / bash -lc / eval
-// strings expanded, assignment prefixes and exports moved into
-// Command.Env. Words paddock cannot know before run time ($VAR, $(cmd))
-// are kept as written.
-func Commands(s string) ([]Command, error) {
-	r := newReader(true)
-	r.parseScript(s, newScope(nil), 0)
-	if r.err != nil {
-		return nil, r.err
-	}
-	out := make([]Command, 0, len(r.out))
-	for _, c := range r.out {
-		if c.pseudo {
-			continue
-		}
-		out = append(out, c.public(nil))
-	}
-	return out, nil
-}
-
-// CheckPower decides the reboot and kexec syscalls themselves
-// ("reboot", "kexec_load", "kexec_file_load") when no environment is known:
-// always refused. Use CheckPowerEnv where the caller's environment is
-// readable, so that the opt-in works for programs that call reboot(2)
-// directly.
-func CheckPower(syscall string) Verdict {
-	return CheckPowerEnv(syscall, nil, Policy{})
-}
-
-// CheckPowerEnv decides the reboot/kexec syscalls with the caller's
-// environment and the policy's opt-in rule.
+// CheckPowerEnv decides the reboot and kexec syscalls themselves
+// ("reboot", "kexec_load", "kexec_file_load") with the caller's environment
+// and the policy's opt-in rule, so that the opt-in works for programs that
+// call reboot(2) directly. With no environment and the zero Policy they
+// are always refused.
 func CheckPowerEnv(syscall string, env []string, p Policy) Verdict {
 	what := syscall + "(2)"
 	effect := "reboot, power off or halt this machine"
@@ -273,7 +236,7 @@ func CheckPowerEnv(syscall string, env []string, p Policy) Verdict {
 		effect = "load a kernel to boot into (kexec), which ends in a reboot"
 	}
 	f := &finding{rule: RulePowerControl, effect: effect}
-	return verdictFor(f, what, "a program that calls "+syscall+"(2)", EnvMap(env), "", &p, true)
+	return verdictFor(f, what, "a program that calls "+syscall+"(2)", cmdline.EnvMap(env), "", &p, true)
 }
 
 func unparsable(s string, err error) Verdict {
@@ -299,4 +262,81 @@ func combine(all []Checked) Checked {
 		return *opt
 	}
 	return Checked{Verdict: Verdict{Allow: true}}
+}
+
+// newReader is a command-line reader as the guard reads: patterns in a
+// command's name matched against every name the guard knows, and the
+// writes to guarded files recorded.
+func newReader(deep bool) *cmdline.Reader {
+	return cmdline.NewReader(cmdline.Options{Deep: deep, Known: knownNames(), Watch: guardedTarget})
+}
+
+// public renders c as a Command; Env holds what differs from caller.
+func public(c cmdline.Cmd, caller map[string]string) Command {
+	out := Command{Argv: make([]string, len(c.Argv))}
+	for i, w := range c.Argv {
+		out.Argv[i] = w.Value
+	}
+	if len(out.Argv) > 0 {
+		out.Path = out.Argv[0]
+	}
+	keys := make([]string, 0, len(c.Env))
+	for k, v := range c.Env {
+		if cv, ok := caller[k]; ok && cv == v {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out.Env = append(out.Env, k+"="+c.Env[k])
+	}
+	return out
+}
+
+var (
+	knownOnce sync.Once
+	known     []string
+	knownSet  map[string]bool
+)
+
+// knownNames lists, sorted, every program name the guard treats
+// specially: the programs the reader sees through and those the guard
+// decides.
+func knownNames() []string {
+	knownOnce.Do(func() {
+		set := map[string]bool{}
+		for _, n := range cmdline.Programs() {
+			set[n] = true
+		}
+		for n := range deciders {
+			set[n] = true
+		}
+		known = make([]string, 0, len(set))
+		for n := range set {
+			known = append(known, n)
+		}
+		sort.Strings(known)
+		knownSet = set
+	})
+	return known
+}
+
+// interesting reports whether an exec of program p (a path or a name) can
+// matter to the guard: a known name, one the reader looks inside (a
+// loader, find), or an init script.
+func interesting(p string) bool {
+	if p == "" {
+		return false
+	}
+	knownNames()
+	b := filepath.Base(p)
+	if knownSet[b] || cmdline.Follows(b) {
+		return true
+	}
+	switch filepath.Base(filepath.Dir(p)) {
+	case "init.d", "rc.d":
+		return true
+	}
+	return false
 }

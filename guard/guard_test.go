@@ -2,8 +2,10 @@ package guard
 
 import (
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/cmdline"
 
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,11 +27,17 @@ func mustContain(t *testing.T, msg string, subs ...string) {
 	}
 }
 
+// shellVerdict is ExplainShell's verdict on the whole string.
+func shellVerdict(s string, env []string, p Policy) (Verdict, error) {
+	_, v, err := ExplainShell(s, env, p)
+	return v, err
+}
+
 func checkShell(t *testing.T, s string, env []string, p Policy) Verdict {
 	t.Helper()
-	v, err := CheckShell(s, env, p)
+	v, err := shellVerdict(s, env, p)
 	if err != nil {
-		t.Fatalf("CheckShell(%q): %v", s, err)
+		t.Fatalf("ExplainShell(%q): %v", s, err)
 	}
 	return v
 }
@@ -536,7 +544,7 @@ func TestCheckArgvFollowsShellStrings(t *testing.T) {
 
 func TestCheckShellUnparsable(t *testing.T) {
 	for _, s := range []string{"echo 'unterminated", "if then fi", "reboot (", "echo ${"} {
-		v, err := CheckShell(s, nil, defaults)
+		v, err := shellVerdict(s, nil, defaults)
 		if err == nil || v.Allow || v.Rule != RuleUnparsable {
 			t.Errorf("%q: got %+v, %v; want an unparsable refusal", s, v, err)
 			continue
@@ -547,7 +555,7 @@ func TestCheckShellUnparsable(t *testing.T) {
 
 func TestCheckPower(t *testing.T) {
 	for _, sc := range []string{"reboot", "kexec_load", "kexec_file_load"} {
-		v := CheckPower(sc)
+		v := CheckPowerEnv(sc, nil, Policy{})
 		if v.Allow || v.Rule != power {
 			t.Errorf("%s: %+v", sc, v)
 		}
@@ -591,45 +599,20 @@ func TestMessages(t *testing.T) {
 	}
 }
 
-func TestCommands(t *testing.T) {
-	cases := []struct {
-		in   string
-		want []Command
-	}{
-		{"CUDA_VISIBLE_DEVICES=0 python serve.py --model x", []Command{{Path: "python", Argv: []string{"python", "serve.py", "--model", "x"}, Env: []string{"CUDA_VISIBLE_DEVICES=0"}}}},
-		{"sudo -u ml env HF_HOME=/d nohup vllm serve m --gpu-memory-utilization 0.9 &", []Command{{Path: "vllm", Argv: []string{"vllm", "serve", "m", "--gpu-memory-utilization", "0.9"}, Env: []string{"HF_HOME=/d"}}}},
-		{"export A=1; bash -lc 'B=2 timeout 5 python t.py'", []Command{{Path: "python", Argv: []string{"python", "t.py"}, Env: []string{"A=1", "B=2"}}}},
-		{"ls | grep x && echo $HOME", []Command{{Path: "ls", Argv: []string{"ls"}}, {Path: "grep", Argv: []string{"grep", "x"}}, {Path: "echo", Argv: []string{"echo", "$HOME"}}}},
-		{"env", []Command{{Path: "env", Argv: []string{"env"}}}},
-		{"bash <<'EOF'\necho 'x' a\\\\b $HOME\nEOF", []Command{{Path: "echo", Argv: []string{"echo", "x", "a\\b", "$HOME"}}}},
-		{"X=1; bash <<EOF\necho $X\nEOF", []Command{{Path: "echo", Argv: []string{"echo", "1"}}}},
-	}
-	for _, tc := range cases {
-		got, err := Commands(tc.in)
-		if err != nil {
-			t.Errorf("%q: %v", tc.in, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("Commands(%q)\n got %+v\nwant %+v", tc.in, got, tc.want)
-		}
-	}
-	if _, err := Commands("echo 'x"); err == nil {
-		t.Error("unparsable: no error")
-	}
-}
-
+// TestLimits: a string past the reader's limits (package cmdline tests
+// each limit at its edge) is refused with the reader's error, and a limit
+// of one part of a string hides nothing else in it.
 func TestLimits(t *testing.T) {
-	deep := strings.Repeat("eval ", maxDepth+2) + "reboot" // each eval is one more level
-	if v, err := CheckShell(deep, nil, defaults); err == nil || v.Allow {
+	deep := strings.Repeat("eval ", 100) + "reboot" // each eval is one more level
+	if v, err := shellVerdict(deep, nil, defaults); err == nil || v.Allow || v.Rule != RuleUnparsable {
 		t.Errorf("nesting past the limit: %+v, %v", v, err)
 	}
-	many := strings.Repeat("true; ", maxCommands+1)
-	if v, err := CheckShell(many, nil, defaults); err == nil || v.Allow {
+	many := strings.Repeat("true; ", 5000)
+	if v, err := shellVerdict(many, nil, defaults); err == nil || v.Allow || v.Rule != RuleUnparsable {
 		t.Errorf("too many commands: %+v, %v", v, err)
 	}
 	loops := "for a in 1 2 3 4 5 6 7 8 9; do for b in 1 2 3 4 5 6 7 8; do for c in 1 2 3 4 5 6 7 8; do for d in 1 2 3 4 5 6 7 8; do true; done; done; done; done"
-	if _, err := CheckShell(loops, nil, defaults); err == nil {
+	if _, err := shellVerdict(loops, nil, defaults); err == nil {
 		t.Errorf("4608 loop iterations: no error")
 	}
 	if v := checkShell(t, "echo {1..100000}; reboot", nil, defaults); v.Allow {
@@ -649,10 +632,10 @@ func BenchmarkCheckCommand(b *testing.B) {
 	}
 }
 
-func BenchmarkCheckShell(b *testing.B) {
+func BenchmarkExplainShell(b *testing.B) {
 	p := Policy{AllowOptIn: true}
 	for i := 0; i < b.N; i++ {
-		CheckShell("cd /src && CUDA_VISIBLE_DEVICES=0 timeout 600 python train.py --epochs 3 2>&1 | tee log.txt", nil, p)
+		shellVerdict("cd /src && CUDA_VISIBLE_DEVICES=0 timeout 600 python train.py --epochs 3 2>&1 | tee log.txt", nil, p)
 	}
 }
 
@@ -681,18 +664,6 @@ func TestCheckShellANSIC(t *testing.T) {
 		{cmd: `systemctl $'poweroff\x00 --help'`, rule: power, reason: "NUL cuts the argument"},
 		{cmd: `$'\x00'reboot`, rule: power, reason: "an empty quoted part"},
 	})
-	for in, want := range map[string]string{
-		`$'reboot\x00x'`: "reboot",
-		`$'a\tb'`:        "a\tb",
-		`$'it\'s'`:       "it's",
-		`$'\q'`:          `\q`,
-		`$'\x'`:          `\x`,
-	} {
-		cs, err := Commands(in)
-		if err != nil || len(cs) != 1 || len(cs[0].Argv) != 1 || cs[0].Argv[0] != want {
-			t.Errorf("Commands(%s) = %q, %v; want argv [%q]", in, cs, err, want)
-		}
-	}
 }
 
 // Issue 17 item 4: the units that hold the user's login session are
@@ -926,5 +897,31 @@ func TestEffectiveServices(t *testing.T) {
 	s[0] = "changed"
 	if SessionUnits()[0] != "user@*.service" {
 		t.Error("SessionUnits shares its backing array")
+	}
+}
+
+// TestWatchesWhatTheReaderFollows: every program the reader sees through
+// is one the exec check looks at (else a wrapper would hide a reboot from
+// CheckCommand), and a glob may name each.
+func TestWatchesWhatTheReaderFollows(t *testing.T) {
+	names := cmdline.Programs()
+	if len(names) < 40 {
+		t.Fatalf("cmdline.Programs() = %q: want the wrappers and the shells", names)
+	}
+	known := knownNames()
+	for _, n := range append(names, "find", "ld-musl-x86_64.so.1") {
+		if !Watches("/usr/bin/"+n, nil) || !Watches("", []string{n}) {
+			t.Errorf("%s: not watched", n)
+		}
+	}
+	for _, n := range names {
+		if _, found := slices.BinarySearch(known, n); !found {
+			t.Errorf("%s: not among the names a glob may stand for", n)
+		}
+	}
+	for _, n := range []string{"ls", "python3", "vllm", ""} {
+		if Watches("/usr/bin/"+n, []string{n}) {
+			t.Errorf("%q: watched", n)
+		}
 	}
 }

@@ -1,22 +1,25 @@
 package guard
 
 import (
+	"github.com/paddock-dev/paddock/cmdline"
+
 	"fmt"
 	"strconv"
 	"strings"
 )
 
-// decideAll decides every collected command.
-func (r *reader) decideAll(p *Policy) []Checked {
-	out := make([]Checked, 0, len(r.out))
-	for i := range r.out {
-		c := &r.out[i]
+// decideAll decides every command a reader collected; caller is the
+// environment the reading started with (Command.Env shows what differs).
+func decideAll(cmds []cmdline.Cmd, caller map[string]string, p *Policy) []Checked {
+	out := make([]Checked, 0, len(cmds))
+	for i := range cmds {
+		c := &cmds[i]
 		v := Verdict{Allow: true}
 		if f := decide(c, p); f != nil {
-			text := c.display()
-			v = verdictFor(f, "exec of `"+text+"`", text, c.env, c.resetBy, p, false)
+			text := commandText(c)
+			v = verdictFor(f, "exec of `"+text+"`", text, c.Env, c.ResetBy, p, false)
 		}
-		out = append(out, Checked{Command: c.public(r.caller), Verdict: v})
+		out = append(out, Checked{Command: public(*c, caller), Verdict: v})
 	}
 	return out
 }
@@ -24,23 +27,11 @@ func (r *reader) decideAll(p *Policy) []Checked {
 // findOptIn returns the first opt-in variable set to a true value in env.
 func findOptIn(env map[string]string) (string, string) {
 	for _, k := range optInVars {
-		if v, ok := env[k]; ok && OptInValue(v) {
+		if v, ok := env[k]; ok && cmdline.OptInValue(v) {
 			return k, v
 		}
 	}
 	return "", ""
-}
-
-// OptInValue is the one rule for every opt-in variable paddock reads (power
-// control, protected services, the VRAM budget): 1, true, yes or on, in any
-// case and with surrounding blanks, declare the intent; anything else
-// (0, false, no, off, empty) does not.
-func OptInValue(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
 }
 
 const powerList = "reboot, poweroff, halt, shutdown, suspend, hibernate, kexec, init 0/6, systemctl and loginctl power verbs, login1 power calls over D-Bus"
@@ -216,24 +207,24 @@ func example(text, resetBy string) (string, string) {
 	return resetBy + " env " + opt + " " + text, note
 }
 
-// display renders argv the way a shell user would type it.
-func (c *cmd) display() string {
-	parts := make([]string, len(c.argv))
-	for i, w := range c.argv {
-		if w.dyn {
-			parts[i] = w.s
+// commandText renders c's argv the way a shell user would type it.
+func commandText(c *cmdline.Cmd) string {
+	parts := make([]string, len(c.Argv))
+	for i, w := range c.Argv {
+		if w.Dynamic {
+			parts[i] = w.Value
 		} else {
-			parts[i] = quote(w.s)
+			parts[i] = quote(w.Value)
 		}
 	}
-	if c.pseudo {
+	if c.Pseudo {
 		parts = parts[:0]
-		if len(c.argv) > 0 {
-			parts = append(parts, c.argv[0].s)
+		if len(c.Argv) > 0 {
+			parts = append(parts, c.Argv[0].Value)
 		}
 	}
-	for _, w := range c.writes {
-		if !c.pseudo {
+	for _, w := range c.Writes {
+		if !c.Pseudo {
 			parts = append(parts, ">", w)
 		}
 	}

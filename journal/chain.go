@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,9 +21,9 @@ import (
 // are passed over. The record before is the last one in the file the record
 // is appended to; in a file that is empty (fresh after a rotation) it is the
 // last record of FILE.1 (or FILE.2, ... if FILE.1 holds none); in a journal
-// with no record at all, prev is Genesis. Records written before the chain
-// existed (no "prev") may stand at the start of the history and are linked
-// to like any other.
+// with no record at all, prev is 64 zeros (genesis). Records written before
+// the chain existed (no "prev") may stand at the start of the history and
+// are linked to like any other.
 //
 // Writers compute the link under the journal's flock from the file's actual
 // last record, never from memory, so that any number of sessions appending
@@ -35,8 +34,9 @@ import (
 // with one kept elsewhere (paddock run logs it at start and exit; a mirror
 // holds every record).
 
-// Genesis is the "prev" of the first record of a journal that had none.
-var Genesis = strings.Repeat("0", sha256.Size*2)
+// genesis is the "prev" of the first record of a journal that had none:
+// as many zeros as a SHA-256 in hex has digits.
+const genesis = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // prevLen is how much withPrev adds to a line: `,"prev":"` hex `"`.
 const prevLen = len(`,"prev":""`) + sha256.Size*2
@@ -74,7 +74,7 @@ func (j *Journal) lastByte(size int64) (byte, error) {
 // line counts when it is a JSON object, since the write that follows ends
 // it with '\n' (appendLocked). A rotated file that is not paddock's own
 // (OpenOwned's rules) or cannot be read is passed over: the record then
-// links to Genesis, and Verify reports the break.
+// links to genesis, and Verify reports the break.
 func (j *Journal) link(size int64) (string, error) {
 	if size > 0 {
 		h, ok, err := lastRecord(j.fd, size, true)
@@ -93,7 +93,7 @@ func (j *Journal) link(size int64) (string, error) {
 			return err
 		})
 		if err != nil {
-			return Genesis, nil
+			return genesis, nil
 		}
 		var st unix.Stat_t
 		h, ok := "", false
@@ -102,7 +102,7 @@ func (j *Journal) link(size int64) (string, error) {
 		}
 		unix.Close(fd)
 		if err != nil {
-			return Genesis, nil
+			return genesis, nil
 		}
 		if ok {
 			return h, nil
@@ -178,7 +178,7 @@ type Verification struct {
 	// history: written before paddock chained its journal.
 	Legacy int
 	// Anchor is the "prev" of the history's first chained record when it
-	// is not Genesis (or the last legacy record's hash): the record it
+	// is not genesis (or the last legacy record's hash): the record it
 	// links to is in a rotated file no longer kept. Empty otherwise.
 	Anchor string
 	// Head is the hash of the last record: what paddock run logged as the
@@ -273,7 +273,7 @@ func Verify(path, head string) (*Verification, error) {
 				bad(fmt.Sprintf("prev %s is not a SHA-256 in lowercase hex: the record was edited", Excerpt(fmt.Appendf(nil, "%v", p), 80)))
 				chained = true
 			case lastFile == "":
-				if ps != Genesis {
+				if ps != genesis {
 					v.Anchor = ps
 				}
 				chained = true

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,8 +215,8 @@ func TestVerify(t *testing.T) {
 // a writer after a torn last line ends it and links past it.
 func TestHeadAndTornLine(t *testing.T) {
 	j, path := openTemp(t)
-	if j.Head() != Genesis {
-		t.Errorf("Head of an empty journal = %s, want Genesis", j.Head())
+	if j.Head() != genesis {
+		t.Errorf("Head of an empty journal = %s, want genesis", j.Head())
 	}
 	if err := writeSeq(j, 0, 3); err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func TestHeadAndTornLine(t *testing.T) {
 	if v, _ := Verify(path, v.Head); !v.HeadFound {
 		t.Error("Verify did not find the head it was given")
 	}
-	if v, _ := Verify(path, Genesis); v.HeadFound {
+	if v, _ := Verify(path, genesis); v.HeadFound {
 		t.Error("Verify found a head that is not in the chain")
 	}
 
@@ -259,5 +260,12 @@ func TestHeadAndTornLine(t *testing.T) {
 	}
 	if _, err := Verify(filepath.Join(t.TempDir(), "none.jsonl"), ""); err == nil || !strings.Contains(err.Error(), "nothing to verify") {
 		t.Errorf("Verify of no journal: %v, want an error saying there is nothing to verify", err)
+	}
+}
+
+// genesis is a SHA-256 of zeros in hex: as long as every other prev.
+func TestGenesis(t *testing.T) {
+	if len(genesis) != sha256.Size*2 || strings.Trim(genesis, "0") != "" {
+		t.Errorf("genesis %q: want %d zeros", genesis, sha256.Size*2)
 	}
 }

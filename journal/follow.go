@@ -1,10 +1,8 @@
 package journal
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,67 +15,8 @@ import (
 )
 
 // This file is the reading side that tools such as `paddock journal` need
-// beyond Read: records as stored (raw lines, for --json), the rotated files
-// in order, and following the journal as it grows, across rotations.
-
-// Line is one non-blank line of a journal file, as stored.
-type Line struct {
-	No  int            // 1-based line number in its file
-	Raw []byte         // the line without its '\n'
-	Rec map[string]any // the parsed record; nil when the line is not a JSON object
-}
-
-// ParseLine parses one journal line (without its '\n') the way Read does: it
-// must be a JSON object.
-func ParseLine(line []byte) (map[string]any, bool) {
-	var rec map[string]any
-	if json.Unmarshal(line, &rec) != nil || rec == nil {
-		return nil, false
-	}
-	return rec, true
-}
-
-// ReadLines is Read for callers that must reproduce records exactly as
-// stored. It applies Read's rules: blank lines are skipped; a last line that
-// lacks its '\n' or does not parse is returned as torn, not in lines; any
-// other line that does not parse is returned with a nil Rec (what Read
-// reports as a *CorruptError). err is set only when r fails, with the lines
-// read so far.
-func ReadLines(r io.Reader) (lines []Line, torn []byte, err error) {
-	br := bufio.NewReader(r)
-	var pending *Line // last complete line that failed to parse
-	for no := 1; ; no++ {
-		b, rerr := br.ReadBytes('\n')
-		if rerr != nil && rerr != io.EOF {
-			return lines, nil, fmt.Errorf("journal: read: %w", rerr)
-		}
-		if rerr == io.EOF {
-			if len(bytes.TrimSpace(b)) > 0 {
-				if pending != nil {
-					lines = append(lines, *pending)
-				}
-				torn = b
-			} else if pending != nil {
-				torn = pending.Raw
-			}
-			return lines, torn, nil
-		}
-		if pending != nil {
-			lines = append(lines, *pending)
-			pending = nil
-		}
-		body := b[:len(b)-1]
-		if len(bytes.TrimSpace(body)) == 0 {
-			continue
-		}
-		rec, ok := ParseLine(body)
-		if !ok {
-			pending = &Line{No: no, Raw: body}
-			continue
-		}
-		lines = append(lines, Line{No: no, Raw: body, Rec: rec})
-	}
-}
+// beyond Read and ReadLines (read.go): the rotated files in order, and
+// following the journal as it grows, across rotations.
 
 // CutShort reports whether line, which is not a JSON object, is the
 // beginning of a record as paddock writes them: what a writer killed in
@@ -336,13 +275,6 @@ type Follower struct {
 	// snap, when set, lists the journal's history instead of snapshot
 	// (tests give the views a rotation can show).
 	snap func(path string) ([]histFile, error)
-}
-
-// Follow calls emit with each complete line (without its '\n') of the file
-// at path, starting at byte offset from, and then with each line appended
-// later, until ctx is done; it returns nil then. See Follower.Follow.
-func Follow(ctx context.Context, path string, from int64, emit func(line []byte) error) error {
-	return (&Follower{Path: path}).Follow(ctx, from, emit)
 }
 
 // Follow opens fl.Path, waiting for it to appear if it does not exist yet,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,69 +12,6 @@ import (
 	"testing"
 	"time"
 )
-
-func TestReadLinesAgreesWithRead(t *testing.T) {
-	for _, in := range []string{
-		"",
-		"\n\n",
-		`{"a":1}` + "\n",
-		`{"a":1}` + "\n" + `{"b":2}`,
-		`{"a":1}` + "\n" + `{"b":` + "\n",
-		`{"a":1}` + "\n" + `nope` + "\n" + `{"b":2}` + "\n",
-		`nope` + "\n" + `nope2` + "\n" + `{"b":2}` + "\n" + `{"c"`,
-		`nope` + "\n" + `[1]` + "\n" + `null` + "\n",
-		`{"a":1}` + "\n   \n" + `{"b": 2 }` + "\n",
-		`{"a":1}` + "\n" + `bad` + "\n\n",
-	} {
-		t.Run(fmt.Sprintf("%q", in), func(t *testing.T) {
-			recs, torn, rerr := Read(strings.NewReader(in))
-			lines, ltorn, err := ReadLines(strings.NewReader(in))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []map[string]any
-			var bad []int
-			for _, l := range lines {
-				if l.Rec == nil {
-					bad = append(bad, l.No)
-					continue
-				}
-				got = append(got, l.Rec)
-				if r, ok := ParseLine(l.Raw); !ok || !reflect.DeepEqual(r, l.Rec) {
-					t.Errorf("line %d: Raw %q does not parse to Rec", l.No, l.Raw)
-				}
-			}
-			if !reflect.DeepEqual(got, recs) {
-				t.Errorf("records %v, Read says %v", got, recs)
-			}
-			if string(ltorn) != torn {
-				t.Errorf("torn %q, Read says %q", ltorn, torn)
-			}
-			var ce *CorruptError
-			var want []int
-			if errors.As(rerr, &ce) {
-				want = ce.Lines
-			}
-			if !reflect.DeepEqual(bad, want) {
-				t.Errorf("corrupt lines %v, Read says %v", bad, want)
-			}
-		})
-	}
-}
-
-func TestReadLinesKeepsRawBytes(t *testing.T) {
-	in := "{ \"z\" : 1, \"a\":\"\\u00e9\" }\n{\"pid\":1e3}\n"
-	lines, torn, err := ReadLines(strings.NewReader(in))
-	if err != nil || torn != nil || len(lines) != 2 {
-		t.Fatalf("ReadLines = %v, %q, %v", lines, torn, err)
-	}
-	if string(lines[0].Raw) != `{ "z" : 1, "a":"\u00e9" }` || string(lines[1].Raw) != `{"pid":1e3}` {
-		t.Errorf("raw lines changed: %q %q", lines[0].Raw, lines[1].Raw)
-	}
-	if lines[1].No != 2 {
-		t.Errorf("line number %d, want 2", lines[1].No)
-	}
-}
 
 func TestTornLineError(t *testing.T) {
 	err := &TornLineError{Path: "/j", Line: []byte("{\"ts\":\"x\x1b[2J" + strings.Repeat("a", 300))}
@@ -481,7 +417,7 @@ func TestFollowEmitError(t *testing.T) {
 	writeFile(t, path, "one\ntwo\n")
 	stop := errors.New("stop here")
 	var got []string
-	err := Follow(context.Background(), path, 0, func(line []byte) error {
+	err := (&Follower{Path: path}).Follow(context.Background(), 0, func(line []byte) error {
 		got = append(got, string(line))
 		return stop
 	})
@@ -498,7 +434,7 @@ func TestFollowCancelWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := Follow(ctx, path, 0, func([]byte) error { return nil }); err != nil {
+	if err := (&Follower{Path: path}).Follow(ctx, 0, func([]byte) error { return nil }); err != nil {
 		t.Errorf("Follow = %v, want nil", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
@@ -508,7 +444,7 @@ func TestFollowCancelWhileWaiting(t *testing.T) {
 
 func TestFollowNotRegular(t *testing.T) {
 	dir := t.TempDir()
-	err := Follow(context.Background(), dir, 0, func([]byte) error { return nil })
+	err := (&Follower{Path: dir}).Follow(context.Background(), 0, func([]byte) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("Follow(directory) = %v, want an error", err)
 	}

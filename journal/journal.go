@@ -256,7 +256,7 @@ const maxReopens = 8
 
 // Head returns the hash of the chain's last record as this Journal knows it:
 // the record it last appended, or before its first Append the file's last
-// record found at Open (Genesis for an empty journal). paddock run prints it
+// record found at Open (64 zeros for an empty journal). paddock run prints it
 // at start and exit, so that a journal cut short or rewritten afterwards can
 // be told from the one paddock left (Verify's Head).
 func (j *Journal) Head() string {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -298,7 +297,7 @@ func TestRecordFormat(t *testing.T) {
 				t.Errorf("raw line %s lacks %s", raw, tt.wantRaw)
 			}
 			// The journal adds "prev" last: a fresh journal's first
-			// record links to Genesis.
+			// record links to genesis.
 			wantKeys := append(slices.Clone(tt.wantKeys), "prev")
 			if got := keyOrder(t, raw); !reflect.DeepEqual(got, wantKeys) {
 				t.Errorf("key order = %q, want %q", got, wantKeys)
@@ -339,8 +338,8 @@ func TestRecordFormat(t *testing.T) {
 					fields[k] = v
 				}
 			}
-			if rec["prev"] != Genesis {
-				t.Errorf("prev = %#v, want Genesis", rec["prev"])
+			if rec["prev"] != genesis {
+				t.Errorf("prev = %#v, want genesis", rec["prev"])
 			}
 			want := tt.wantFields
 			if want == nil {
@@ -594,7 +593,7 @@ func TestShortWriteLeavesNoFragment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line = withPrev(line, Genesis)     // every record links to one: same length
+	line = withPrev(line, genesis)     // every record links to one: same length
 	limit := 5*len(line) + len(line)/2 // the 6th record is cut mid-line
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHelper+"=fsize", envPath+"="+path, envLimit+"="+strconv.Itoa(limit))
@@ -620,76 +619,6 @@ func TestShortWriteLeavesNoFragment(t *testing.T) {
 	}
 	if recs := readFile(t, path); len(recs) != 5 {
 		t.Errorf("got %d records, want 5", len(recs))
-	}
-}
-
-func TestRead(t *testing.T) {
-	const a = `{"ts":"2025-01-01T00:00:00Z","action":"a","pid":1}`
-	const b = `{"ts":"2025-01-01T00:00:01Z","action":"b","pid":2,"target":3}`
-	tests := []struct {
-		name        string
-		in          string
-		wantActions []string
-		wantTorn    string
-		wantCorrupt []int
-	}{
-		{"empty", "", nil, "", nil},
-		{"whole lines", a + "\n" + b + "\n", []string{"a", "b"}, "", nil},
-		{"torn mid-record", a + "\n" + b[:20], []string{"a"}, b[:20], nil},
-		{"last line parses but lacks newline", a + "\n" + b, []string{"a"}, b, nil},
-		{"last line garbled with newline", a + "\n" + `{"ts":` + "\n", []string{"a"}, `{"ts":`, nil},
-		{"last line not an object", a + "\n42\n", []string{"a"}, "42", nil},
-		{"only a torn line", b[:10], nil, b[:10], nil},
-		{"blank lines skipped", a + "\n\n" + b + "\n", []string{"a", "b"}, "", nil},
-		{"corrupt middle line", a + "\nnot json\n" + b + "\n", []string{"a", "b"}, "", []int{2}},
-		{"corrupt middle and torn last", "null\n" + a + "\n" + b[:5], []string{"a"}, b[:5], []int{1}},
-		{"garbled line then torn", a + "\n{\n" + b[:5], []string{"a"}, b[:5], []int{2}},
-		{"unterminated blanks are a blank line", a + "\n \t", []string{"a"}, "", nil},
-		{"garbled last line before unterminated blanks", "00000\n ", nil, "00000", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			recs, torn, err := Read(strings.NewReader(tt.in))
-			var ce *CorruptError
-			switch {
-			case tt.wantCorrupt == nil && err != nil:
-				t.Fatalf("err = %v", err)
-			case tt.wantCorrupt != nil && !errors.As(err, &ce):
-				t.Fatalf("err = %v, want *CorruptError", err)
-			case tt.wantCorrupt != nil && !reflect.DeepEqual(ce.Lines, tt.wantCorrupt):
-				t.Errorf("corrupt lines = %v, want %v", ce.Lines, tt.wantCorrupt)
-			}
-			var actions []string
-			for _, r := range recs {
-				actions = append(actions, r["action"].(string))
-			}
-			if !reflect.DeepEqual(actions, tt.wantActions) {
-				t.Errorf("actions = %q, want %q", actions, tt.wantActions)
-			}
-			if torn != tt.wantTorn {
-				t.Errorf("torn = %q, want %q", torn, tt.wantTorn)
-			}
-		})
-	}
-}
-
-type failingReader struct{ data io.Reader }
-
-func (f failingReader) Read(p []byte) (int, error) {
-	n, err := f.data.Read(p)
-	if err == io.EOF {
-		return n, errors.New("disk on fire")
-	}
-	return n, err
-}
-
-func TestReadError(t *testing.T) {
-	recs, _, err := Read(failingReader{strings.NewReader(`{"action":"a"}` + "\n")})
-	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
-		t.Fatalf("err = %v, want the reader's error", err)
-	}
-	if len(recs) != 1 {
-		t.Errorf("got %d records before the error, want 1", len(recs))
 	}
 }
 

@@ -81,7 +81,7 @@ func TestMirrorJournald(t *testing.T) {
 		}}, [][2]string{
 			{"MESSAGE", "refused\nkill 7"}, {"PRIORITY", "4"}, {"SYSLOG_IDENTIFIER", "paddock"}, {"SYSLOG_FACILITY", "10"},
 			{"PADDOCK_ACTION", "signal_denied"}, {"PADDOCK_MESSAGE", "refused\nkill 7"}, {"PADDOCK_PID", "42"},
-			{"PADDOCK_PREV", Genesis}, {"PADDOCK_RULE", "not_owned"}, {"PADDOCK_SIGNAL", "SIGKILL"}, {"PADDOCK_TARGET", "7"},
+			{"PADDOCK_PREV", genesis}, {"PADDOCK_RULE", "not_owned"}, {"PADDOCK_SIGNAL", "SIGKILL"}, {"PADDOCK_TARGET", "7"},
 			{"PADDOCK_TS", "2026-03-04T05:06:07.000000008Z"}, {"PADDOCK_HASH", "*"}, {"PADDOCK_RECORD", "*"},
 		}},
 		{"adoption without a message", Record{TS: ts, Action: audit.Adopted, Pid: 9, Fields: map[string]any{
@@ -89,7 +89,7 @@ func TestMirrorJournald(t *testing.T) {
 		}}, [][2]string{
 			{"MESSAGE", "paddock: adopted pid 9"}, {"PRIORITY", "5"}, {"SYSLOG_IDENTIFIER", "paddock"}, {"SYSLOG_FACILITY", "10"},
 			{"PADDOCK_ACTION", "adopted"}, {"PADDOCK_ARGV_0", `["a"]`}, {"PADDOCK_COMM", "sleep"}, {"PADDOCK_PID", "9"},
-			{"PADDOCK_PREV", Genesis}, {"PADDOCK_TS", "2026-03-04T05:06:07.000000008Z"}, {"PADDOCK_HASH", "*"}, {"PADDOCK_RECORD", "*"},
+			{"PADDOCK_PREV", genesis}, {"PADDOCK_TS", "2026-03-04T05:06:07.000000008Z"}, {"PADDOCK_HASH", "*"}, {"PADDOCK_RECORD", "*"},
 		}},
 	}
 	for _, tt := range tests {

@@ -20,49 +20,21 @@ import (
 // every good record, and reports the bad lines in err (as a *CorruptError).
 // err is also set, with the records read so far, if r fails.
 func Read(r io.Reader) (recs []map[string]any, torn string, err error) {
-	br := bufio.NewReader(r)
 	var corrupt []int
-	var pending []byte // last complete line that failed to parse
-	pendingLine := 0
-	for lineNo := 1; ; lineNo++ {
-		line, rerr := br.ReadBytes('\n')
-		if rerr != nil && rerr != io.EOF {
-			return recs, "", fmt.Errorf("journal: read: %w", rerr)
+	t, err := scanLines(r, func(l Line) {
+		if l.Rec == nil {
+			corrupt = append(corrupt, l.No)
+			return
 		}
-		if rerr == io.EOF {
-			// A blank fragment is a blank line, skipped like the others.
-			if len(bytes.TrimSpace(line)) > 0 {
-				// Last line without '\n': torn, even if it parses,
-				// since the writer never finished it. An earlier
-				// bad line is then not the last one after all.
-				if pending != nil {
-					corrupt = append(corrupt, pendingLine)
-				}
-				torn = string(line)
-			} else if pending != nil {
-				torn = string(pending)
-			}
-			break
-		}
-		if pending != nil {
-			corrupt = append(corrupt, pendingLine)
-			pending = nil
-		}
-		body := bytes.TrimSuffix(line, []byte{'\n'})
-		if len(bytes.TrimSpace(body)) == 0 {
-			continue
-		}
-		var rec map[string]any
-		if json.Unmarshal(body, &rec) != nil || rec == nil {
-			pending, pendingLine = body, lineNo
-			continue
-		}
-		recs = append(recs, rec)
+		recs = append(recs, l.Rec)
+	})
+	if err != nil {
+		return recs, "", err
 	}
 	if len(corrupt) > 0 {
-		return recs, torn, &CorruptError{Lines: corrupt}
+		return recs, string(t), &CorruptError{Lines: corrupt}
 	}
-	return recs, torn, nil
+	return recs, string(t), nil
 }
 
 // CorruptError reports journal lines, other than the last, that are not JSON
@@ -78,4 +50,77 @@ func (e *CorruptError) Error() string {
 		return fmt.Sprintf("journal: line %d is not a JSON object", e.Lines[0])
 	}
 	return fmt.Sprintf("journal: %d lines are not JSON objects (first: line %d)", len(e.Lines), e.Lines[0])
+}
+
+// Line is one non-blank line of a journal file, as stored.
+type Line struct {
+	No  int            // 1-based line number in its file
+	Raw []byte         // the line without its '\n'
+	Rec map[string]any // the parsed record; nil when the line is not a JSON object
+}
+
+// ParseLine parses one journal line (without its '\n') the way Read does: it
+// must be a JSON object.
+func ParseLine(line []byte) (map[string]any, bool) {
+	var rec map[string]any
+	if json.Unmarshal(line, &rec) != nil || rec == nil {
+		return nil, false
+	}
+	return rec, true
+}
+
+// ReadLines is Read for callers that must reproduce records exactly as
+// stored. It applies Read's rules: blank lines are skipped; a last line that
+// lacks its '\n' or does not parse is returned as torn, not in lines; any
+// other line that does not parse is returned with a nil Rec (what Read
+// reports as a *CorruptError). err is set only when r fails, with the lines
+// read so far.
+func ReadLines(r io.Reader) (lines []Line, torn []byte, err error) {
+	torn, err = scanLines(r, func(l Line) { lines = append(lines, l) })
+	return lines, torn, err
+}
+
+// scanLines is the one reading of a journal's lines under the torn-line
+// rules, which Read and ReadLines share. It calls each with every line that
+// is neither blank nor torn, in file order, Rec nil for one that does not
+// parse (corruption: it is not the last line). torn is the last line when
+// it lacks its '\n' (even if it parses: its writer never finished it) or
+// does not parse; a last line of blanks only is a blank line, skipped. err
+// is set only when r fails, with each called for the lines before.
+func scanLines(r io.Reader, each func(Line)) (torn []byte, err error) {
+	br := bufio.NewReader(r)
+	var pending *Line // the last complete line, when it failed to parse
+	for no := 1; ; no++ {
+		b, rerr := br.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return nil, fmt.Errorf("journal: read: %w", rerr)
+		}
+		if rerr == io.EOF {
+			if len(bytes.TrimSpace(b)) > 0 {
+				// An earlier bad line is not the last one after all.
+				if pending != nil {
+					each(*pending)
+				}
+				return b, nil
+			}
+			if pending != nil {
+				return pending.Raw, nil
+			}
+			return nil, nil
+		}
+		if pending != nil {
+			each(*pending)
+			pending = nil
+		}
+		body := b[:len(b)-1]
+		if len(bytes.TrimSpace(body)) == 0 {
+			continue
+		}
+		rec, ok := ParseLine(body)
+		if !ok {
+			pending = &Line{No: no, Raw: body}
+			continue
+		}
+		each(Line{No: no, Raw: body, Rec: rec})
+	}
 }

@@ -51,18 +51,6 @@ type Table struct {
 	headerDone bool
 }
 
-// FormatTable writes recs as a table fitting in TableWidth columns, header
-// first. It writes nothing for no records.
-func FormatTable(w io.Writer, recs []map[string]any) error {
-	t := &Table{W: w}
-	for _, rec := range recs {
-		if err := t.Row(rec); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Row writes one record, preceded by the header if it is the first row.
 func (t *Table) Row(rec map[string]any) error {
 	return t.write(FormatTime(rec["ts"]), text(rec["action"]), FormatPid(rec["pid"]), t.summary(rec))

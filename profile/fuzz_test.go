@@ -76,7 +76,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("two profiles: %+v / %+v", p, p2)
 		}
 		checkBounds(t, p)
-		for _, k := range Keys {
+		for _, k := range keys() {
 			if src := p.Sources[k]; src != SourceDefault && !strings.HasPrefix(src, "file "+fuzzPath) {
 				t.Fatalf("source of %s is %q", k, src)
 			}

@@ -54,8 +54,11 @@ const (
 	AdoptOff = "off"
 )
 
-// Keys lists the profile keys in the order paddock prints them.
-var Keys = []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption, KeyPty, KeyStrictWall}
+// keys lists the profile keys in the order paddock prints them, in a fresh
+// slice.
+func keys() []string {
+	return []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption, KeyPty, KeyStrictWall}
+}
 
 // Sources: where a value came from (Profile.Sources values; file values are
 // "file PATH:LINE").
@@ -182,7 +185,7 @@ func (e *Error) Error() string {
 // Defaults returns the profile used when no file is found.
 func Defaults() Profile {
 	p := Profile{AllowOptIn: true, Adoption: AdoptByAgent, Pty: true, Sources: map[string]string{"profile": SourceNone}}
-	for _, k := range Keys {
+	for _, k := range keys() {
 		p.Sources[k] = SourceDefault
 	}
 	return p
@@ -280,7 +283,7 @@ func Parse(path string, data []byte) (Profile, error) {
 				what = `unknown key "" (an empty quoted key)`
 			}
 			return Profile{}, &Error{Path: path, Line: keyLine(text, top), Key: top,
-				Msg: fmt.Sprintf("%s. Way out: the keys are %s.", what, strings.Join(Keys, ", "))}
+				Msg: fmt.Sprintf("%s. Way out: the keys are %s.", what, strings.Join(keys(), ", "))}
 		}
 		if len(k) > 1 {
 			return Profile{}, &Error{Path: path, Line: keyLine(text, top), Key: top, Msg: "must be a plain value, not a table"}
@@ -376,7 +379,7 @@ func Parse(path string, data []byte) (Profile, error) {
 }
 
 func isKey(k string) bool {
-	for _, x := range Keys {
+	for _, x := range keys() {
 		if x == k {
 			return true
 		}
@@ -389,7 +392,7 @@ func suggest(k string) string {
 	norm := func(s string) string {
 		return strings.ToLower(strings.NewReplacer("-", "", "_", "", " ", "").Replace(s))
 	}
-	for _, x := range Keys {
+	for _, x := range keys() {
 		if norm(x) == norm(k) {
 			return fmt.Sprintf(" (did you mean %s?)", x)
 		}

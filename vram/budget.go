@@ -19,7 +19,7 @@ type Settings struct {
 	TotalFrom, HeadroomFrom string
 	// AllowOptIn: whether PADDOCK_ALLOW_OVERBUDGET_VRAM=1 (alias
 	// RLM_ALLOW_OVERBUDGET_VRAM=1) in a workload's environment may lift a
-	// refusal. Pass it on to Preflight / PreflightCommand.
+	// refusal. Pass it on to Preflight / PreflightCommandFiles.
 	AllowOptIn bool
 }
 

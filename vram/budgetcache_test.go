@@ -23,7 +23,7 @@ func (f *fakeGPU) NvidiaSMI(args ...string) ([]byte, error) {
 	f.mu.Lock()
 	gate, total := f.gate, f.totalMiB
 	f.mu.Unlock()
-	if args[0] != QueryGPUArgs[0] {
+	if args[0] != queryGPUArgs()[0] {
 		return nil, nil // compute apps: none
 	}
 	if gate != nil {

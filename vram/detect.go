@@ -9,11 +9,11 @@
 //     through Sources, so tests run on captured fixtures without a GPU;
 //   - the budget (NewBudget): total VRAM minus the desktop headroom, per GPU
 //     when the GPUs are known, from the profile when it says so;
-//   - estimators (EstimateCommand): how much VRAM a command line will claim
-//     (vLLM, SGLang, TGI, llama.cpp, ollama), from its flags, its model file or
-//     its model name;
-//   - the preflight (Preflight, PreflightCommand): the refusal, with the
-//     numbers and the way out, or the acceptance.
+//   - estimators (estimate.go, a file per engine): how much VRAM a command
+//     line will claim (vLLM, SGLang, TGI, llama.cpp, ollama), from its
+//     flags, its model file or its model name;
+//   - the preflight (Preflight, PreflightCommandFiles): the refusal, with
+//     the numbers and the way out, or the acceptance.
 //
 // All figures are in GB meaning GiB (2^30 bytes), the unit nvidia-smi (MiB)
 // and the engines themselves report. See docs/vram.md.
@@ -68,33 +68,13 @@ type Host struct {
 	HeadlessSource string
 	// ForeignUsedMiB is the VRAM already in use on the detected GPUs when
 	// detection ran (memory.used / mem_info_vram_used summed). Before a
-	// workload starts none of it is the agent's; use UsedExcluding to leave
-	// out processes the agent owns once it runs.
+	// workload starts none of it is the agent's.
 	ForeignUsedMiB int64
 	// Apps lists the compute processes nvidia-smi reported.
 	Apps []ComputeApp
 	// Notes records sources that were missing or failed (nvidia-smi not
 	// installed, no devices), in plain words.
 	Notes []string
-}
-
-// UsedExcluding returns the VRAM in use by processes other than those owned
-// reports true for. Only compute apps can be attributed to a pid; the rest
-// of memory.used (display servers, other users) always counts as foreign.
-func (h Host) UsedExcluding(owned func(pid int) bool) int64 {
-	used := h.ForeignUsedMiB
-	if owned == nil {
-		return used
-	}
-	for _, a := range h.Apps {
-		if owned(a.PID) {
-			used -= a.UsedMiB
-		}
-	}
-	if used < 0 {
-		used = 0
-	}
-	return used
 }
 
 // Sources is everything detection reads. LiveSources reads the machine;
@@ -111,11 +91,17 @@ type Sources interface {
 	Processes() ([]string, error)
 }
 
-// The nvidia-smi queries detection runs (csv,noheader,nounits).
-var (
-	QueryGPUArgs  = []string{"--query-gpu=index,name,memory.total,memory.used,display_active", "--format=csv,noheader,nounits"}
-	QueryAppsArgs = []string{"--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"}
-)
+// queryGPUArgs is nvidia-smi's query of the GPUs detection runs, which
+// ParseNvidiaGPUs reads.
+func queryGPUArgs() []string {
+	return []string{"--query-gpu=index,name,memory.total,memory.used,display_active", "--format=csv,noheader,nounits"}
+}
+
+// queryAppsArgs is nvidia-smi's query of the compute processes detection
+// runs, which ParseNvidiaApps reads.
+func queryAppsArgs() []string {
+	return []string{"--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"}
+}
 
 // DRMRoot is where DRM devices live in sysfs.
 const DRMRoot = "/sys/class/drm"
@@ -270,7 +256,7 @@ func Detect(s Sources, headless *bool) (Host, error) {
 }
 
 func detectNvidia(s Sources) ([]GPU, []string, error) {
-	out, err := s.NvidiaSMI(QueryGPUArgs...)
+	out, err := s.NvidiaSMI(queryGPUArgs()...)
 	if err != nil {
 		text := strings.TrimSpace(string(out))
 		switch {
@@ -285,7 +271,7 @@ func detectNvidia(s Sources) ([]GPU, []string, error) {
 	return gpus, nil, err
 }
 
-// ParseNvidiaGPUs parses the output of nvidia-smi with QueryGPUArgs:
+// ParseNvidiaGPUs parses the output of nvidia-smi with queryGPUArgs:
 // "0, NVIDIA GeForce RTX 4090, 24564, 1024, Enabled" per line. Lines that
 // do not parse are reported in the error and skipped.
 func ParseNvidiaGPUs(out []byte) ([]GPU, error) {
@@ -331,14 +317,14 @@ func ParseNvidiaGPUs(out []byte) ([]GPU, error) {
 }
 
 func detectApps(s Sources) ([]ComputeApp, error) {
-	out, err := s.NvidiaSMI(QueryAppsArgs...)
+	out, err := s.NvidiaSMI(queryAppsArgs()...)
 	if err != nil {
 		return nil, nil // only used to attribute memory; memory.used already counts it
 	}
 	return ParseNvidiaApps(out)
 }
 
-// ParseNvidiaApps parses nvidia-smi with QueryAppsArgs: "pid, used_memory"
+// ParseNvidiaApps parses nvidia-smi with queryAppsArgs: "pid, used_memory"
 // per line. "[N/A]" memory (containers without pid access) counts as 0.
 func ParseNvidiaApps(out []byte) ([]ComputeApp, error) {
 	var apps []ComputeApp

@@ -195,16 +195,6 @@ func TestDetectNvidiaFailureIsANoteNotAnError(t *testing.T) {
 	}
 }
 
-func TestUsedExcluding(t *testing.T) {
-	h, _ := Detect(host(t, "2gpu-headless"), nil)
-	if got := h.UsedExcluding(func(pid int) bool { return pid == 7781 }); got != 40127-40118 {
-		t.Errorf("UsedExcluding(owned 7781) = %d", got)
-	}
-	if got := h.UsedExcluding(nil); got != 40127 {
-		t.Errorf("UsedExcluding(nil) = %d", got)
-	}
-}
-
 func TestLiveSourcesWithoutNvidiaSMI(t *testing.T) {
 	if _, err := exec.LookPath("nvidia-smi"); err == nil {
 		t.Skip("nvidia-smi is installed here; this checks the not-installed path")

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/cmdline"
 )
 
 // sizes fakes file sizes for the llama.cpp estimator.
@@ -315,7 +317,7 @@ func TestEstimateOllama(t *testing.T) {
 
 func TestEstimateNotGPU(t *testing.T) {
 	for _, cmd := range []string{"ls -l", "python train.py", "python -c print(1)", "bash -c vllm", "env", "nohup", "uv run pytest", "/usr/bin/make -j8"} {
-		if e, ok := EstimateCommand(strings.Fields(cmd), nil, seedBudget(), nil); ok {
+		if e, ok := estimateCommand(strings.Fields(cmd), nil, seedBudget(), Files{}); ok {
 			t.Errorf("%q estimated as %+v", cmd, e)
 		}
 	}
@@ -353,8 +355,16 @@ func TestIsGPUWorkload(t *testing.T) {
 			t.Errorf("IsGPUWorkload(%q) = %v, want %v", tc.argv, got, tc.want)
 		}
 		// Every command the estimator handles must be recognised here too.
-		if _, ok := EstimateCommand(tc.argv, nil, Budget{TotalGB: 24, AvailableGB: 20}, func(string) (int64, error) { return 1 << 30, nil }); ok && !IsGPUWorkload(tc.argv) {
-			t.Errorf("EstimateCommand handles %q but IsGPUWorkload says no", tc.argv)
+		if _, ok := estimateCommand(tc.argv, nil, Budget{TotalGB: 24, AvailableGB: 20}, Files{Size: func(string) (int64, error) { return 1 << 30, nil }}); ok && !IsGPUWorkload(tc.argv) {
+			t.Errorf("estimateCommand handles %q but IsGPUWorkload says no", tc.argv)
 		}
 	}
+}
+
+// estimateCommand estimates the VRAM argv will claim under budget b, as
+// PreflightCommandFiles does before its check: env is the command's
+// environment, f reads the model files it names. ok=false: argv is not a
+// GPU workload paddock knows.
+func estimateCommand(argv []string, env []string, b Budget, f Files) (Estimate, bool) {
+	return estimate(cmdline.Unwrap(argv, env), argv, b, f)
 }

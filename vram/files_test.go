@@ -278,7 +278,7 @@ func TestEstimateLlamaCppUnreadableModel(t *testing.T) {
 	for _, tc := range tests {
 		done := make(chan Estimate, 1)
 		go func() {
-			est, _ := EstimateCommandFiles([]string{"llama-server", "-m", tc.model, "-ngl", "99"}, nil, NewBudget(Host{}, Settings{}), SafeFiles(nil, ReadLimits{}))
+			est, _ := estimateCommand([]string{"llama-server", "-m", tc.model, "-ngl", "99"}, nil, NewBudget(Host{}, Settings{}), SafeFiles(nil, ReadLimits{}))
 			done <- est
 		}()
 		select {

@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/cmdline"
 )
 
 // The opt-in that lets an over-budget workload start: set to 1 in the
@@ -47,10 +47,10 @@ type Verdict struct {
 }
 
 // OptedIn returns the opt-in variable set to a true value in env
-// (guard.OptInValue, the one rule for every opt-in), "" when none is.
+// (cmdline.OptInValue, the one rule for every opt-in), "" when none is.
 func OptedIn(env map[string]string) string {
 	for _, k := range []string{OptInEnv, OptInAliasEnv} {
-		if guard.OptInValue(env[k]) {
+		if cmdline.OptInValue(env[k]) {
 			return k
 		}
 	}
@@ -74,22 +74,20 @@ func Preflight(requiredGB float64, what string, b Budget, env []string, allowOpt
 		budget:   poolPhrase(b),
 		used:     usedNote("", b.UsedGB, requiredGB, b.TotalGB),
 		wayOut:   []string{fmt.Sprintf("request at most %.1f GB", b.AvailableGB)},
-		optInVar: OptedIn(guard.EnvMap(env)),
+		optInVar: OptedIn(cmdline.EnvMap(env)),
 	}
 	return c.verdict(b, allowOptIn)
 }
 
-// PreflightCommand estimates argv's VRAM (EstimateCommand) and checks it
-// against the budget: per GPU when the budget knows the GPUs, against the
-// pool otherwise. ok=false: not a GPU workload; the Verdict then allows.
-// The opt-in is read from env and from VAR=1 words leading argv.
-func PreflightCommand(argv, env []string, b Budget, fileSize func(string) (int64, error), allowOptIn bool) (Verdict, Estimate, bool) {
-	return PreflightCommandFiles(argv, env, b, Files{Size: fileSize}, allowOptIn)
-}
-
-// PreflightCommandFiles is PreflightCommand with GGUF headers readable too.
+// PreflightCommandFiles estimates argv's VRAM and checks it against the
+// budget: per GPU when the budget knows the GPUs, against the pool
+// otherwise. env is the command's environment (KEY=VALUE; it holds
+// CUDA_VISIBLE_DEVICES, OLLAMA_GPU_OVERHEAD, TGI's settings); f reads the
+// model files argv names (Size; Open for GGUF headers, when set).
+// ok=false: not a GPU workload; the Verdict then allows. The opt-in is
+// read from env and from VAR=1 words leading argv.
 func PreflightCommandFiles(argv, env []string, b Budget, f Files, allowOptIn bool) (Verdict, Estimate, bool) {
-	run := guard.Unwrap(argv, env)
+	run := cmdline.Unwrap(argv, env)
 	est, ok := estimate(run, argv, b, f)
 	if !ok {
 		return Verdict{Allow: true, Rule: RuleNotGPU, Message: "not a GPU workload paddock estimates: no VRAM check"}, est, false

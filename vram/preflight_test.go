@@ -13,7 +13,7 @@ import (
 
 func TestPreflightPerGPUMessages(t *testing.T) {
 	b := detectedBudget(t, "2gpu-desktop")
-	v, est, ok := PreflightCommand(argv("vllm serve meta-llama/Llama-3-8B -tp 2"), nil, b, nil, true)
+	v, est, ok := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-8B -tp 2"), nil, b, Files{}, true)
 	if !ok || v.Allow || !est.PerGPU {
 		t.Fatalf("%+v %+v", v, est)
 	}
@@ -21,13 +21,13 @@ func TestPreflightPerGPUMessages(t *testing.T) {
 		"estimated VRAM requirement (22.1 GB on GPU 0; 44.2 GB on 2 GPUs in all) exceeds host VRAM budget (21.6 GB available on GPU 0 (NVIDIA GeForce RTX 3090): 24.0 GB total, 2.4 GB desktop headroom reserved)",
 		"display active on GPU 0", "--gpu-memory-utilization 0.90 (0.90 x 24.0 GB = 21.6 GB fits the 21.6 GB available)")
 	// One GPU: the seed's wording, with the GPU named.
-	v, _, _ = PreflightCommand(argv("vllm serve meta-llama/Llama-3-8B"), nil, b, nil, true)
+	v, _, _ = PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-8B"), nil, b, Files{}, true)
 	mustContain(t, v.Message, "estimated VRAM requirement (22.1 GB) exceeds host VRAM budget (21.6 GB available on GPU 0")
 }
 
 func TestPreflightReportsForeignUse(t *testing.T) {
 	b := detectedBudget(t, "2gpu-headless")
-	v, _, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-8B -tp 2 --gpu-memory-utilization 0.7"), nil, b, nil, true)
+	v, _, _ := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-8B -tp 2 --gpu-memory-utilization 0.7"), nil, b, Files{}, true)
 	if !v.Allow {
 		t.Fatalf("%+v", v)
 	}
@@ -39,11 +39,11 @@ func TestPreflightReportsForeignUse(t *testing.T) {
 }
 
 func TestPreflightNotGPUAndNothingToCheck(t *testing.T) {
-	v, _, ok := PreflightCommand(argv("make test"), nil, seedBudget(), nil, true)
+	v, _, ok := PreflightCommandFiles(argv("make test"), nil, seedBudget(), Files{}, true)
 	if ok || !v.Allow || v.Rule != RuleNotGPU {
 		t.Errorf("make: %+v", v)
 	}
-	v, _, ok = PreflightCommand(argv("ollama run llama3"), nil, seedBudget(), nil, true)
+	v, _, ok = PreflightCommandFiles(argv("ollama run llama3"), nil, seedBudget(), Files{}, true)
 	if !ok || !v.Allow || !strings.Contains(v.Message, "nothing to check") {
 		t.Errorf("unknown ollama tag: %+v", v)
 	}
@@ -61,7 +61,7 @@ func TestPreflightWhatIsQuoted(t *testing.T) {
 
 func TestReportJSON(t *testing.T) {
 	b := seedBudget()
-	v, est, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), nil, b, nil, true)
+	v, est, _ := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-70B"), nil, b, Files{}, true)
 	raw, err := json.Marshal(NewReport(v, b, 0, &est))
 	if err != nil {
 		t.Fatal(err)

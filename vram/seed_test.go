@@ -4,7 +4,7 @@ package vram
 // and 6 ("Unconfigured VRAM Preflight Fail-Closed"). The seed's
 // set_host_profile(total_vram_gb=24, desktop_headroom_gb=4) is
 // Settings{TotalGB: 24, HeadroomGB: 4}; its _check_command_guards("...")
-// on a shell string is PreflightCommand on the argv the shell would exec;
+// on a shell string is PreflightCommandFiles on the argv the shell would exec;
 // its "RLM_ALLOW_OVERBUDGET_VRAM=1 cmd" prefix is a leading VAR=1 word.
 
 import (
@@ -65,7 +65,7 @@ func TestSeedGPUCommandOverBudgetRefusedNamingBudget(t *testing.T) {
 	b := seedBudget()
 	// 1. A 70B model: the weights alone (65.2 GB at the 1 byte/param floor,
 	// 72.2 GB with overhead) exceed the 20 GB budget.
-	v, est, ok := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), nil, b, nil, true)
+	v, est, ok := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-70B"), nil, b, Files{}, true)
 	if !ok || v.Allow || est.Engine != "vLLM" {
 		t.Fatalf("70B: ok=%v %+v", ok, v)
 	}
@@ -76,7 +76,7 @@ func TestSeedGPUCommandOverBudgetRefusedNamingBudget(t *testing.T) {
 		"RLM_ALLOW_OVERBUDGET_VRAM=1", "PADDOCK_ALLOW_OVERBUDGET_VRAM=1",
 		"weights 70B params")
 	// 2. --gpu-memory-utilization 0.95 on 24 GB = 22.8 GB > 20 GB.
-	v, est, ok = PreflightCommand(argv("python -m vllm --model meta-llama/Llama-3-8B --gpu-memory-utilization 0.95"), nil, b, nil, true)
+	v, est, ok = PreflightCommandFiles(argv("python -m vllm --model meta-llama/Llama-3-8B --gpu-memory-utilization 0.95"), nil, b, Files{}, true)
 	if !ok || v.Allow {
 		t.Fatalf("0.95: ok=%v %+v", ok, v)
 	}
@@ -99,25 +99,25 @@ func TestSeedGPUCommandOverBudgetAllowedWithOptIn(t *testing.T) {
 		{argv("env PADDOCK_ALLOW_OVERBUDGET_VRAM=1 vllm serve meta-llama/Llama-3-70B"), nil, OptInEnv},
 		{argv("vllm serve meta-llama/Llama-3-70B"), []string{"PADDOCK_ALLOW_OVERBUDGET_VRAM=1"}, OptInEnv},
 	} {
-		v, _, ok := PreflightCommand(tc.argv, tc.env, b, nil, true)
+		v, _, ok := PreflightCommandFiles(tc.argv, tc.env, b, Files{}, true)
 		if !ok || !v.Allow || v.Rule != RuleOptIn || v.OptIn != tc.want {
 			t.Errorf("%q env %q: %+v", tc.argv, tc.env, v)
 		}
 		mustContain(t, v.Message, "allowed by "+tc.want+"=1")
 	}
-	// The one opt-in rule (guard.OptInValue): 1, true, yes, on opt in, and
+	// The one opt-in rule (cmdline.OptInValue): 1, true, yes, on opt in, and
 	// nothing else does; and a host may switch the opt-in off.
 	for _, val := range []string{"yes", "TRUE", " on "} {
-		if v, _, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), []string{OptInEnv + "=" + val}, b, nil, true); !v.Allow {
+		if v, _, _ := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-70B"), []string{OptInEnv + "=" + val}, b, Files{}, true); !v.Allow {
 			t.Errorf("=%q did not opt in: %+v", val, v)
 		}
 	}
 	for _, val := range []string{"0", "no", "off", "", "2"} {
-		if v, _, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), []string{OptInEnv + "=" + val}, b, nil, true); v.Allow {
+		if v, _, _ := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-70B"), []string{OptInEnv + "=" + val}, b, Files{}, true); v.Allow {
 			t.Errorf("=%q opted in: %+v", val, v)
 		}
 	}
-	v, _, _ := PreflightCommand(argv("RLM_ALLOW_OVERBUDGET_VRAM=1 vllm serve meta-llama/Llama-3-70B"), nil, b, nil, false)
+	v, _, _ := PreflightCommandFiles(argv("RLM_ALLOW_OVERBUDGET_VRAM=1 vllm serve meta-llama/Llama-3-70B"), nil, b, Files{}, false)
 	if v.Allow {
 		t.Errorf("opt-in honoured with allowOptIn=false: %+v", v)
 	}
@@ -126,7 +126,7 @@ func TestSeedGPUCommandOverBudgetAllowedWithOptIn(t *testing.T) {
 
 // test_bash_guard_allows_within_budget_gpu_command
 func TestSeedGPUCommandWithinBudgetAllowed(t *testing.T) {
-	v, est, ok := PreflightCommand(argv("vllm serve meta-llama/Llama-3-8B --gpu-memory-utilization 0.7"), nil, seedBudget(), nil, true)
+	v, est, ok := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-8B --gpu-memory-utilization 0.7"), nil, seedBudget(), Files{}, true)
 	if !ok || !v.Allow || v.Rule != RuleWithinBudget {
 		t.Fatalf("8B at 0.7: %+v", v)
 	}
@@ -153,7 +153,7 @@ func TestSeedUnconfiguredFailsClosedForLargeModel(t *testing.T) {
 	if b.Configured || b.Headless || b.AvailableGB != 14 {
 		t.Fatalf("unconfigured desktop budget %+v", b)
 	}
-	v, _, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), nil, b, nil, true)
+	v, _, _ := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-70B"), nil, b, Files{}, true)
 	if v.Allow || v.Rule != RuleUnconfigured {
 		t.Fatalf("70B on an unconfigured desktop: %+v", v)
 	}
@@ -170,7 +170,7 @@ func TestSeedUnconfiguredFailsClosedForLargeModel(t *testing.T) {
 // test_unconfigured_vram_permits_small_model
 func TestSeedUnconfiguredPermitsSmallModel(t *testing.T) {
 	b := unconfigured(t, "intel-laptop")
-	v, est, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-8B --gpu-memory-utilization 0.5"), nil, b, nil, true)
+	v, est, _ := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-8B --gpu-memory-utilization 0.5"), nil, b, Files{}, true)
 	if !v.Allow {
 		t.Fatalf("8B at 0.5 unconfigured: %+v", v)
 	}
@@ -186,7 +186,7 @@ func TestSeedUnconfiguredPermitsSmallModel(t *testing.T) {
 // test_unconfigured_vram_permits_large_model_with_opt_in
 func TestSeedUnconfiguredPermitsLargeModelWithOptIn(t *testing.T) {
 	b := unconfigured(t, "intel-laptop")
-	v, _, _ := PreflightCommand(argv("RLM_ALLOW_OVERBUDGET_VRAM=1 vllm serve meta-llama/Llama-3-70B"), nil, b, nil, true)
+	v, _, _ := PreflightCommandFiles(argv("RLM_ALLOW_OVERBUDGET_VRAM=1 vllm serve meta-llama/Llama-3-70B"), nil, b, Files{}, true)
 	if !v.Allow || v.Rule != RuleOptIn {
 		t.Errorf("%+v", v)
 	}
@@ -199,12 +199,12 @@ func TestSeedUnconfiguredHeadlessAllowsNormalWork(t *testing.T) {
 		t.Fatalf("unconfigured headless budget %+v", b)
 	}
 	// 70B: max(0.92 x 80 = 73.6, 72.2 weights with overhead) <= 80.
-	v, est, _ := PreflightCommand(argv("vllm serve meta-llama/Llama-3-70B"), nil, b, nil, true)
+	v, est, _ := PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-70B"), nil, b, Files{}, true)
 	if !v.Allow || !near(est.RequiredGB, 73.6) {
 		t.Errorf("70B on headless: %.2f %+v", est.RequiredGB, v)
 	}
 	// A runaway request fails closed even there.
-	v, _, _ = PreflightCommand(argv("vllm serve meta-llama/Llama-3-405B"), nil, b, nil, true)
+	v, _, _ = PreflightCommandFiles(argv("vllm serve meta-llama/Llama-3-405B"), nil, b, Files{}, true)
 	if v.Allow || v.Rule != RuleUnconfigured {
 		t.Fatalf("405B on headless: %+v", v)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/cmdline"
 )
 
 // wrapperPrefixes holds, for every wrapper the guard sees through, a
@@ -66,7 +66,8 @@ var shellStringWrappers = map[string]string{
 }
 
 // Every wrapper the guard unwraps reaches the VRAM estimate: the list comes
-// from guard's own table, so a wrapper added there fails here until it is
+// from the command-line reader's own table (package cmdline), which the
+// guard reads with too, so a wrapper added there fails here until it is
 // given a case.
 func TestEstimateSeesThroughEveryWrapper(t *testing.T) {
 	workloads := []struct {
@@ -79,7 +80,7 @@ func TestEstimateSeesThroughEveryWrapper(t *testing.T) {
 	}
 	files := Files{Size: sizes(map[string]int64{"model.gguf": 4 << 30})}
 	var all []string
-	for _, name := range guard.Wrappers() {
+	for _, name := range cmdline.Wrappers() {
 		prefix, ok := wrapperPrefixes[name]
 		shell, isShell := shellStringWrappers[name]
 		switch {
@@ -101,7 +102,7 @@ func TestEstimateSeesThroughEveryWrapper(t *testing.T) {
 		}
 	}
 	for name := range wrapperPrefixes {
-		if !contains(guard.Wrappers(), name) {
+		if !contains(cmdline.Wrappers(), name) {
 			t.Errorf("wrapperPrefixes has %s, which the guard does not unwrap", name)
 		}
 	}
@@ -116,9 +117,9 @@ func checkWrapped(t *testing.T, cmd, engine string, files Files) {
 		t.Errorf("IsGPUWorkload(%q) = false", cmd)
 		return
 	}
-	est, ok := EstimateCommandFiles(argv, nil, seedBudget(), files)
+	est, ok := estimateCommand(argv, nil, seedBudget(), files)
 	if !ok || est.Engine != engine || est.RequiredGB <= 0 {
-		t.Errorf("EstimateCommandFiles(%q) = engine %q, %.1f GB, %v; want %s", cmd, est.Engine, est.RequiredGB, ok, engine)
+		t.Errorf("estimateCommand(%q) = engine %q, %.1f GB, %v; want %s", cmd, est.Engine, est.RequiredGB, ok, engine)
 	}
 }
 

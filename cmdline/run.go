@@ -1,4 +1,4 @@
-package guard
+package cmdline
 
 import (
 	"path/filepath"
@@ -6,11 +6,11 @@ import (
 	"strings"
 )
 
-// Run is what an argv runs once the wrappers the guard sees through are
+// Run is what an argv runs once the wrappers a Reader sees through are
 // unwrapped: the program that does the work, and the environment it gets.
-// Other readers of a command line (the VRAM preflight) use it, so that
-// nothing paddock understands hides a workload from one of them and not
-// from the other.
+// The guard and the VRAM preflight read command lines through this one
+// package, so that nothing paddock understands hides a workload from one
+// of them and not from the other.
 type Run struct {
 	// Argv is the innermost program and its arguments, as it runs them.
 	// For a Python interpreter running a script (python3 ./serve.py ...)
@@ -33,13 +33,13 @@ type Run struct {
 // (python3 $(which vllm) ...): a script is one program, not a chain.
 const maxScripts = 4
 
-// Unwrap reads argv as CheckCommand does (the exec-level view) and returns
-// what finally runs. env is the caller's environment (KEY=VALUE). Leading
-// NAME=VALUE words of argv are assignments, as a shell prefix would be:
-// argv is read as a command line (paddock preflight -- X=1 vllm ...). A
-// shell string (sh -c '...', su -c, eval) is not followed: at exec level
-// the shell's own execs are trapped when they happen, so the shell is
-// what runs.
+// Unwrap reads argv as the guard's exec check does (the exec-level view:
+// a Reader without Deep) and returns what finally runs. env is the
+// caller's environment (KEY=VALUE). Leading NAME=VALUE words of argv are
+// assignments, as a shell prefix would be: argv is read as a command line
+// (paddock preflight -- X=1 vllm ...). A shell string (sh -c '...', su -c,
+// eval) is not followed: at exec level the shell's own execs are trapped
+// when they happen, so the shell is what runs.
 func Unwrap(argv, env []string) Run {
 	vars := EnvMap(env)
 	if len(argv) == 0 {
@@ -49,20 +49,20 @@ func Unwrap(argv, env []string) Run {
 		// The common case on the exec path: nothing to see through.
 		return Run{Argv: argv, Env: vars, Args: argv[1:]}
 	}
-	c := literalCmd(argv, vars)
-	c.argv = assignments(c.argv, c.env, false)
+	c := NewCmd(argv, vars)
+	c.Argv = assignments(c.Argv, c.Env, false)
 	for i := 0; ; i++ {
-		r := newReader(false)
+		r := NewReader(Options{})
 		r.unwrap(c)
 		if len(r.out) == 0 {
-			return Run{Env: c.env}
+			return Run{Env: c.Env}
 		}
 		c = r.out[0]
-		module, args, script := python(c.argv)
+		module, args, script := python(c.Argv)
 		if module != "" || !script || i == maxScripts {
-			out := Run{Argv: make([]string, len(c.argv)), Env: c.env, Module: module}
-			for j, w := range c.argv {
-				out.Argv[j] = w.s
+			out := Run{Argv: make([]string, len(c.Argv)), Env: c.Env, Module: module}
+			for j, w := range c.Argv {
+				out.Argv[j] = w.Value
 			}
 			out.Args = out.Argv[1:]
 			if module != "" {
@@ -70,7 +70,7 @@ func Unwrap(argv, env []string) Run {
 			}
 			return out
 		}
-		c = c.withArgv(args)
+		c = c.WithArgv(args)
 	}
 }
 
@@ -78,11 +78,11 @@ func Unwrap(argv, env []string) Run {
 // or argv0 is an assignment.
 func unwraps(argv0 string) bool {
 	b := filepath.Base(argv0)
-	return wrappers[b] != nil || isLoader(b) || isPython(b) || strings.Contains(argv0, "=")
+	return wrappers[b] != nil || IsLoader(b) || isPython(b) || strings.Contains(argv0, "=")
 }
 
-// Wrappers returns the names of the programs Unwrap (and the guard) sees
-// through, sorted: a caller's tests can check that it handles each one.
+// Wrappers returns the names of the programs Unwrap (and every Reader)
+// sees through, sorted: a caller's tests can check that it handles each one.
 // Dynamic loaders other than the named ones (ld-musl-*.so.1, ...) are seen
 // through too.
 func Wrappers() []string {
@@ -98,17 +98,17 @@ func Wrappers() []string {
 // `-m MODULE` and its arguments, or the script and its arguments
 // (script=true). Inline code (-c, or - for stdin) and an argv that is not
 // Python's give neither.
-func python(argv []word) (module string, args []word, script bool) {
+func python(argv []Word) (module string, args []Word, script bool) {
 	if len(argv) == 0 {
 		return "", nil, false
 	}
-	if b, ok := argv[0].base(); !ok || !isPython(b) {
+	if b, ok := argv[0].Base(); !ok || !isPython(b) {
 		return "", nil, false
 	}
 	a := argv[1:]
 	for len(a) > 0 {
-		s := a[0].s
-		if a[0].dyn || s == "-" || !strings.HasPrefix(s, "-") {
+		s := a[0].Value
+		if a[0].Dynamic || s == "-" || !strings.HasPrefix(s, "-") {
 			break
 		}
 		a = a[1:]
@@ -125,7 +125,7 @@ func python(argv []word) (module string, args []word, script bool) {
 			}
 			val := s[j+1:]
 			if val == "" && len(a) > 0 {
-				val, a = a[0].s, a[1:]
+				val, a = a[0].Value, a[1:]
 			}
 			switch ch {
 			case 'c':
@@ -136,7 +136,7 @@ func python(argv []word) (module string, args []word, script bool) {
 			break
 		}
 	}
-	if len(a) == 0 || a[0].s == "-" {
+	if len(a) == 0 || a[0].Value == "-" {
 		return "", nil, false
 	}
 	return "", a, true

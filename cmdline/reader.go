@@ -1,9 +1,8 @@
-package guard
+package cmdline
 
 import (
+	"errors"
 	"fmt"
-	"path/filepath"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -25,114 +24,6 @@ const (
 	maxValue     = 64 << 10 // bytes of a variable's or a word's known value
 	maxNesting   = 256      // brackets open at once (the parser recurses on each)
 )
-
-// word is one argument as far as it can be known before run time.
-type word struct {
-	s      string // the value; dynamic parts appear as their source text
-	dyn    bool   // some part is only known at run time ($VAR, $(cmd), ~)
-	dynEnd int    // index in s just after the last dynamic part
-	glob   bool   // has unquoted pattern characters (* ? [)
-	raw    string // the source text of the word
-}
-
-func litWord(s string) word { return word{s: s, raw: s} }
-
-// base returns the last path element when it is known.
-func (w word) base() (string, bool) {
-	s := w.s
-	if w.dyn {
-		i := strings.LastIndexByte(s, '/')
-		if i < w.dynEnd || i+1 >= len(s) {
-			return "", false
-		}
-		return s[i+1:], true
-	}
-	if s == "" {
-		return "", false
-	}
-	b := filepath.Base(s)
-	if b == "/" || b == "." {
-		return "", false
-	}
-	return b, true
-}
-
-// lit returns the value when it is fully known.
-func (w word) lit() (string, bool) { return w.s, !w.dyn }
-
-// cmd is one simple command as the guard sees it.
-type cmd struct {
-	argv    []word
-	env     map[string]string // the environment it runs with
-	resetBy string            // the wrapper that replaced the environment (sudo, env -i, ...)
-	stdin   *string           // a script fed on stdin (here-document, echo ... |), when known
-	xargs   bool              // more arguments arrive on stdin (xargs)
-	writes  []string          // guarded files written by its redirections
-	pseudo  bool              // not a command: a compound command's redirection
-}
-
-func literalCmd(argv []string, env map[string]string) cmd {
-	ws := make([]word, len(argv))
-	for i, a := range argv {
-		ws[i] = litWord(a)
-	}
-	return cmd{argv: ws, env: env}
-}
-
-// withArgv returns c running argv instead (a wrapper's inner command).
-func (c cmd) withArgv(argv []word) cmd {
-	c.argv = argv
-	return c
-}
-
-// public renders c as a Command; Env holds what differs from caller.
-func (c cmd) public(caller map[string]string) Command {
-	out := Command{Argv: make([]string, len(c.argv))}
-	for i, w := range c.argv {
-		out.Argv[i] = w.s
-	}
-	if len(out.Argv) > 0 {
-		out.Path = out.Argv[0]
-	}
-	keys := make([]string, 0, len(c.env))
-	for k, v := range c.env {
-		if cv, ok := caller[k]; ok && cv == v {
-			continue
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out.Env = append(out.Env, k+"="+c.env[k])
-	}
-	return out
-}
-
-// EnvMap turns KEY=VALUE strings into a map; the first occurrence of a key
-// wins, as in getenv(3), and entries without "=" or without a key are left
-// out. Callers that read an environment beside the guard (the VRAM
-// preflight's opt-in) use it so that both read the same value.
-func EnvMap(env []string) map[string]string {
-	m := make(map[string]string, len(env))
-	for _, kv := range env {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			continue
-		}
-		if _, dup := m[k]; !dup {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-func copyEnv(m map[string]string) map[string]string {
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
 
 // scope is the shell state that matters: variables with known values and
 // which of them are exported.
@@ -172,13 +63,13 @@ func (s *scope) lookup(name string) (string, bool) {
 	return v, ok
 }
 
-func (s *scope) set(name string, w word, appendTo bool) {
-	if w.dyn || (appendTo && s.unknown[name]) {
+func (s *scope) set(name string, w Word, appendTo bool) {
+	if w.Dynamic || (appendTo && s.unknown[name]) {
 		delete(s.vars, name)
 		s.unknown[name] = true
 		return
 	}
-	v := w.s
+	v := w.Value
 	if appendTo {
 		v = s.vars[name] + v
 	}
@@ -197,8 +88,8 @@ func (s *scope) unset(name string) {
 	delete(s.exported, name)
 }
 
-// env is the environment a command started from this scope gets.
-func (s *scope) env() map[string]string {
+// environ is the environment a command started from this scope gets.
+func (s *scope) environ() map[string]string {
 	m := make(map[string]string, len(s.exported))
 	for k := range s.exported {
 		if v, ok := s.lookup(k); ok {
@@ -208,30 +99,76 @@ func (s *scope) env() map[string]string {
 	return m
 }
 
-// reader walks shell syntax and argv, collecting the simple commands.
-type reader struct {
-	deep   bool // follow nested shell strings (text-level checks)
-	out    []cmd
+// ErrUnparsable wraps the parser's complaint about a shell string.
+var ErrUnparsable = errors.New("cannot parse shell string")
+
+// Options say how a Reader reads.
+type Options struct {
+	// Deep follows nested shell strings (sh -c '...', su -c, eval, watch,
+	// flock -c, a script fed to a shell on stdin): a text-level reading,
+	// before anything runs. Without it (the exec-level reading) a shell
+	// is the command that runs: its own execs are seen when they happen.
+	Deep bool
+	// Known lists, sorted, the program names an unquoted pattern in a
+	// command's name may stand for (/sbin/reb??t is reboot when reboot is
+	// the one known name it matches): the names the caller treats
+	// specially. Programs gives those the reader itself sees through.
+	Known []string
+	// Watch picks the targets of write redirections (> FILE) to record in
+	// Cmd.Writes, and says how to name each; nil records none. A statement
+	// that is not a simple command but writes a watched file is read as a
+	// Pseudo command that carries the writes.
+	Watch func(target Word) (name string, ok bool)
+}
+
+// Reader walks shell syntax and argv, collecting the simple commands that
+// would run: Script reads a shell string, Follow an argv, and Commands
+// gives what they found.
+type Reader struct {
+	deep   bool
+	known  []string
+	watch  func(Word) (string, bool)
+	out    []Cmd
 	err    error
 	src    string // the string being walked, for source text
 	depth  int
 	steps  int
 	words  int
 	pipeIn map[*syntax.Stmt]string
-	caller map[string]string
 }
 
-func newReader(deep bool) *reader {
-	return &reader{deep: deep, pipeIn: map[*syntax.Stmt]string{}}
+// NewReader returns a reader that reads as o says.
+func NewReader(o Options) *Reader {
+	return &Reader{deep: o.Deep, known: o.Known, watch: o.Watch, pipeIn: map[*syntax.Stmt]string{}}
 }
 
-func (r *reader) fail(err error) {
+// Script reads the shell string s run with the environment env (exported
+// variables); a string it cannot parse, or one past the reader's limits,
+// is an error (Err).
+func (r *Reader) Script(s string, env map[string]string) {
+	r.parseScript(s, newScope(env), 0)
+}
+
+// Follow reads the command c: wrappers are followed down to what runs
+// inside them (and, reading Deep, the shell strings they run).
+func (r *Reader) Follow(c Cmd) { r.unwrap(c) }
+
+// Commands are the simple commands read so far, in the order they would
+// run, each with the environment it would run with.
+func (r *Reader) Commands() []Cmd { return r.out }
+
+// Err is why the reading stopped: a string that cannot be parsed (it wraps
+// ErrUnparsable) or one past the limits that keep a hostile string cheap;
+// nil when all was read.
+func (r *Reader) Err() error { return r.err }
+
+func (r *Reader) fail(err error) {
 	if r.err == nil {
 		r.err = err
 	}
 }
 
-func (r *reader) emit(c cmd) {
+func (r *Reader) emit(c Cmd) {
 	if r.err != nil {
 		return
 	}
@@ -243,7 +180,7 @@ func (r *reader) emit(c cmd) {
 }
 
 // parseScript reads s as a shell script run with the variables of sc.
-func (r *reader) parseScript(s string, sc *scope, depth int) {
+func (r *Reader) parseScript(s string, sc *scope, depth int) {
 	if r.err != nil {
 		return
 	}
@@ -274,7 +211,7 @@ func (r *reader) parseScript(s string, sc *scope, depth int) {
 	r.src, r.depth = oldSrc, oldDepth
 }
 
-func (r *reader) text(n syntax.Node) string {
+func (r *Reader) text(n syntax.Node) string {
 	if n == nil {
 		return ""
 	}
@@ -289,7 +226,7 @@ func (r *reader) text(n syntax.Node) string {
 	return r.src[i:j]
 }
 
-func (r *reader) stmts(ss []*syntax.Stmt, sc *scope) {
+func (r *Reader) stmts(ss []*syntax.Stmt, sc *scope) {
 	for _, s := range ss {
 		if r.err != nil {
 			return
@@ -310,7 +247,7 @@ func isWrite(op syntax.RedirOperator) bool {
 
 // stmt walks one statement; sc is mutated by what the statement does to the
 // shell's variables (callers pass a copy where effects must not leak).
-func (r *reader) stmt(s *syntax.Stmt, sc *scope) {
+func (r *Reader) stmt(s *syntax.Stmt, sc *scope) {
 	if s == nil || r.err != nil {
 		return
 	}
@@ -335,7 +272,10 @@ func (r *reader) stmt(s *syntax.Stmt, sc *scope) {
 		r.substs(rd.Hdoc, sc)
 		switch {
 		case isWrite(rd.Op) && rd.Word != nil:
-			if t, ok := guardedTarget(r.lit(rd.Word, sc, false)); ok {
+			if r.watch == nil {
+				break
+			}
+			if t, ok := r.watch(r.lit(rd.Word, sc, false)); ok {
 				writes = append(writes, t)
 			}
 		case (rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc) && rd.Hdoc != nil:
@@ -345,7 +285,7 @@ func (r *reader) stmt(s *syntax.Stmt, sc *scope) {
 				stdin = nil
 			}
 		case rd.Op == syntax.WordHdoc && rd.Word != nil:
-			if t, ok := r.lit(rd.Word, sc, false).lit(); ok {
+			if t, ok := r.lit(rd.Word, sc, false).Literal(); ok {
 				t += "\n"
 				stdin = &t
 			} else {
@@ -415,13 +355,13 @@ func (r *reader) stmt(s *syntax.Stmt, sc *scope) {
 		r.stmt(x.Body, sc.copy())
 	}
 	if len(writes) > 0 {
-		r.emit(cmd{argv: []word{litWord(r.text(s))}, env: sc.env(), writes: writes, pseudo: true})
+		r.emit(Cmd{Argv: []Word{Lit(r.text(s))}, Env: sc.environ(), Writes: writes, Pseudo: true})
 	}
 }
 
 // heredoc returns a here-document's body: verbatim when its delimiter is
 // quoted, expanded (as far as known) otherwise.
-func (r *reader) heredoc(rd *syntax.Redirect, sc *scope) (string, bool) {
+func (r *Reader) heredoc(rd *syntax.Redirect, sc *scope) (string, bool) {
 	quoted := rd.Word == nil
 	if rd.Word != nil {
 		for _, p := range rd.Word.Parts {
@@ -434,7 +374,7 @@ func (r *reader) heredoc(rd *syntax.Redirect, sc *scope) (string, bool) {
 		}
 	}
 	if !quoted {
-		return r.lit(rd.Hdoc, sc, true).lit()
+		return r.lit(rd.Hdoc, sc, true).Literal()
 	}
 	var b strings.Builder
 	for _, p := range rd.Hdoc.Parts {
@@ -447,7 +387,7 @@ func (r *reader) heredoc(rd *syntax.Redirect, sc *scope) (string, bool) {
 	return b.String(), true
 }
 
-func (r *reader) ifClause(x *syntax.IfClause, sc *scope) {
+func (r *Reader) ifClause(x *syntax.IfClause, sc *scope) {
 	for ; x != nil && r.err == nil; x = x.Else {
 		c := sc.copy()
 		r.stmts(x.Cond, c)
@@ -455,19 +395,19 @@ func (r *reader) ifClause(x *syntax.IfClause, sc *scope) {
 	}
 }
 
-func (r *reader) forClause(x *syntax.ForClause, sc *scope) {
+func (r *Reader) forClause(x *syntax.ForClause, sc *scope) {
 	switch l := x.Loop.(type) {
 	case *syntax.WordIter:
 		name := ""
 		if l.Name != nil {
 			name = l.Name.Value
 		}
-		var items []word
+		var items []Word
 		known := l.InPos.IsValid() // "for x; do" iterates "$@": unknown
 		for _, w := range l.Items {
 			r.substs(w, sc)
 			for _, f := range r.fields(w, sc) {
-				if f.dyn || f.glob {
+				if f.Dynamic || f.Glob {
 					known = false
 				}
 				items = append(items, f)
@@ -488,7 +428,7 @@ func (r *reader) forClause(x *syntax.ForClause, sc *scope) {
 			return
 		}
 		c := sc.copy()
-		c.set(name, word{dyn: true}, false)
+		c.set(name, Word{Dynamic: true}, false)
 		r.stmts(x.Do, c)
 	case *syntax.CStyleLoop:
 		r.substs(l, sc)
@@ -499,7 +439,7 @@ func (r *reader) forClause(x *syntax.ForClause, sc *scope) {
 }
 
 // decl handles export/declare/local/readonly/typeset/nameref.
-func (r *reader) decl(x *syntax.DeclClause, sc *scope) {
+func (r *Reader) decl(x *syntax.DeclClause, sc *scope) {
 	variant := ""
 	if x.Variant != nil {
 		variant = x.Variant.Value
@@ -517,7 +457,7 @@ func (r *reader) decl(x *syntax.DeclClause, sc *scope) {
 		if a.Name == nil {
 			// a flag (-x, -n) or a word only known at run time
 			if a.Value != nil {
-				if f, ok := r.lit(a.Value, sc, false).lit(); ok && strings.HasPrefix(f, "-") {
+				if f, ok := r.lit(a.Value, sc, false).Literal(); ok && strings.HasPrefix(f, "-") {
 					if strings.Contains(f, "x") && variant != "export" {
 						export = true
 					}
@@ -533,13 +473,13 @@ func (r *reader) decl(x *syntax.DeclClause, sc *scope) {
 		name := a.Name.Value
 		switch {
 		case a.Array != nil || a.Index != nil:
-			sc.set(name, word{dyn: true}, false)
+			sc.set(name, Word{Dynamic: true}, false)
 		case a.Naked:
 			// "export NAME": exports the current value
 		case a.Value != nil:
 			sc.set(name, r.lit(a.Value, sc, false), a.Append)
 		default:
-			sc.set(name, word{}, a.Append)
+			sc.set(name, Word{}, a.Append)
 		}
 		switch {
 		case unexport:
@@ -550,7 +490,7 @@ func (r *reader) decl(x *syntax.DeclClause, sc *scope) {
 	}
 }
 
-func (r *reader) call(x *syntax.CallExpr, sc *scope, stdin *string, writes []string) {
+func (r *Reader) call(x *syntax.CallExpr, sc *scope, stdin *string, writes []string) {
 	for _, a := range x.Assigns {
 		if a != nil {
 			r.substs(a.Value, sc)
@@ -569,48 +509,48 @@ func (r *reader) call(x *syntax.CallExpr, sc *scope, stdin *string, writes []str
 				continue
 			}
 			if a.Array != nil || a.Index != nil || a.Value == nil {
-				sc.set(a.Name.Value, word{dyn: a.Array != nil || a.Index != nil}, a.Append)
+				sc.set(a.Name.Value, Word{Dynamic: a.Array != nil || a.Index != nil}, a.Append)
 				continue
 			}
 			sc.set(a.Name.Value, r.lit(a.Value, sc, false), a.Append)
 		}
 		if len(writes) > 0 {
-			r.emit(cmd{argv: []word{litWord(r.text(x))}, env: sc.env(), writes: writes, pseudo: true})
+			r.emit(Cmd{Argv: []Word{Lit(r.text(x))}, Env: sc.environ(), Writes: writes, Pseudo: true})
 		}
 		return
 	}
-	env := sc.env()
+	env := sc.environ()
 	for _, a := range x.Assigns {
 		if a == nil || a.Name == nil {
 			continue
 		}
 		name := a.Name.Value
-		var w word
+		var w Word
 		if a.Value != nil && a.Array == nil && a.Index == nil {
 			w = r.lit(a.Value, sc, false)
 		} else if a.Value != nil || a.Array != nil || a.Index != nil {
-			w.dyn = true
+			w.Dynamic = true
 		}
 		switch {
-		case w.dyn:
+		case w.Dynamic:
 			delete(env, name)
 		case a.Append:
-			env[name] += w.s
+			env[name] += w.Value
 		default:
-			env[name] = w.s
+			env[name] = w.Value
 		}
 	}
-	var argv []word
+	var argv []Word
 	for _, w := range x.Args {
 		argv = append(argv, r.fields(w, sc)...)
 	}
 	if len(argv) == 0 {
 		return
 	}
-	c := cmd{argv: argv, env: env, resetBy: sc.resetBy, stdin: stdin, writes: writes}
-	if name, ok := argv[0].lit(); ok && name == "unset" {
+	c := Cmd{Argv: argv, Env: env, ResetBy: sc.resetBy, Stdin: stdin, Writes: writes}
+	if name, ok := argv[0].Literal(); ok && name == "unset" {
 		for _, a := range argv[1:] {
-			if v, ok := a.lit(); ok && !strings.HasPrefix(v, "-") {
+			if v, ok := a.Literal(); ok && !strings.HasPrefix(v, "-") {
 				sc.unset(v)
 			}
 		}
@@ -619,7 +559,7 @@ func (r *reader) call(x *syntax.CallExpr, sc *scope, stdin *string, writes []str
 }
 
 // echoed returns what `echo WORDS` or `printf WORD` writes, when X is one.
-func (r *reader) echoed(s *syntax.Stmt) (string, bool) {
+func (r *Reader) echoed(s *syntax.Stmt) (string, bool) {
 	if s == nil || len(s.Redirs) > 0 {
 		return "", false
 	}
@@ -631,8 +571,8 @@ func (r *reader) echoed(s *syntax.Stmt) (string, bool) {
 	var ws []string
 	for _, w := range x.Args {
 		for _, f := range r.fields(w, sc) {
-			v, ok := f.lit()
-			if !ok || f.glob {
+			v, ok := f.Literal()
+			if !ok || f.Glob {
 				return "", false
 			}
 			ws = append(ws, v)
@@ -658,7 +598,7 @@ func (r *reader) echoed(s *syntax.Stmt) (string, bool) {
 
 // substs walks the command and process substitutions inside n: they run
 // before the command they are part of.
-func (r *reader) substs(n syntax.Node, sc *scope) {
+func (r *Reader) substs(n syntax.Node, sc *scope) {
 	if n == nil || r.err != nil {
 		return
 	}
@@ -691,16 +631,16 @@ func (r *reader) substs(n syntax.Node, sc *scope) {
 
 // fields expands one word into the arguments it becomes: brace expansion,
 // and word splitting of a lone unquoted $VAR with a known value.
-func (r *reader) fields(w *syntax.Word, sc *scope) []word {
+func (r *Reader) fields(w *syntax.Word, sc *scope) []Word {
 	if w == nil || len(w.Parts) == 0 {
 		return nil
 	}
 	if len(w.Parts) == 1 {
 		if pe, ok := w.Parts[0].(*syntax.ParamExp); ok && simpleParam(pe) {
 			if v, ok := sc.lookup(pe.Param.Value); ok {
-				var out []word
+				var out []Word
 				for _, f := range strings.Fields(v) {
-					out = append(out, word{s: f, raw: r.text(w)})
+					out = append(out, Word{Value: f, Source: r.text(w)})
 				}
 				return out
 			}
@@ -715,18 +655,18 @@ func (r *reader) fields(w *syntax.Word, sc *scope) []word {
 	if open > maxBraceOpen {
 		// Too many groups to expand cheaply: the word is not known.
 		t := r.text(w)
-		return []word{{s: t, dyn: true, dynEnd: len(t), raw: t}}
+		return []Word{{Value: t, Dynamic: true, DynamicEnd: len(t), Source: t}}
 	}
 	cp := *w
 	if !syntax.SplitBraces(&cp) {
-		return []word{r.lit(w, sc, false)}
+		return []Word{r.lit(w, sc, false)}
 	}
-	var out []word
+	var out []Word
 	func() {
 		defer func() {
 			// Brace expansion of pathological input must not take the guard down.
 			if recover() != nil {
-				out = []word{{s: r.text(w), dyn: true, dynEnd: len(r.text(w)), raw: r.text(w)}}
+				out = []Word{{Value: r.text(w), Dynamic: true, DynamicEnd: len(r.text(w)), Source: r.text(w)}}
 			}
 		}()
 		for bw, err := range expand.BracesSeq(nil, &cp) {
@@ -748,8 +688,8 @@ func simpleParam(p *syntax.ParamExp) bool {
 
 // lit evaluates a word as far as it can be known before run time. heredoc
 // selects here-document quoting (quotes are plain characters there).
-func (r *reader) lit(w *syntax.Word, sc *scope, heredoc bool) word {
-	out := word{raw: r.text(w)}
+func (r *Reader) lit(w *syntax.Word, sc *scope, heredoc bool) Word {
+	out := Word{Source: r.text(w)}
 	if w == nil {
 		return out
 	}
@@ -759,8 +699,8 @@ func (r *reader) lit(w *syntax.Word, sc *scope, heredoc bool) word {
 	var b strings.Builder
 	dynamic := func(n syntax.Node) {
 		b.WriteString(r.text(n))
-		out.dyn = true
-		out.dynEnd = b.Len()
+		out.Dynamic = true
+		out.DynamicEnd = b.Len()
 	}
 	var part func(p syntax.WordPart, quoted bool, first bool)
 	part = func(p syntax.WordPart, quoted bool, first bool) {
@@ -774,11 +714,11 @@ func (r *reader) lit(w *syntax.Word, sc *scope, heredoc bool) word {
 					end = len(v)
 				}
 				b.WriteString(v[:end])
-				out.dyn = true
-				out.dynEnd = b.Len()
+				out.Dynamic = true
+				out.DynamicEnd = b.Len()
 				v = v[end:]
 			}
-			unescape(&b, v, quoted || heredoc, &out.glob)
+			unescape(&b, v, quoted || heredoc, &out.Glob)
 		case *syntax.SglQuoted:
 			if !x.Dollar {
 				b.WriteString(x.Value)
@@ -813,17 +753,17 @@ func (r *reader) lit(w *syntax.Word, sc *scope, heredoc bool) word {
 		part(p, false, i == 0)
 		if b.Len() > maxValue {
 			// Too long to be a program, unit or target paddock knows.
-			out.s, out.dyn, out.dynEnd = out.raw, true, len(out.raw)
+			out.Value, out.Dynamic, out.DynamicEnd = out.Source, true, len(out.Source)
 			return out
 		}
 	}
-	out.s = b.String()
+	out.Value = b.String()
 	return out
 }
 
 // lookupSubst knows $(which X), $(command -v X) and $(type -P X): X's path,
 // whose last element is X.
-func (r *reader) lookupSubst(x *syntax.CmdSubst, sc *scope) (string, bool) {
+func (r *Reader) lookupSubst(x *syntax.CmdSubst, sc *scope) (string, bool) {
 	if len(x.Stmts) != 1 || x.Stmts[0] == nil || len(x.Stmts[0].Redirs) > 0 {
 		return "", false
 	}
@@ -833,7 +773,7 @@ func (r *reader) lookupSubst(x *syntax.CmdSubst, sc *scope) (string, bool) {
 	}
 	var args []string
 	for _, w := range call.Args {
-		v, ok := r.lit(w, sc, false).lit()
+		v, ok := r.lit(w, sc, false).Literal()
 		if !ok {
 			return "", false
 		}

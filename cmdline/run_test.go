@@ -1,4 +1,4 @@
-package guard
+package cmdline
 
 import (
 	"reflect"
@@ -72,16 +72,16 @@ func TestUnwrap(t *testing.T) {
 	}
 }
 
-// The guard's checks and Unwrap read one table: every wrapper is seen
-// through by both.
+// Unwrap and the reader read one table: every wrapper is seen through by
+// both (the guard checks that it watches each one).
 func TestWrappersAreUnwrapped(t *testing.T) {
 	names := Wrappers()
 	if len(names) < 30 || !sortedUnique(names) {
 		t.Fatalf("Wrappers() = %q: want the whole table, sorted", names)
 	}
 	for _, n := range names {
-		if !unwraps(n) || !interesting(n) {
-			t.Errorf("%s: unwraps=%v interesting=%v, want both", n, unwraps(n), interesting(n))
+		if !unwraps(n) || !Follows(n) {
+			t.Errorf("%s: unwraps=%v Follows=%v, want both", n, unwraps(n), Follows(n))
 		}
 	}
 }
