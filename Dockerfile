@@ -14,8 +14,9 @@
 # downloading a newer one. Pin it (1.26.8, or a digest) for reproducible builds.
 ARG GO_VERSION=1.26
 # static-debian12:nonroot has no shell and no libc, but has /etc/passwd with the
-# nonroot user (65532), its home /home/nonroot and a world-writable /tmp, which
-# paddock needs for its control socket.
+# nonroot user (65532), its home /home/nonroot (the journal's default place) and
+# a world-writable /tmp: paddock puts its control socket in /dev/shm, which the
+# runtime mounts in every container, else in /tmp (docs/container.md).
 ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot
 
 # The builder runs on the build machine's platform and cross-compiles (pure Go,

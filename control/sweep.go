@@ -203,22 +203,11 @@ const (
 // been left unchanged for unknownOwnerAge (a socket refuses for a moment
 // after it is bound, before it listens). Everything else is kept.
 func (sp sweeper) judge(bfd int, name string) verdict {
-	var lst unix.Stat_t
-	if err := unix.Fstatat(bfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return notOurs
-	}
-	if lst.Mode&unix.S_IFMT != unix.S_IFDIR || int64(lst.Uid) != int64(sp.euid) || lst.Mode&0o7777 != 0o700 {
-		return notOurs
-	}
-	dfd, err := unix.Openat(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
+	dfd, fst, ok := openOwnDir(bfd, name, sp.euid)
+	if !ok {
 		return notOurs
 	}
 	defer unix.Close(dfd)
-	var fst unix.Stat_t
-	if err := unix.Fstat(dfd, &fst); err != nil || fst.Dev != lst.Dev || fst.Ino != lst.Ino {
-		return notOurs
-	}
 	owner, hasOwner := stagingOwner(name)
 	if !hasOwner {
 		owner, hasOwner = readOwner(dfd, sp.euid)
@@ -254,6 +243,29 @@ func (sp sweeper) judge(bfd int, name string) verdict {
 		}
 	}
 	return stale
+}
+
+// openOwnDir opens name under the base open as bfd when it is a session
+// directory as listenIn makes them: a real directory (a symlink is never
+// followed) owned by euid with mode 0700. It returns the directory's
+// descriptor (the caller closes it) and what fstat says of it.
+func openOwnDir(bfd int, name string, euid int) (int, unix.Stat_t, bool) {
+	var lst, fst unix.Stat_t
+	if err := unix.Fstatat(bfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return -1, fst, false
+	}
+	if lst.Mode&unix.S_IFMT != unix.S_IFDIR || int64(lst.Uid) != int64(euid) || lst.Mode&0o7777 != 0o700 {
+		return -1, fst, false
+	}
+	dfd, err := unix.Openat(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fst, false
+	}
+	if err := unix.Fstat(dfd, &fst); err != nil || fst.Dev != lst.Dev || fst.Ino != lst.Ino {
+		unix.Close(dfd)
+		return -1, fst, false
+	}
+	return dfd, fst, true
 }
 
 // readOwner reads the owner record in the directory open as dfd: a

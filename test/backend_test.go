@@ -51,24 +51,46 @@ func TestAutoFallsBackToPtraceUnderListener(t *testing.T) {
 	}
 }
 
-// TestPaddockUnderPaddock: paddock run inside paddock run (notify outside)
-// falls back to ptrace inside; a foreign kill from the inner agent is
-// refused. (The outer listener answers first: SECCOMP_RET_USER_NOTIF takes
-// precedence over the inner RET_TRACE, so the outer session refuses it.)
+// TestPaddockUnderPaddock: paddock run inside a paddock session refuses to
+// start (exit 2, naming the session and the way out), under either backend
+// outside and whether or not the agent kept PADDOCK_SOCKET: its command,
+// a kill of a foreign process, never runs, and the foreign process lives.
+// (Before, the inner paddock fell back to ptrace beneath the outer
+// listener, which answered first: a refusal shown twice, and an inner
+// summary of "no refusals".)
 func TestPaddockUnderPaddock(t *testing.T) {
-	backend("seccomp").require(t)
-	backend("ptrace").require(t)
-	f := startForeign(t, "sleep", "300")
-	inner := filepath.Join(t.TempDir(), "inner.jsonl")
-	r := backend("seccomp").runPaddock(t, "--", bins.paddock, "run", "--log-format", "json", "--journal", inner, "--",
-		"bash", "-c", "kill -KILL "+itoa(f.pid())+"; echo rc=$?")
-	if !f.alive() {
-		t.Fatalf("foreign process died\n%s", r)
+	for _, b := range []backend{"seccomp", "ptrace"} {
+		t.Run(string(b), func(t *testing.T) {
+			b.require(t)
+			f := startForeign(t, "sleep", "300")
+			dir := t.TempDir()
+			inner := filepath.Join(dir, "inner.jsonl")
+			for _, env := range [][]string{{"env"}, {"env", "-u", "PADDOCK_SOCKET"}} {
+				args := append(append([]string{"--"}, env...), bins.paddock, "run", "--log-format", "json", "--journal", inner, "--",
+					"bash", "-c", "kill -KILL "+itoa(f.pid())+"; echo rc=$?")
+				r := b.runPaddock(t, args...)
+				if !f.alive() {
+					t.Fatalf("%v: foreign process died\n%s", env, r)
+				}
+				if r.code != 2 || strings.Contains(r.stdout, "rc=") {
+					t.Errorf("%v: want the inner paddock to exit 2 before running its command\n%s", env, r)
+				}
+				for _, want := range []string{"this process is already inside a paddock session (paddock pid ", "/control.sock)", "Way out: run CMD directly here"} {
+					if !strings.Contains(r.stderr, want) {
+						t.Errorf("%v: stderr lacks %q\n%s", env, want, r)
+					}
+				}
+				for _, rec := range r.records(t) {
+					if rec["action"] == "signal_denied" {
+						t.Errorf("%v: the outer journal has a refusal, so the inner command ran: %v", env, rec)
+					}
+				}
+				if fileExists(inner) {
+					t.Errorf("%v: the inner paddock opened its journal %s", env, inner)
+				}
+			}
+		})
 	}
-	if !strings.Contains(r.stdout, "rc=1") || !strings.Contains(r.stderr, `"backend":"ptrace"`) {
-		t.Errorf("want the inner paddock on ptrace and the kill refused\n%s", r)
-	}
-	r.denial(t, f.pid())
 }
 
 // oneCPU: paddock with a single P (GOMAXPROCS=1, as in a one-CPU container)

@@ -24,9 +24,7 @@ audit journal, which is fsync'd before the adoption is acknowledged.
 Refused: a blank reason; PID 1, a negative or nonexistent PID, a kernel thread;
 a critical session lifeline (the paddock supervisor, its ancestors, the agent
 itself) unless --lifeline-ok, an override that is journaled on its own.
-The lease ends when the process exits (or its PID is reused), or on paddock release.
-
-Exit status: 0 adopted, 1 refused, 2 usage, 3 no supervisor reachable.`,
+The lease ends when the process exits (or its PID is reused), or on paddock release.`,
 		Args: exactPID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pid, err := parsePID(args[0])
@@ -43,11 +41,7 @@ Exit status: 0 adopted, 1 refused, 2 usage, 3 no supervisor reachable.`,
 			if asJS {
 				return printJSON(resp.Lease)
 			}
-			l := resp.Lease
-			fmt.Printf("adopted pid %d (%s): %s\n", l.Pid, l.Comm, l.Reason)
-			if l.LifelineOverride {
-				fmt.Printf("note: pid %d is a session lifeline; the override is journaled\n", l.Pid)
-			}
+			fmt.Println(adoptedLine(*resp.Lease))
 			return nil
 		},
 	}
@@ -58,15 +52,23 @@ Exit status: 0 adopted, 1 refused, 2 usage, 3 no supervisor reachable.`,
 	return cmd
 }
 
+// adoptedLine is what paddock adopt prints: one line for the one action,
+// whatever the reason holds (its line breaks become spaces).
+func adoptedLine(l control.LeaseInfo) string {
+	line := fmt.Sprintf("adopted pid %d (%s): %s", l.Pid, oneLine(l.Comm), oneLine(l.Reason))
+	if l.LifelineOverride {
+		line += " (a session lifeline: the override is journaled as self_lifeline_override)"
+	}
+	return line
+}
+
 func newReleaseCmd() *cobra.Command {
 	var socket string
 	cmd := &cobra.Command{
 		Use:   "release PID",
 		Short: "End the adoption of a process",
 		Long: `Release PID: the session stops owning the process it adopted (processes the agent
-started stay owned). Journaled as "released".
-
-Exit status: 0 released, 1 not adopted, 2 usage, 3 no supervisor reachable.`,
+started stay owned). Journaled as "released".`,
 		Args: exactPID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pid, err := parsePID(args[0])

@@ -48,8 +48,7 @@ kill PID).
                     it with the reason on stderr (anything paddock cannot read
                     is blocked too)
 
-Exit status: 0 allowed, 1 refused (the reason on stderr), 2 usage or profile
-error. PADDOCK_ALLOW_POWER_CONTROL=1 in the environment, or as a prefix in the
+PADDOCK_ALLOW_POWER_CONTROL=1 in the environment, or as a prefix in the
 string, declares explicit user intent (unless the profile sets
 allow_opt_in = false).`,
 		RunE: func(cmd *cobra.Command, args []string) error {

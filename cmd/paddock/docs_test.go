@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"testing"
@@ -70,4 +71,30 @@ func TestDocsCoverEveryFlag(t *testing.T) {
 			t.Errorf("docs/cli.md documents paddock %s, which the binary does not have", name)
 		}
 	}
+}
+
+// TestCLIDocIsHelp: each command's section of docs/cli.md is exactly what
+// its --help prints (the manual's exit statuses, environment and files
+// included), as docs/gen-cli.sh writes it: the reference, --help and the
+// man pages are one text.
+func TestCLIDocIsHelp(t *testing.T) {
+	ref, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	walkVisible(newRootCmd(), func(c *cobra.Command) {
+		name := strings.TrimPrefix(c.CommandPath(), "paddock ")
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(append(strings.Fields(name), "--help"))
+		if err := root.Execute(); err != nil {
+			t.Fatalf("paddock %s --help: %v", name, err)
+		}
+		want := "## paddock " + name + "\n\n```\n" + out.String() + "```\n"
+		if !strings.Contains(string(ref), want) {
+			t.Errorf("docs/cli.md's section of paddock %s is not what paddock %s --help prints: run docs/gen-cli.sh", name, name)
+		}
+	})
 }

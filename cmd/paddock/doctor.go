@@ -37,9 +37,7 @@ One line per item: ok, MISSING (with what it costs), unknown (with why) or
 n/a. --json prints the same as one object: kernel, machine, arch, items (id,
 name, status, value, note), listener_probe, backend (name, reason) and
 stale_sessions (bases, found, removed, kept, errors). See docs/doctor.md.
-Apart from those directories, doctor changes nothing on the host.
-
-Exit status: 0 whatever it finds, 1 when the report could not be written.`,
+Apart from those directories, doctor changes nothing on the host.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := features.Probe("")

@@ -85,25 +85,7 @@ not JSON but that the chain passes over are warnings, not tampering; so is a
 session with no end record. The chain
 cannot show records cut off its end, nor a chain rewritten with fresh hashes:
 --head HASH (the head paddock run logged) checks that the chain still holds
-that record, and --journal-mirror keeps a copy the agent cannot rewrite.
-
-Exit status with --verify:
-  0  the chain is intact (warnings, if any, on stderr).
-  1  tampering found (each break on stderr), the --head record is not in
-     the chain, or there is no journal to verify or it could not be read.
-  2  usage error.
-
-Exit status without --verify:
-  0  the journal was read. Also when it does not exist yet (nothing has been
-     recorded; a note on stderr says so), and when its last line is
-     incomplete, which is what a writer interrupted mid-record leaves behind
-     (reported on stderr).
-  1  the journal could not be read, or a line other than the last is not a
-     JSON object, nor the start of a record cut short (which a writer killed
-     mid-record leaves, reported on stderr). paddock never writes such a
-     line, so the file was edited or damaged: every good record is still
-     printed, and every bad line is reported on stderr.
-  2  usage error.`,
+that record, and --journal-mirror keeps a copy the agent cannot rewrite.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runJournal(cmd, f)

@@ -20,9 +20,7 @@ func newKillCmd() *cobra.Command {
 		Long: `Signal PID through the session's supervisor, under the same rules as a kill(2)
 from the agent: only owned processes. The whole process group is signalled only
 when PID leads it and every member is owned; otherwise PID alone. It reports
-what it signalled. SIG is a name (TERM, SIGKILL) or a number; default TERM.
-
-Exit status: 0 signalled, 1 refused, 2 usage, 3 no supervisor reachable.`,
+what it signalled. SIG is a name (TERM, SIGKILL) or a number; default TERM.`,
 		Args: exactPID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pid, err := parsePID(args[0])

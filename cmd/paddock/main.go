@@ -65,7 +65,7 @@ saying what was refused, why, and the way out.`,
 	root.AddCommand(newPreflightCmd())
 	root.AddCommand(newCheckCmd(), newProfileCmd())
 	root.AddCommand(newJournalCmd())
-	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd())
+	root.AddCommand(newAdoptCmd(), newReleaseCmd(), newPsCmd(), newKillCmd(), newSessionsCmd())
 	root.AddCommand(newDoctorCmd(), newAgentCmd())
 	root.AddCommand(newVersionCmd(), newCompletionCmd(), newManCmd())
 	// --version is paddock's own flag, not cobra's (root.Version): cobra
@@ -83,6 +83,9 @@ saying what was refused, why, and the way out.`,
 		}
 		return cmd.Help()
 	}
+	applyManuals(root)
+	installHelp(root)
+	installCompletions(root)
 	return root
 }
 

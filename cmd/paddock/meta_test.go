@@ -32,7 +32,7 @@ func TestManPageForEveryCommand(t *testing.T) {
 			t.Errorf("no page for %q: %v", c.CommandPath(), err)
 			return
 		}
-		for _, s := range []string{".SH NAME", ".SH SYNOPSIS", c.Name()} {
+		for _, s := range []string{".SH NAME", ".SH SYNOPSIS", c.Name(), ".SH OPTIONS", ".SH EXIT STATUS", ".SH EXAMPLES", "\\fB\\-\\-help\\fR"} {
 			if !strings.Contains(string(b), s) {
 				t.Errorf("%s lacks %q", page, s)
 			}
@@ -44,6 +44,59 @@ func TestManPageForEveryCommand(t *testing.T) {
 	visit(root)
 	if n != want {
 		t.Errorf("wrote %d pages, want %d", n, want)
+	}
+}
+
+// TestManualForEveryCommand: every visible command has a manual with its
+// exit statuses and at least one example, each entry with a name and a
+// text, and no manual is kept for a command that does not exist.
+func TestManualForEveryCommand(t *testing.T) {
+	root := newRootCmd()
+	paths := map[string]bool{root.CommandPath(): true}
+	check := func(c *cobra.Command) {
+		m := manualOf(c)
+		if len(m.Exit) == 0 || len(m.Examples) == 0 {
+			t.Errorf("%s: its manual has %d exit statuses and %d examples; want both", c.CommandPath(), len(m.Exit), len(m.Examples))
+		}
+		for _, list := range [][]term{m.Exit, m.Env, m.Files, m.Examples} {
+			for _, e := range list {
+				if strings.TrimSpace(e.Name) == "" || strings.TrimSpace(e.Text) == "" {
+					t.Errorf("%s: manual entry %+v lacks a name or a text", c.CommandPath(), e)
+				}
+			}
+		}
+	}
+	check(root)
+	walkVisible(root, func(c *cobra.Command) {
+		paths[c.CommandPath()] = true
+		check(c)
+	})
+	for p := range manuals() {
+		if !paths[p] {
+			t.Errorf("manuals() has a manual for %q, which is no command", p)
+		}
+	}
+}
+
+// TestHelpManual: --help ends with the manual's lists, the long names on
+// a line of their own, every line within 80 columns.
+func TestHelpManual(t *testing.T) {
+	var b strings.Builder
+	writeHelpManual(&b, manual{
+		Exit: []term{{"0", "fine"}, {"1", strings.Repeat("word ", 30)}},
+		Env:  []term{{"A_VERY_LONG_VARIABLE_NAME_INDEED", "long"}},
+	})
+	want := "\nExit status:\n  0  fine\n  1  "
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("help manual starts %q, want %q", b.String(), want)
+	}
+	if !strings.Contains(b.String(), "\nEnvironment:\n  A_VERY_LONG_VARIABLE_NAME_INDEED\n") {
+		t.Errorf("a long name is not on a line of its own:\n%s", b.String())
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if len(line) > 80 {
+			t.Errorf("line of %d columns: %q", len(line), line)
+		}
 	}
 }
 

@@ -38,12 +38,9 @@ else max(2 GB, 10%) on a desktop and nothing on a headless host). A host with
 no total configured and no GPU detected gets a conservative budget (16 GB
 desktop, 80 GB headless) and large requests fail closed.
 
-Exit status: 0 accepted, 1 rejected, 2 usage error. An over-budget request is
-accepted when PADDOCK_ALLOW_OVERBUDGET_VRAM=1 (alias RLM_ALLOW_OVERBUDGET_VRAM=1)
-is in the environment or leads the command line. See docs/vram.md.`,
-		Example: `  paddock preflight --vram 16
-  paddock preflight --total-vram 24 --headroom 4 -- vllm serve meta-llama/Llama-3-8B --gpu-memory-utilization 0.7
-  paddock preflight --json -- llama-server -m model.gguf -ngl 99`,
+An over-budget request is accepted when PADDOCK_ALLOW_OVERBUDGET_VRAM=1 (alias
+RLM_ALLOW_OVERBUDGET_VRAM=1) is in the environment or leads the command line.
+See docs/vram.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPreflight(cmd, f, args)
 		},

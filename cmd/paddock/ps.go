@@ -21,9 +21,7 @@ func newPsCmd() *cobra.Command {
 		Long: `List the processes the running session owns: the agent and everything it
 started ("tree"), and adopted processes with their descendants ("adopted").
 --json prints an array of objects with pid, ppid, comm, start_time, owned_by,
-agent, reason, adopted_at and lease (the adopted ancestor it is owned through).
-
-Exit status: 0, 1 on failure, 3 no supervisor reachable.`,
+agent, reason, adopted_at and lease (the adopted ancestor it is owned through).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resp, err := call("ps", socket, control.Request{Op: control.OpPs})

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/profile"
@@ -65,7 +66,12 @@ terminal (input, output, window size, ^C/^Z), as sudo, script, tmux and ssh
 do: CMD cannot push input into your shell or hang up your terminal, and its
 kill(0) reaches only its own processes. --no-pty (or the profile's
 pty = false) keeps CMD on your terminal.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("run: no command given\nusage: paddock run [flags] -- CMD [ARG...]   (paddock run --help lists the flags; paddock run -- bash starts a supervised shell)")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := applyTiniEnv(cmd, &f); err != nil {
 				return err
@@ -165,6 +171,10 @@ func openJournal(flagValue string, opts journal.Options, log zerolog.Logger) (*j
 }
 
 func runRun(f runFlags, args []string) error {
+	// Before anything of the session: inside another, none starts (nest.go).
+	if s, ok := findEnclosingSession(procfs.Default(), os.Getenv); ok {
+		return nestedError(s)
+	}
 	if err := setPdeathsig(f.tini.pdeathsig); err != nil {
 		return err
 	}

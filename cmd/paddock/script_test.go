@@ -27,7 +27,19 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{Dir: "testdata", Cmds: map[string]func(*testscript.TestScript, bool, []string){
 		"foreign":     cmdForeign,
 		"reportcheck": cmdReportCheck,
-	}})
+	}, Condition: condition})
+}
+
+// condition answers the scripts' own conditions: [bash-completion], the
+// bash-completion package (which paddock's bash completion script needs)
+// is installed.
+func condition(cond string) (bool, error) {
+	switch cond {
+	case "bash-completion":
+		_, err := os.Stat("/usr/share/bash-completion/bash_completion")
+		return err == nil, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 // cmdForeign starts `sleep 300` outside paddock and sets $NAME to its pid:

@@ -17,11 +17,19 @@ done
 if ((${#need[@]})); then apt-get install -y "${need[@]}" >/dev/null; fi
 
 # The kernel: sid's cloud image, found through a private apt state so the
-# host's sources stay as they are.
+# host's sources stay as they are, from the Debian archive this machine's apt
+# already uses (the URI of its main suite's packages, not the security or
+# updates suites'), so that no archive's host name is written here.
+archive=$(apt-get indextargets --format '$(TARGET_OF) $(REPO_URI) $(RELEASE)' 'Created-By: Packages' |
+	awk '$1 == "deb" && $3 !~ /-/ && $2 !~ /security/ {print $2; exit}')
+if [[ -z $archive ]]; then
+	echo "run.sh: this machine's apt sources name no Debian archive (apt-get indextargets lists none): add one, then run apt-get update" >&2
+	exit 1
+fi
 apt=(-o Dir::Etc::SourceList="$out/sources.list" -o Dir::Etc::SourceParts=/dev/null
 	-o Dir::State::Lists="$out/lists" -o Dir::Cache="$out/cache")
 mkdir -p "$out/lists/partial" "$out/cache/archives/partial"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" >"$out/sources.list"
+echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $archive sid main" >"$out/sources.list"
 apt-get "${apt[@]}" update >/dev/null
 ver=$(apt-cache "${apt[@]}" depends linux-image-cloud-amd64 | sed -n 's/.*Depends: linux-image-\(.*-cloud-amd64\)$/\1/p' | head -1)
 (cd "$out" && apt-get "${apt[@]}" download "linux-binary-$ver" >/dev/null 2>&1)

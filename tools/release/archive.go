@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"time"
@@ -25,14 +26,25 @@ func tarballName(cfg config, arch string) string {
 }
 
 // writeTarball writes paddock_VERSION_linux_ARCH.tar.gz: one top directory
-// of the same name holding the binary, README.md and LICENSE (those the
-// checkout has), man/man1/*.1 and completions/.
-func writeTarball(cfg config, arch, bin string, d docs) (string, error) {
+// of the same name holding the binary, LICENSE and copyright (the notices
+// of what the binary links), README.md, CHANGELOG.md and the docs (docs/,
+// as the README links them), man/man1/*.1 and completions/.
+func writeTarball(cfg config, arch, bin, copyright string, d docs) (string, error) {
 	name := tarballName(cfg, arch)
 	top := name[:len(name)-len(".tar.gz")] + "/"
-	entries := []tarEntry{{name: top, mode: 0o755}, {name: top + "paddock", mode: 0o755, src: bin}}
-	for _, p := range d.extra {
-		entries = append(entries, tarEntry{name: top + filepath.Base(p), mode: 0o644, src: p})
+	entries := []tarEntry{{name: top, mode: 0o755}, {name: top + "paddock", mode: 0o755, src: bin},
+		{name: top + "LICENSE", mode: 0o644, src: d.license}, {name: top + "copyright", mode: 0o644, src: copyright}}
+	dirs := map[string]bool{}
+	for _, p := range d.pages {
+		if dir := path.Dir(p.rel); dir != "." && !dirs[dir] {
+			for _, parent := range parentsOf(dir) {
+				if !dirs[parent] {
+					dirs[parent] = true
+					entries = append(entries, tarEntry{name: top + parent + "/", mode: 0o755})
+				}
+			}
+		}
+		entries = append(entries, tarEntry{name: top + p.rel, mode: 0o644, src: p.src})
 	}
 	entries = append(entries, tarEntry{name: top + "completions/", mode: 0o755})
 	shells := make([]string, 0, len(d.completions))
@@ -50,11 +62,21 @@ func writeTarball(cfg config, arch, bin string, d docs) (string, error) {
 	return name, writeTarGz(filepath.Join(cfg.out, name), entries, cfg.epoch)
 }
 
+// parentsOf lists dir and the directories above it, the outermost first:
+// docs/examples gives docs, docs/examples.
+func parentsOf(dir string) []string {
+	var out []string
+	for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+		out = append([]string{d}, out...)
+	}
+	return out
+}
+
 // writeTarGz writes entries, in their order, as a gzipped ustar archive in
-// which every member is root's and has the time mtime, and so does the gzip
-// header: the same entries give the same bytes.
-func writeTarGz(path string, entries []tarEntry, mtime time.Time) error {
-	return writeGzip(path, mtime, func(w io.Writer) error {
+// which every member is root's and has the time mtime (the gzip header has
+// none): the same entries give the same bytes.
+func writeTarGz(name string, entries []tarEntry, mtime time.Time) error {
+	return writeGzip(name, func(w io.Writer) error {
 		tw := tar.NewWriter(w)
 		for _, e := range entries {
 			h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: mtime, Uname: "root", Gname: "root", Format: tar.FormatUSTAR}
@@ -89,25 +111,31 @@ func writeTarGz(path string, entries []tarEntry, mtime time.Time) error {
 }
 
 // gzipFile writes src gzipped to dst (a man page for the packages).
-func gzipFile(src, dst string, mtime time.Time) error {
+func gzipFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return writeGzipBytes(dst, b)
+}
+
+// writeGzipBytes writes b gzipped to dst, making its directory.
+func writeGzipBytes(dst string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	return writeGzip(dst, mtime, func(w io.Writer) error {
-		f, err := os.Open(src)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(w, f)
+	return writeGzip(dst, func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
 	})
 }
 
-// writeGzip creates path and writes what fill writes into it through gzip,
-// with no name and mtime in the header.
-func writeGzip(path string, mtime time.Time, fill func(io.Writer) error) error {
-	f, err := os.Create(path)
+// writeGzip creates name and writes what fill writes into it through gzip
+// at its best compression, with no name and no time in the header (a
+// timestamp there is what lintian's package-contains-timestamped-gzip
+// finds; the bytes depend on the content alone).
+func writeGzip(name string, fill func(io.Writer) error) error {
+	f, err := os.Create(name)
 	if err != nil {
 		return err
 	}
@@ -116,7 +144,6 @@ func writeGzip(path string, mtime time.Time, fill func(io.Writer) error) error {
 		f.Close()
 		return err
 	}
-	zw.ModTime = mtime
 	err = fill(zw)
 	if cerr := zw.Close(); err == nil {
 		err = cerr
@@ -125,7 +152,7 @@ func writeGzip(path string, mtime time.Time, fill func(io.Writer) error) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -54,15 +55,23 @@ func build(cfg config, log io.Writer) ([]string, error) {
 	}
 	var names []string
 	for _, arch := range cfg.arches {
-		tarball, err := writeTarball(cfg, arch, bins[arch], d)
+		linked, err := linkedLicenses(cfg.root, bins[arch])
 		if err != nil {
 			return nil, err
 		}
-		pkgs, err := writePackages(cfg, arch, bins[arch], d)
+		copyright := filepath.Join(work, arch, "copyright")
+		if err := writeFile(copyright, copyrightFile(cfg.maintainer, cfg.epoch.Year(), linked)); err != nil {
+			return nil, err
+		}
+		tarball, err := writeTarball(cfg, arch, bins[arch], copyright, d)
 		if err != nil {
 			return nil, err
 		}
-		sbom, err := writeSBOM(cfg, arch, bins[arch])
+		pkgs, err := writePackages(cfg, arch, bins[arch], copyright, d)
+		if err != nil {
+			return nil, err
+		}
+		sbom, err := writeSBOM(cfg, arch, bins[arch], linked)
 		if err != nil {
 			return nil, err
 		}
@@ -107,20 +116,54 @@ func withoutKeys(env, set []string) []string {
 }
 
 // docs are the architecture-independent files of a release, written by
-// the paddock that runs here.
+// the paddock that runs here or read from the repository.
 type docs struct {
-	man         []string          // man1/*.1, sorted
-	manGz       map[string]string // page name -> its gzipped copy, for the packages
-	completions map[string]string // shell -> its completion script
-	extra       []string          // README.md, LICENSE: those the checkout has
+	man          []string          // man1/*.1, sorted
+	manGz        map[string]string // page name -> its gzipped copy, for the packages
+	completions  map[string]string // shell -> its completion script
+	pages        []docPage         // README.md, CHANGELOG.md, the docs/ pages
+	license      string            // LICENSE
+	entries      []changeEntry     // the release's changelog entries, newest first
+	debChangelog string            // changelog.Debian.gz, made from entries
+	upstreamGz   string            // CHANGELOG.md gzipped: the .deb's changelog.gz
+	rpmChangelog string            // the .rpm's changelog in chglog's format
+	overrides    string            // the .deb's lintian overrides
+}
+
+// docPage is one file of the documentation a release ships: its path in
+// the repository, which is its path under the packages' doc directory and
+// in the tarball, so that the README's links (docs/limits.md) resolve.
+type docPage struct {
+	src, rel string
 }
 
 // completionFiles are the completion scripts' names in the tarball, by
 // shell, as each shell looks them up.
 var completionFiles = map[string]string{"bash": "paddock.bash", "zsh": "_paddock", "fish": "paddock.fish"}
 
+// docPatterns are the documentation a release ships, relative to the
+// repository's root: what the README and the docs link to. (docs/lsm-spike
+// is a spike's code, docs/gen-cli.sh a maintainer's script: not shipped.)
+var docPatterns = []string{"README.md", "CHANGELOG.md", "Dockerfile", "docs/*.md", "docs/examples/*"}
+
+// lintianOverrides are the lintian tags the .deb draws on purpose, each
+// with its reason (lintian shows the comments with --show-overrides).
+const lintianOverrides = `# paddock is one static Go binary (CGO_ENABLED=0) by design: it runs as the
+# init of containers whose images have no libc (docs/container.md), and it
+# needs no shared library to be there when it supervises an agent.
+paddock: statically-linked-binary [usr/bin/paddock]
+# The symbol table is kept on purpose (-ldflags=-w, never -s): paddock reads
+# it at run time to learn which signals it was started with ignored, to pass
+# them on to the agent as tini does (docs/release.md). DWARF is dropped.
+paddock: unstripped-binary-or-object [usr/bin/paddock]
+# paddock's packages are made and published by paddock itself, not uploaded
+# to Debian's archive: there is no ITP bug for a first version to close.
+paddock: initial-upload-closes-no-bugs
+`
+
 // writeDocs runs bin (the release paddock for this machine) to write the
-// man pages and completion scripts into dir.
+// man pages and completion scripts into dir, and gathers the documentation
+// and the changelogs.
 func writeDocs(cfg config, bin, dir string) (docs, error) {
 	var d docs
 	manDir := filepath.Join(dir, "man1")
@@ -140,7 +183,7 @@ func writeDocs(cfg config, bin, dir string) (docs, error) {
 		src := filepath.Join(manDir, p.Name())
 		d.man = append(d.man, src)
 		gz := filepath.Join(dir, "man1.gz", p.Name()+".gz")
-		if err := gzipFile(src, gz, cfg.epoch); err != nil {
+		if err := gzipFile(src, gz); err != nil {
 			return d, err
 		}
 		d.manGz[p.Name()] = gz
@@ -160,13 +203,68 @@ func writeDocs(cfg config, bin, dir string) (docs, error) {
 			return d, err
 		}
 	}
-	for _, name := range []string{"README.md", "LICENSE"} {
-		p := filepath.Join(cfg.root, name)
-		if _, err := os.Stat(p); err == nil {
-			d.extra = append(d.extra, p)
-		}
+	if d.pages, err = docPages(cfg.root); err != nil {
+		return d, err
+	}
+	d.license = filepath.Join(cfg.root, "LICENSE")
+	if _, err := os.Stat(d.license); err != nil {
+		return d, fmt.Errorf("the repository's LICENSE: %w (a release ships paddock's licence)", err)
+	}
+	if d.entries, err = readReleaseEntries(cfg.root, cfg.version, cfg.epoch); err != nil {
+		return d, err
+	}
+	d.debChangelog = filepath.Join(dir, "changelog.Debian.gz")
+	if err := writeGzipBytes(d.debChangelog, debianChangelog(d.entries, cfg.maintainer)); err != nil {
+		return d, err
+	}
+	d.upstreamGz = filepath.Join(dir, "changelog.gz")
+	if err := gzipFile(filepath.Join(cfg.root, changelogName), d.upstreamGz); err != nil {
+		return d, err
+	}
+	b, err := rpmChangelog(d.entries, cfg.maintainer)
+	if err != nil {
+		return d, err
+	}
+	d.rpmChangelog = filepath.Join(dir, "changelog.rpm.yaml")
+	if err := writeFile(d.rpmChangelog, b); err != nil {
+		return d, err
+	}
+	d.overrides = filepath.Join(dir, "lintian-overrides")
+	if err := writeFile(d.overrides, []byte(lintianOverrides)); err != nil {
+		return d, err
 	}
 	return d, nil
+}
+
+// docPages are the files of docPatterns in root, sorted; each pattern
+// must match something (a renamed page must not drop out unnoticed).
+func docPages(root string) ([]docPage, error) {
+	var out []docPage
+	for _, pat := range docPatterns {
+		matches, err := filepath.Glob(filepath.Join(root, pat))
+		if err != nil {
+			return nil, err
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("docs: nothing in %s matches %s, which a release ships", root, pat)
+		}
+		for _, m := range matches {
+			st, err := os.Stat(m)
+			if err != nil {
+				return nil, err
+			}
+			if !st.Mode().IsRegular() {
+				continue
+			}
+			rel, err := filepath.Rel(root, m)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, docPage{src: m, rel: filepath.ToSlash(rel)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	return out, nil
 }
 
 // writeFile writes b to path, making its directory.

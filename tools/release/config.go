@@ -20,7 +20,7 @@ const (
 	modulePath = "github.com/paddock-dev/paddock"
 	// defaultMaintainer fills the packages' Maintainer (deb) and Packager
 	// (rpm) fields unless --maintainer says otherwise.
-	defaultMaintainer = "paddock developers <https://github.com/paddock-dev/paddock/issues>"
+	defaultMaintainer = "paddock developers <paddock@paddock.dev>"
 )
 
 // supportedArches are the Linux architectures paddock has syscall tables

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 
@@ -32,19 +33,28 @@ var completionDirs = map[string]map[string]string{
 	},
 }
 
-// description is the packages' description: a summary line, then more.
-const description = `Run an AI agent or CI job so it can only signal, trace or write into the processes it owns
+// summary is the packages' one-line summary (the .deb's synopsis, the
+// .rpm's Summary): the root command's Short, under lintian's 80 columns
+// and rpmlint's 79.
+const summary = "Run an agent so it can only signal, trace or write into what it owns"
+
+// description is the packages' description: the summary line, then more.
+const description = summary + `
 paddock runs a command under a seccomp filter whose user-notification
 listener is held by its supervisor (or under ptrace where seccomp
 notification is unavailable): every process-control syscall is decided
 against the command's ownership tree, and refusals are explained to the
 caller, logged and journaled.`
 
+// docDir is the packages' documentation directory.
+const docDir = "/usr/share/doc/paddock"
+
 // writePackages writes the .deb and the .rpm of one architecture into
 // cfg.out and returns their names, paddock_0.1.0_linux_amd64.deb and .rpm:
 // named as the tarballs are rather than by each distribution's convention
 // (paddock-0.1.0~rc.1-1.x86_64.rpm), whose ~ GitHub would rename on upload.
-func writePackages(cfg config, arch, bin string, d docs) ([]string, error) {
+// copyright is the notices file of bin (copyrightFile).
+func writePackages(cfg config, arch, bin, copyright string, d docs) ([]string, error) {
 	var names []string
 	for _, format := range packageFormats {
 		pkgr, err := nfpm.Get(format)
@@ -56,7 +66,7 @@ func writePackages(cfg config, arch, bin string, d docs) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		err = pkgr.Package(packageInfo(cfg, arch, format, bin, d), f)
+		err = pkgr.Package(packageInfo(cfg, arch, format, bin, copyright, d), f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -70,27 +80,68 @@ func writePackages(cfg config, arch, bin string, d docs) ([]string, error) {
 
 // packageInfo describes the package of one format and architecture: the
 // binary in /usr/bin, the man pages (gzipped), the completion scripts where
-// the distributions look for them, README and LICENSE in the package's doc
-// directory; no maintainer scripts.
-func packageInfo(cfg config, arch, format, bin string, d docs) *nfpm.Info {
-	file := func(src, dst string, mode os.FileMode) *files.Content {
-		return &files.Content{Source: src, Destination: dst, Type: files.TypeFile,
+// the distributions look for them, the documentation in docDir with the
+// README's links resolving there, the licence and the notices of what the
+// binary links, and the changelog made from CHANGELOG.md; no maintainer
+// scripts.
+//
+// The .deb has Debian's copyright file (DEP-5), changelog.Debian.gz and the
+// upstream changelog.gz, and its lintian overrides; it recommends
+// bash-completion, without which bash's completion of paddock fails
+// (_get_comp_words_by_ref: command not found). The .rpm marks the
+// documentation %doc and the licences %license, owns its own directories,
+// and carries the changelog in its header.
+func packageInfo(cfg config, arch, format, bin, copyright string, d docs) *nfpm.Info {
+	file := func(src, dst string, mode os.FileMode, typ string) *files.Content {
+		return &files.Content{Source: src, Destination: dst, Type: typ,
 			FileInfo: &files.ContentFileInfo{Owner: "root", Group: "root", Mode: mode, MTime: cfg.epoch}}
 	}
-	contents := files.Contents{file(bin, "/usr/bin/paddock", 0o755)}
+	dir := func(dst string) *files.Content {
+		return &files.Content{Destination: dst, Type: files.TypeDir,
+			FileInfo: &files.ContentFileInfo{Owner: "root", Group: "root", Mode: 0o755, MTime: cfg.epoch}}
+	}
+	doc, license := files.TypeFile, files.TypeFile
+	if format == "rpm" {
+		doc, license = files.TypeRPMDoc, files.TypeRPMLicense
+	}
+	contents := files.Contents{file(bin, "/usr/bin/paddock", 0o755, files.TypeFile)}
 	pages := make([]string, 0, len(d.manGz))
 	for page := range d.manGz {
 		pages = append(pages, page)
 	}
 	sort.Strings(pages)
 	for _, page := range pages {
-		contents = append(contents, file(d.manGz[page], "/usr/share/man/man1/"+page+".gz", 0o644))
+		contents = append(contents, file(d.manGz[page], "/usr/share/man/man1/"+page+".gz", 0o644, doc))
 	}
 	for shell, src := range d.completions {
-		contents = append(contents, file(src, completionDirs[format][shell], 0o644))
+		contents = append(contents, file(src, completionDirs[format][shell], 0o644, files.TypeFile))
 	}
-	for _, p := range d.extra {
-		contents = append(contents, file(p, "/usr/share/doc/paddock/"+filepath.Base(p), 0o644))
+	docDirs := map[string]bool{docDir: true}
+	for _, p := range d.pages {
+		if format == "deb" && p.rel == changelogName {
+			continue // Debian's name for it: changelog.gz, below
+		}
+		dst := docDir + "/" + p.rel
+		for dd := path.Dir(dst); dd != docDir; dd = path.Dir(dd) {
+			docDirs[dd] = true
+		}
+		contents = append(contents, file(p.src, dst, 0o644, doc))
+	}
+	switch format {
+	case "deb":
+		contents = append(contents,
+			file(copyright, docDir+"/copyright", 0o644, files.TypeFile),
+			file(d.debChangelog, docDir+"/changelog.Debian.gz", 0o644, files.TypeFile),
+			file(d.upstreamGz, docDir+"/changelog.gz", 0o644, files.TypeFile),
+			file(d.overrides, "/usr/share/lintian/overrides/paddock", 0o644, files.TypeFile))
+	case "rpm":
+		// Fedora's place for licences; the notices travel with them.
+		contents = append(contents, dir(licenseDir),
+			file(d.license, licenseDir+"/LICENSE", 0o644, license),
+			file(copyright, licenseDir+"/copyright", 0o644, license))
+		for dd := range docDirs {
+			contents = append(contents, dir(dd))
+		}
 	}
 	sort.Sort(contents)
 	info := &nfpm.Info{
@@ -98,18 +149,29 @@ func packageInfo(cfg config, arch, format, bin string, d docs) *nfpm.Info {
 		Arch:        arch,
 		Platform:    "linux",
 		Version:     cfg.version,
+		Release:     packageRelease,
 		Section:     "utils",
 		Priority:    "optional",
 		Maintainer:  cfg.maintainer,
 		Description: description,
 		Homepage:    "https://github.com/paddock-dev/paddock",
+		License:     projectLicense,
 		MTime:       cfg.epoch,
 		Overridables: nfpm.Overridables{
 			Contents: contents,
 			Umask:    0o022,
 			// The build host is in the rpm header: a fixed name, not this machine's.
-			RPM: nfpm.RPM{BuildHost: "paddock-release", Packager: cfg.maintainer, Group: "Applications/System"},
+			RPM: nfpm.RPM{BuildHost: "paddock-release", Packager: cfg.maintainer, Group: "Applications/System", Summary: summary},
 		},
+	}
+	switch format {
+	case "deb":
+		info.Recommends = []string{"bash-completion"}
+	case "rpm":
+		info.Changelog = d.rpmChangelog
 	}
 	return nfpm.WithDefaults(info)
 }
+
+// licenseDir is where the .rpm puts its licences (%license).
+const licenseDir = "/usr/share/licenses/paddock"

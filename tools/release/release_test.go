@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,9 +25,16 @@ const testVersion = "v0.0.1-releasetest.1"
 // TestRelease builds the release twice into temporary directories and
 // checks that the bytes are the same, that SHA256SUMS covers every file,
 // that each architecture's tarball, .deb (dpkg-deb -x) and .rpm (rpm2cpio |
-// cpio) hold the same binary, the man pages and the completions where they
-// belong, that the binary says the release version and runs a command, and
-// that each SBOM lists every module go version -m shows in its binary.
+// cpio) hold the same binary, the man pages (with their EXIT STATUS,
+// ENVIRONMENT, FILES and EXAMPLES), the completions, the docs (every link
+// of the README and the docs resolving), the licence and the changelog
+// where they belong, that the binary says the release version and runs a
+// command, and that each SBOM lists every module go version -m shows in its
+// binary, with licences. The packages' metadata is what a distribution
+// would take: the .deb's fields (dpkg-deb -f), its DEP-5 copyright file, no
+// gzip member with a time, and lintian reporting no error and no warning;
+// the .rpm's License, %doc and %license files, owned directories and
+// changelog (rpm -qp), and rpmlint with tools/release/rpmlint.toml clean.
 func TestRelease(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skipf("needs the go command to build paddock: %v", err)
@@ -107,26 +116,34 @@ func TestRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, statErr := os.Stat(filepath.Join(root, "LICENSE"))
-	hasLicense := statErr == nil
+	pages, err := docPages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, arch := range supportedArches {
 		t.Run(arch, func(t *testing.T) {
 			base := fmt.Sprintf("paddock_%s_linux_%s", fv, arch)
 			tarDir := filepath.Join(t.TempDir(), "tar")
 			untar(t, filepath.Join(first, base+".tar.gz"), tarDir)
 			top := filepath.Join(tarDir, base)
-			wantTar := []string{"paddock", "README.md", "completions/paddock.bash", "completions/_paddock", "completions/paddock.fish",
-				"man/man1/paddock.1", "man/man1/paddock-run.1", "man/man1/paddock-version.1"}
-			if hasLicense {
-				wantTar = append(wantTar, "LICENSE")
-			} else if fileExists(filepath.Join(top, "LICENSE")) {
-				t.Errorf("the tarball has a LICENSE the checkout does not have")
+			wantTar := []string{"paddock", "LICENSE", "copyright", "completions/paddock.bash", "completions/_paddock", "completions/paddock.fish",
+				"man/man1/paddock.1", "man/man1/paddock-run.1", "man/man1/paddock-version.1", "man/man1/paddock-sessions.1"}
+			for _, p := range pages {
+				wantTar = append(wantTar, p.rel)
 			}
 			for _, p := range wantTar {
 				if !fileExists(filepath.Join(top, p)) {
 					t.Errorf("%s.tar.gz lacks %s/%s", base, base, p)
 				}
 			}
+			if !bytes.Equal(readFile(t, filepath.Join(top, "LICENSE")), readFile(t, filepath.Join(root, "LICENSE"))) {
+				t.Errorf("the tarball's LICENSE is not the repository's")
+			}
+			if arch == supportedArches[0] {
+				// The pages are the same in every architecture's tarball (SHA256SUMS aside).
+				checkManPages(t, filepath.Join(top, "man/man1"))
+			}
+			checkLinks(t, top, "the tarball")
 			bin := filepath.Join(top, "paddock")
 			checkVersion(t, arch, bin)
 			checkSBOM(t, bin, filepath.Join(first, base+".sbom.cdx.json"))
@@ -151,8 +168,23 @@ func TestRelease(t *testing.T) {
 					if got, w := gunzip(t, page), readFile(t, filepath.Join(top, "man/man1/paddock-run.1")); !bytes.Equal(got, w) {
 						t.Errorf("%s in the %s is not the tarball's page, gzipped", page, format)
 					}
-					if !fileExists(filepath.Join(dir, "usr/share/doc/paddock/README.md")) {
-						t.Errorf("the %s lacks /usr/share/doc/paddock/README.md", format)
+					for _, p := range pages {
+						dst := p.rel
+						if format == "deb" && p.rel == changelogName {
+							dst = "changelog.gz"
+						}
+						if !fileExists(filepath.Join(dir, "usr/share/doc/paddock", dst)) {
+							t.Errorf("the %s lacks /usr/share/doc/paddock/%s", format, dst)
+						}
+					}
+					checkLinks(t, filepath.Join(dir, "usr/share/doc/paddock"), "the "+format)
+					checkGzipTimes(t, dir, format)
+					pkg := filepath.Join(first, base+"."+format)
+					switch format {
+					case "deb":
+						checkDeb(t, pkg, dir)
+					case "rpm":
+						checkRPM(t, pkg, root)
 					}
 					checkVersion(t, arch, pbin)
 					checkRun(t, arch, pbin)
@@ -160,6 +192,216 @@ func TestRelease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkManPages wants every page to render without a warning from man
+// (what lintian's manpage-has-errors-from-man runs), paddock-run(1) and
+// every other page to have the manual's sections, and paddock(1) to list
+// every flag of the root command and every command.
+func checkManPages(t *testing.T, dir string) {
+	t.Run("man", func(t *testing.T) {
+		pages, err := filepath.Glob(filepath.Join(dir, "*.1"))
+		if err != nil || len(pages) < 10 {
+			t.Fatalf("man pages in %s: %q, %v", dir, pages, err)
+		}
+		for _, p := range pages {
+			b := string(readFile(t, p))
+			for _, sec := range []string{".SH NAME", ".SH SYNOPSIS", ".SH DESCRIPTION", ".SH OPTIONS", ".SH EXIT STATUS", ".SH EXAMPLES"} {
+				if !strings.Contains(b, "\n"+sec+"\n") {
+					t.Errorf("%s lacks %s", filepath.Base(p), sec)
+				}
+			}
+		}
+		run := string(readFile(t, filepath.Join(dir, "paddock-run.1")))
+		for _, sec := range []string{".SH ENVIRONMENT", ".SH FILES"} {
+			if !strings.Contains(run, "\n"+sec+"\n") {
+				t.Errorf("paddock-run.1 lacks %s", sec)
+			}
+		}
+		root := string(readFile(t, filepath.Join(dir, "paddock.1")))
+		for _, want := range []string{`\fB\-v\fR, \fB\-\-version\fR`, `\fB\-h\fR, \fB\-\-help\fR`, ".SH COMMANDS", `\fBpaddock run\fR`, `\fBpaddock sessions\fR`, ".SH ENVIRONMENT", ".SH FILES"} {
+			if !strings.Contains(root, want) {
+				t.Errorf("paddock.1 lacks %q", want)
+			}
+		}
+		if _, err := exec.LookPath("man"); err != nil {
+			t.Skipf("needs man to render the pages (apt-get install man-db): %v", err)
+		}
+		for _, p := range pages {
+			cmd := exec.Command("man", "--warnings", "-E", "UTF-8", "-l", "-Tutf8", "-Z", p)
+			cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "MANROFFSEQ=", "MANWIDTH=80")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+				t.Errorf("man --warnings %s: %v\n%s", filepath.Base(p), err, stderr.Bytes())
+			}
+		}
+	})
+}
+
+// markdownLinkRE is a markdown link's target: [text](target).
+var markdownLinkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// checkLinks wants every relative link in the markdown files under dir to
+// lead to a file under dir: the installed README's and docs' links work.
+func checkLinks(t *testing.T, dir, what string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".md") {
+			return err
+		}
+		for _, m := range markdownLinkRE.FindAllStringSubmatch(string(readFile(t, p)), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			n++
+			full := filepath.Join(filepath.Dir(p), target)
+			if rel, err := filepath.Rel(dir, full); err != nil || strings.HasPrefix(rel, "..") || !fileExists(full) {
+				t.Errorf("%s: %s links to %s, which %s does not hold", what, strings.TrimPrefix(p, dir+"/"), m[1], what)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 {
+		t.Errorf("%s: found %d relative links in its markdown; the README alone has more", what, n)
+	}
+}
+
+// checkGzipTimes wants no gzip member of a package to carry a time in its
+// header (lintian's package-contains-timestamped-gzip).
+func checkGzipTimes(t *testing.T, dir, format string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".gz") {
+			return err
+		}
+		n++
+		zr, err := gzip.NewReader(bytes.NewReader(readFile(t, p)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if !zr.ModTime.IsZero() || zr.Name != "" {
+			t.Errorf("the %s's %s has a time (%v) or a name (%q) in its gzip header", format, strings.TrimPrefix(p, dir), zr.ModTime, zr.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Errorf("the %s has no gzip member", format)
+	}
+}
+
+// checkDeb checks the .deb's metadata (dpkg-deb -f), its copyright file,
+// changelog and lintian overrides as unpacked in dir, and runs lintian on
+// it: no E: and no W: line.
+func checkDeb(t *testing.T, deb, dir string) {
+	t.Run("metadata", func(t *testing.T) {
+		out, err := exec.Command("dpkg-deb", "-f", deb, "Maintainer", "Version", "Recommends", "Description").Output()
+		if err != nil {
+			t.Fatalf("dpkg-deb -f: %v", err)
+		}
+		f := string(out)
+		for _, want := range []string{"Maintainer: " + defaultMaintainer + "\n", "Version: " + debVersion(testVersion) + "\n", "Recommends: bash-completion\n", "Description: " + summary + "\n"} {
+			if !strings.Contains(f, want) {
+				t.Errorf("dpkg-deb -f lacks %q:\n%s", want, f)
+			}
+		}
+		if !regexp.MustCompile(`^[^<>@]+ <[^<>@\s]+@[^<>@\s]+>$`).MatchString(defaultMaintainer) || len(summary) > 79 {
+			t.Errorf("Maintainer %q is not NAME <ADDRESS>, or the synopsis %q is longer than 79 columns", defaultMaintainer, summary)
+		}
+		doc := filepath.Join(dir, "usr/share/doc/paddock")
+		cr := string(readFile(t, filepath.Join(doc, "copyright")))
+		for _, want := range []string{"Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n", "\nFiles: *\nCopyright: ", "\nLicense: Apache-2.0\n", "\nFiles: github.com/spf13/cobra/*\n", "/usr/share/common-licenses/Apache-2.0"} {
+			if !strings.Contains(cr, want) {
+				t.Errorf("/usr/share/doc/paddock/copyright lacks %q", want)
+			}
+		}
+		if cl := string(gunzip(t, filepath.Join(doc, "changelog.Debian.gz"))); !strings.HasPrefix(cl, "paddock ("+debVersion(testVersion)+") unstable; urgency=medium\n") {
+			t.Errorf("changelog.Debian.gz starts %.80q, want the package's version", cl)
+		}
+		if fileExists(filepath.Join(doc, "LICENSE")) {
+			t.Errorf("the .deb has /usr/share/doc/paddock/LICENSE: its copyright file holds the licence (lintian: extra-license-file)")
+		}
+		if !fileExists(filepath.Join(dir, "usr/share/lintian/overrides/paddock")) {
+			t.Errorf("the .deb lacks its lintian overrides")
+		}
+	})
+	t.Run("lintian", func(t *testing.T) {
+		if _, err := exec.LookPath("lintian"); err != nil {
+			t.Skipf("needs lintian (apt-get install lintian): %v", err)
+		}
+		out, err := exec.Command("lintian", deb).CombinedOutput()
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "E: ") || strings.HasPrefix(line, "W: ") {
+				t.Errorf("lintian: %s", line)
+			}
+		}
+		if err != nil {
+			t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
+		}
+	})
+}
+
+// checkRPM checks the .rpm's header (rpm -qp): License, the changelog, the
+// files marked %doc and %license, the directories it owns; and runs
+// rpmlint on it with tools/release/rpmlint.toml: no E: and no W: line.
+func checkRPM(t *testing.T, rpm, root string) {
+	t.Run("metadata", func(t *testing.T) {
+		if _, err := exec.LookPath("rpm"); err != nil {
+			t.Skipf("needs rpm to read the .rpm's header (apt-get install rpm): %v", err)
+		}
+		q := func(args ...string) string {
+			out, err := exec.Command("rpm", append([]string{"-qp"}, append(args, rpm)...)...).Output()
+			if err != nil {
+				t.Fatalf("rpm -qp %q: %v", args, err)
+			}
+			return string(out)
+		}
+		if got, want := q("--qf", "%{LICENSE}|%{VERSION}-%{RELEASE}|%{PACKAGER}|%{SUMMARY}"), projectLicense+"|"+rpmVersion(testVersion)+"|"+defaultMaintainer+"|"+summary; got != want {
+			t.Errorf("rpm -qp --qf: %q, want %q", got, want)
+		}
+		if cl := q("--changelog"); !strings.HasPrefix(cl, "* ") || !strings.Contains(strings.SplitN(cl, "\n", 2)[0], defaultMaintainer+" - "+rpmVersion(testVersion)) {
+			t.Errorf("rpm -qp --changelog starts %.100q, want an entry for %s", cl, rpmVersion(testVersion))
+		}
+		docs := q("--docfiles")
+		for _, want := range []string{"/usr/share/doc/paddock/README.md\n", "/usr/share/doc/paddock/docs/harness.md\n", "/usr/share/man/man1/paddock-run.1.gz\n"} {
+			if !strings.Contains(docs, want) {
+				t.Errorf("rpm -qp --docfiles lacks %s", strings.TrimSpace(want))
+			}
+		}
+		if lic := q("--licensefiles"); !strings.Contains(lic, licenseDir+"/LICENSE\n") || !strings.Contains(lic, licenseDir+"/copyright\n") {
+			t.Errorf("rpm -qp --licensefiles: %q, want LICENSE and copyright in %s", lic, licenseDir)
+		}
+		for _, d := range []string{"/usr/share/doc/paddock", "/usr/share/doc/paddock/docs", licenseDir} {
+			if !regexp.MustCompile(`(?m)^d\S+ .* ` + regexp.QuoteMeta(d) + `$`).MatchString(q("-lv")) {
+				t.Errorf("the .rpm does not own %s", d)
+			}
+		}
+	})
+	t.Run("rpmlint", func(t *testing.T) {
+		if _, err := exec.LookPath("rpmlint"); err != nil {
+			t.Skipf("needs rpmlint (apt-get install rpmlint): %v", err)
+		}
+		cmd := exec.Command("rpmlint", "-c", filepath.Join(root, "tools/release/rpmlint.toml"), rpm)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // no user rpmlintrc
+		out, err := cmd.CombinedOutput()
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, ": E: ") || strings.Contains(line, ": W: ") {
+				t.Errorf("rpmlint: %s", line)
+			}
+		}
+		if err != nil {
+			t.Errorf("rpmlint %s: %v\n%s", filepath.Base(rpm), err, out)
+		}
+	})
 }
 
 // checkVersion runs bin version (under qemu-user when bin is for another
@@ -221,6 +463,14 @@ func checkSBOM(t *testing.T, bin, sbomPath string) {
 	var doc cdxBOM
 	if err := json.Unmarshal(readFile(t, sbomPath), &doc); err != nil {
 		t.Fatalf("%s: %v", sbomPath, err)
+	}
+	if l := doc.Metadata.Component.Licenses; len(l) != 1 || l[0].License.ID != projectLicense {
+		t.Errorf("%s: paddock's licences %+v, want %s", sbomPath, l, projectLicense)
+	}
+	for _, c := range doc.Components {
+		if len(c.Licenses) != 1 || c.Licenses[0].License.ID == "" {
+			t.Errorf("%s: %s has licences %+v, want its licence's SPDX identifier", sbomPath, c.Name, c.Licenses)
+		}
 	}
 	if doc.BOMFormat != "CycloneDX" || doc.SpecVersion != "1.5" {
 		t.Errorf("%s: bomFormat %q specVersion %q, want CycloneDX 1.5", sbomPath, doc.BOMFormat, doc.SpecVersion)

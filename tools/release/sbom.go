@@ -41,7 +41,25 @@ type cdxComponent struct {
 	Name       string        `json:"name"`
 	Version    string        `json:"version,omitempty"`
 	PURL       string        `json:"purl,omitempty"`
+	Licenses   []cdxLicense  `json:"licenses,omitempty"`
 	Properties []cdxProperty `json:"properties,omitempty"`
+}
+
+// cdxLicense is a licence choice: a licence by its SPDX identifier.
+type cdxLicense struct {
+	License cdxLicenseID `json:"license"`
+}
+
+type cdxLicenseID struct {
+	ID string `json:"id"`
+}
+
+// spdxLicenses is the licences field of a component under the licence id.
+func spdxLicenses(id string) []cdxLicense {
+	if id == "" {
+		return nil
+	}
+	return []cdxLicense{{License: cdxLicenseID{ID: id}}}
 }
 
 type cdxProperty struct {
@@ -59,8 +77,9 @@ func sbomName(cfg config, arch string) string {
 	return fmt.Sprintf("paddock_%s_linux_%s.sbom.cdx.json", cfg.fileVersion(), arch)
 }
 
-// writeSBOM writes the SBOM of bin into cfg.out and returns its name.
-func writeSBOM(cfg config, arch, bin string) (string, error) {
+// writeSBOM writes the SBOM of bin into cfg.out and returns its name;
+// linked are the licences of what bin links (linkedLicenses).
+func writeSBOM(cfg config, arch, bin string, linked []linkedLicense) (string, error) {
 	info, err := buildinfo.ReadFile(bin)
 	if err != nil {
 		return "", fmt.Errorf("sbom: %w", err)
@@ -69,16 +88,32 @@ func writeSBOM(cfg config, arch, bin string) (string, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // the & of a purl's qualifiers as it is
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(sbom(info, cfg.version, cfg.epoch)); err != nil {
+	if err := enc.Encode(sbom(info, cfg.version, cfg.epoch, licenseIDs(linked))); err != nil {
 		return "", fmt.Errorf("sbom: %w", err)
 	}
 	name := sbomName(cfg, arch)
 	return name, os.WriteFile(filepath.Join(cfg.out, name), b.Bytes(), 0o644)
 }
 
+// licenseIDs maps "stdlib" and each module path@version to its licence's
+// SPDX identifier.
+func licenseIDs(linked []linkedLicense) map[string]string {
+	ids := map[string]string{}
+	for _, l := range linked {
+		key := l.module + "@" + l.version
+		if l.module == "stdlib" {
+			key = "stdlib"
+		}
+		ids[key] = l.spdx
+	}
+	return ids
+}
+
 // sbom is the document for a binary with build information info, released
-// as version at time at.
-func sbom(info *buildinfo.BuildInfo, version string, at time.Time) cdxBOM {
+// as version at time at: paddock under projectLicense, the standard library
+// and each module under the licence licenses names for it ("stdlib",
+// path@version).
+func sbom(info *buildinfo.BuildInfo, version string, at time.Time, licenses map[string]string) cdxBOM {
 	var goos, goarch string
 	var props []cdxProperty
 	for _, s := range info.Settings {
@@ -94,11 +129,11 @@ func sbom(info *buildinfo.BuildInfo, version string, at time.Time) cdxBOM {
 		props = append(props, cdxProperty{Name: "go:module:version", Value: info.Main.Version})
 	}
 	mainRef := purl(info.Main.Path, version) + "?" + "goarch=" + goarch + "&goos=" + goos
-	main := cdxComponent{Type: "application", BOMRef: mainRef, Name: info.Main.Path, Version: version, PURL: mainRef, Properties: props}
+	main := cdxComponent{Type: "application", BOMRef: mainRef, Name: info.Main.Path, Version: version, PURL: mainRef, Licenses: spdxLicenses(projectLicense), Properties: props}
 
 	// The standard library as scanners name it: pkg:golang/stdlib@1.26.8.
 	stdVersion, _, _ := strings.Cut(strings.TrimPrefix(info.GoVersion, "go"), " ")
-	std := cdxComponent{Type: "library", Name: "stdlib", Version: info.GoVersion, PURL: purl("stdlib", stdVersion)}
+	std := cdxComponent{Type: "library", Name: "stdlib", Version: info.GoVersion, PURL: purl("stdlib", stdVersion), Licenses: spdxLicenses(licenses["stdlib"])}
 	std.BOMRef = std.PURL
 	comps := []cdxComponent{std}
 	for _, d := range info.Deps {
@@ -112,7 +147,7 @@ func sbom(info *buildinfo.BuildInfo, version string, at time.Time) cdxBOM {
 		if mod.Sum != "" {
 			mprops = append(mprops, cdxProperty{Name: "go:sum", Value: mod.Sum})
 		}
-		c := cdxComponent{Type: "library", Name: mod.Path, Version: mod.Version, PURL: purl(mod.Path, mod.Version), Properties: mprops}
+		c := cdxComponent{Type: "library", Name: mod.Path, Version: mod.Version, PURL: purl(mod.Path, mod.Version), Licenses: spdxLicenses(licenses[mod.Path+"@"+mod.Version]), Properties: mprops}
 		c.BOMRef = c.PURL
 		comps = append(comps, c)
 	}
