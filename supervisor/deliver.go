@@ -368,7 +368,7 @@ func (c *call) probe() unix.Errno {
 		if flags&^(unix.PIDFD_SIGNAL_THREAD|unix.PIDFD_SIGNAL_THREAD_GROUP|unix.PIDFD_SIGNAL_PROCESS_GROUP) != 0 {
 			return unix.EINVAL
 		}
-		pid, err := c.FdPid(r.Tid, a0)
+		pid, err := c.FdPid(r.Tid, int(int32(uint32(r.Args[0])))) // a pidfd, not a pid
 		switch {
 		case err != nil:
 			return errnoOf(err) // EBADF for what is not a pidfd
