@@ -27,7 +27,7 @@ kill -TERM `+F+`; echo after=$?`)
 			t.Errorf("output lacks %q\n%s", want, r)
 		}
 	}
-	waitFor(t, "the adopted process to die", func() bool { return !f.alive() })
+	waitFor(t, "the adopted process to die", func() bool { return !f.alive(t) })
 	var adopted map[string]any
 	for _, rec := range r.records(t) {
 		if rec["action"] == "adopted" {
@@ -224,8 +224,8 @@ func paddockKillGroupOnlyWhenWhollyOwned(t *testing.T, b backend) {
 	if !strings.Contains(r.stdout, "signalled pid "+L+" (sleep) with SIGTERM") {
 		t.Fatalf("want the adopted leader signalled alone\n%s", r)
 	}
-	waitFor(t, "the adopted leader to die", func() bool { return !lp.alive() })
-	if !mp.alive() {
+	waitFor(t, "the adopted leader to die", func() bool { return !lp.alive(t) })
+	if !mp.alive(t) {
 		t.Fatal("the foreign member of the adopted process's group died")
 	}
 
@@ -302,7 +302,7 @@ $PADDOCK_BIN adopt `+F+` --reason "`+strings.Repeat("unaudited ", 60)+`"; echo a
 	if strings.Count(string(out), "rc=1") != 8 || !strings.Contains(string(out), "adopt=1") {
 		t.Fatalf("want 8 refused kills and a refused adoption:\n%s", out)
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatal("the foreign process died while the journal was failing")
 	}
 	for _, want := range []string{"could not write the audit journal", "the audit journal could not be written"} {

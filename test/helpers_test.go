@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/features/featuretest"
+	"github.com/paddock-dev/paddock/internal/proctest"
 	"github.com/paddock-dev/paddock/journal"
 )
 
@@ -178,13 +179,24 @@ func startForeign(t *testing.T, name string, args ...string) *proc {
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
-// alive reports whether the process is still running (not exited, not a zombie).
-func (p *proc) alive() bool {
+// alive reports whether the process is still running and nothing has
+// doomed it (proctest.Alive): not reaped, not a zombie, not exiting, no
+// fatal signal pending. A check right after the agent's attempts on it
+// cannot pass on a process a signal got through to that has not died yet.
+func (p *proc) alive(t *testing.T) bool {
+	t.Helper()
 	select {
 	case <-p.exited:
 		return false
-	case <-time.After(50 * time.Millisecond):
-		return true
+	default:
+	}
+	alive := proctest.Alive(t, p.pid())
+	select {
+	case <-p.exited:
+		// Reaped meanwhile: what was read may be another process's.
+		return false
+	default:
+		return alive
 	}
 }
 

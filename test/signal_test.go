@@ -52,7 +52,7 @@ except PermissionError as e:
 			}
 			f := startForeign(t, "sleep", "300")
 			r := b.sh(t, "F="+itoa(f.pid())+"; "+tc.script)
-			if !f.alive() {
+			if !f.alive(t) {
 				t.Fatalf("foreign process %d died\n%s", f.pid(), r)
 			}
 			if !strings.Contains(r.stdout, tc.stdout) {
@@ -287,7 +287,7 @@ sleep 0.2
 pkill -f `+marker+`; echo pkill=$?
 wait $o; echo owned=$?
 echo agent-survived`)
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process matching the pattern died\n%s", r)
 	}
 	for _, want := range []string{"owned=143", "agent-survived"} {
@@ -327,7 +327,7 @@ func killallMatchingOwnedAndForeign(t *testing.T, b backend) {
 until [ "$(cat /proc/$o/comm 2>/dev/null)" = `+name+` ]; do sleep 0.01; done
 killall `+name+`; echo killall=$?
 wait $o; echo owned=$?`)
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process named %s died\n%s", name, r)
 	}
 	if !strings.Contains(r.stdout, "owned=143") {
@@ -521,7 +521,7 @@ exec sleep 300`)
 		})
 	}
 	said, _ := os.ReadFile(out)
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process died after the supervisor was killed; orphan said: %s", said)
 	}
 	if strings.Contains(string(said), "rc=0") {
@@ -584,7 +584,7 @@ func i386KillDecidedLikeNative(t *testing.T, b backend) {
 	f := startForeign(t, "sleep", "300")
 	r := b.sh(t, "$AGENTHELPER int80-kill "+itoa(f.pid())+` 9
 sleep 300 & c=$!; $AGENTHELPER int80-kill $c 15; wait $c; echo owned=$?`)
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign died to an i386 kill\n%s", r)
 	}
 	if !strings.Contains(r.stdout, "err EPERM") || !strings.Contains(r.stdout, "owned=143") {
@@ -601,7 +601,7 @@ func refusalStormIsSummarised(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
 	r := b.sh(t, "for i in $(seq 50); do kill -TERM "+itoa(f.pid())+"; done; sleep 1.2; kill -TERM "+itoa(f.pid())+"; true")
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatal("foreign died")
 	}
 	n := 0
@@ -680,7 +680,7 @@ func shadowListenerRefused(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
 	r := b.sh(t, "$AGENTHELPER shadow-kill "+itoa(f.pid())+" 9")
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process %d died: a listener of the agent's own let its kill through\n%s", f.pid(), r)
 	}
 	if !strings.Contains(r.stdout, "err seccomp(NEW_LISTENER): EBUSY") {
@@ -744,7 +744,7 @@ exit 0`
 		// of what it leaves running, not take it down as it exits.
 		t.Errorf("the leftover's listener: %q, want ENOSYS (leftover %q gone before it said anything: %v)", readFile(out), leftover, gone && readFile(out) == "")
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process %d died: a leftover's listener let its kill through\n%s", f.pid(), readFile(out))
 	}
 }
