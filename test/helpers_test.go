@@ -300,6 +300,24 @@ func (r result) denial(t *testing.T, target int) map[string]any {
 	return nil
 }
 
+// callerStderr is the agent's own standard error: r.stderr without
+// paddock's log records. The two share one pipe, and paddock's log line for
+// a refusal carries the same message the caller is told, so a check of
+// what the caller was told reads only this (paddockCmd's runs log JSON).
+func (r result) callerStderr() string {
+	var out []string
+	for _, line := range strings.Split(r.stderr, "\n") {
+		var rec struct {
+			Component string `json:"component"`
+		}
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &rec) == nil && rec.Component == "paddock" {
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
 func (r result) String() string {
 	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 }

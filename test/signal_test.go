@@ -58,24 +58,26 @@ except PermissionError as e:
 			if !strings.Contains(r.stdout, tc.stdout) {
 				t.Errorf("agent output lacks %q\n%s", tc.stdout, r)
 			}
-			for _, want := range []string{"paddock refused", "pid " + itoa(f.pid()) + " (sleep)", "not owned by this session", "paddock adopt " + itoa(f.pid())} {
-				if !strings.Contains(r.stderr, want) {
-					t.Errorf("caller's stderr lacks %q\n%s", want, r)
-				}
-			}
-			// The caller's own copy of the message (paddock's log lines are
-			// JSON), written before the caller got its EPERM.
-			told := -1
-			for i, line := range strings.Split(r.stderr, "\n") {
-				if strings.HasPrefix(line, "paddock refused ") && strings.Contains(line, "pid "+itoa(f.pid())) {
-					told = i
+			// The caller's own copy of the message, not paddock's log line,
+			// which carries the same text.
+			caller := r.callerStderr()
+			var told string
+			for _, line := range strings.Split(caller, "\n") {
+				if strings.HasPrefix(line, "paddock refused ") && strings.Contains(line, "pid "+itoa(f.pid())+" (sleep)") {
+					told = line
 					break
 				}
 			}
-			if told < 0 {
+			if told == "" {
 				t.Errorf("the refused process's stderr did not get the message\n%s", r)
 			}
-			if i := strings.Index(r.stderr, "Operation not permitted"); tc.name == "bash builtin kill" && told >= 0 && i >= 0 && i < strings.Index(r.stderr, "paddock refused ") {
+			for _, want := range []string{"not owned by this session", "paddock adopt " + itoa(f.pid())} {
+				if told != "" && !strings.Contains(told, want) {
+					t.Errorf("the caller's message lacks %q: %s", want, told)
+				}
+			}
+			// Written before the caller got its EPERM.
+			if i := strings.Index(caller, "Operation not permitted"); tc.name == "bash builtin kill" && told != "" && i >= 0 && i < strings.Index(caller, told) {
 				t.Errorf("the message came after the caller's own error line\n%s", r)
 			}
 			rec := r.denial(t, f.pid())
@@ -295,8 +297,8 @@ echo agent-survived`)
 			t.Errorf("agent output lacks %q\n%s", want, r)
 		}
 	}
-	if !strings.Contains(r.stderr, "not owned by this session") || !strings.Contains(r.stderr, "critical session lifeline") {
-		t.Errorf("expected refusals for the foreign process and the agent itself\n%s", r)
+	if caller := r.callerStderr(); !strings.Contains(caller, "not owned by this session") || !strings.Contains(caller, "critical session lifeline") {
+		t.Errorf("pkill's stderr lacks the refusals for the foreign process and the agent itself\n%s", r)
 	}
 	r.denial(t, f.pid())
 }
@@ -382,8 +384,8 @@ echo still-supervised`)
 	if r.code != 0 || !strings.Contains(r.stdout, "kill=1\nerr EPERM\nerr EPERM\nerr EPERM\nstill-supervised") {
 		t.Fatalf("the agent reached its supervisor\n%s", r)
 	}
-	if !strings.Contains(r.stderr, "critical session lifeline (paddock supervisor)") {
-		t.Errorf("message does not name the supervisor as a lifeline\n%s", r)
+	if !strings.Contains(r.callerStderr(), "critical session lifeline (paddock supervisor)") {
+		t.Errorf("the agent's message does not name the supervisor as a lifeline\n%s", r)
 	}
 }
 
@@ -416,8 +418,8 @@ exec $AGENTHELPER traceme`)
 	if !strings.Contains(r.stdout, child+"err EPERM") {
 		t.Fatalf("want the child's TRACEME as the kernel answers it and the root's refused\n%s", r)
 	}
-	if !strings.Contains(r.stderr, "paddock refused ptrace(PTRACE_TRACEME)") {
-		t.Fatalf("no refusal message\n%s", r)
+	if !strings.Contains(r.callerStderr(), "paddock refused ptrace(PTRACE_TRACEME)") {
+		t.Fatalf("no refusal message on the agent's stderr\n%s", r)
 	}
 }
 
@@ -604,16 +606,17 @@ func refusalStormIsSummarised(t *testing.T, b backend) {
 	if !f.alive(t) {
 		t.Fatal("foreign died")
 	}
+	caller := r.callerStderr()
 	n := 0
-	for _, line := range strings.Split(r.stderr, "\n") {
-		if strings.HasPrefix(line, "paddock refused") { // the caller's copy, not paddock's JSON log
+	for _, line := range strings.Split(caller, "\n") {
+		if strings.HasPrefix(line, "paddock refused") {
 			n++
 		}
 	}
 	if n == 0 || n > 20 {
 		t.Errorf("caller stderr holds %d refusal messages; want some, but not one per refusal", n)
 	}
-	if !strings.Contains(r.stderr, "more refusals to this process were not shown") {
+	if !strings.Contains(caller, "more refusals to this process were not shown") {
 		t.Errorf("the suppressed refusals were not summarised to the caller")
 	}
 	if got := strings.Count(r.journal, `"action":"signal_denied"`); got != 51 {
