@@ -84,58 +84,60 @@ func buildAndRun(m *testing.M) int {
 	return runIsolated(m)
 }
 
-// runIsolated runs the tests with paddock's defaults pointed into a
-// temporary directory (the journal and the profile a paddock run finds
-// when no flag names them), and fails the run if the user's own journal or
-// profile changed meanwhile: tests write nothing outside their temporary
-// directories. HOME stays, so that go and the tools the tests run keep
-// their caches.
+// runIsolated runs the tests in a home of their own: HOME, XDG_STATE_HOME
+// and XDG_CONFIG_HOME point into a temporary directory and PADDOCK_JOURNAL
+// and PADDOCK_PROFILE are unset, so that a paddock run naming no journal
+// or profile finds them there, never the user's own. go keeps the user's
+// caches and settings: GOCACHE, GOMODCACHE, GOPATH and GOENV stay what
+// they were.
+//
+// It fails the run if paddock's files turn up in that HOME itself
+// (.local/state/paddock, .config/paddock): a test ran paddock past the
+// suite's XDG directories, which under the user's HOME would have written
+// the user's journal. Only what the tests ran can write there, so the check
+// does not blame the tests for what the user's own paddock, running
+// meanwhile, writes to the user's journal.
 func runIsolated(m *testing.M) int {
-	home, _ := os.UserHomeDir()
-	var watched []string
-	if p, err := journal.DefaultPath("", os.Getenv, home); err == nil {
-		watched = append(watched, p)
-	}
-	if p := os.Getenv("PADDOCK_PROFILE"); p != "" {
-		watched = append(watched, p)
-	}
-	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
-		watched = append(watched, filepath.Join(x, "paddock", "profile.toml"))
-	} else if home != "" {
-		watched = append(watched, filepath.Join(home, ".config", "paddock", "profile.toml"))
-	}
-	before := make([]string, len(watched))
-	for i, p := range watched {
-		before[i] = fileState(p)
-	}
 	dir, err := os.MkdirTemp("", "paddock-e2e-home-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	pinned := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"}
+	out, err := exec.Command("go", append([]string{"env"}, pinned...)...).Output()
+	values := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if err != nil || len(values) != len(pinned) {
+		fmt.Fprintf(os.Stderr, "go env %s: %v\n%s", strings.Join(pinned, " "), err, out)
+		return 1
+	}
+	for i, k := range pinned {
+		os.Setenv(k, values[i])
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	j, err := journal.DefaultPath("", nil, home)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	outside := []string{filepath.Dir(j), filepath.Join(home, ".config", "paddock")}
 	os.Unsetenv("PADDOCK_JOURNAL")
 	os.Unsetenv("PADDOCK_PROFILE")
+	os.Setenv("HOME", home)
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	code := m.Run()
-	for i, p := range watched {
-		if now := fileState(p); now != before[i] {
-			fmt.Fprintf(os.Stderr, "FAIL: the tests changed %s (%s before, %s after): a test wrote outside its temporary directory\n", p, before[i], now)
+	for _, p := range outside {
+		if _, err := os.Lstat(p); err == nil {
+			fmt.Fprintf(os.Stderr, "FAIL: a test ran paddock past the suite's XDG directories: it made %s, which under the user's HOME is where their journal or profile lives\n", p)
 			code = 1
 		}
 	}
 	return code
-}
-
-// fileState sums up a file for runIsolated: its size and modification
-// time, or that it is missing.
-func fileState(path string) string {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "missing"
-	}
-	return fmt.Sprintf("%d bytes, modified %s", st.Size(), st.ModTime().Format(time.RFC3339Nano))
 }
 
 // backend is the --backend every paddock run of a conformance scenario gets.
