@@ -282,10 +282,12 @@ python3 -c 'import os,sys; os.kill(int(sys.argv[1]), 15)' $c && echo python=sent
 func pkillMatchingOwnedAndForeign(t *testing.T, b backend) {
 	b.require(t)
 	marker := "paddock-pkill-marker-" + itoa(os.Getpid())
-	// exec -a puts the marker in argv[0]: one process each, no children left behind.
+	// exec -a puts the marker in argv[0]: one process each, no children
+	// left behind. The owned one matches from its fork on (a copy of the
+	// agent, whose script holds the marker, then bash -c, then sleep), so
+	// pkill needs no wait for its exec.
 	f := startForeign(t, "bash", "-c", "exec -a "+marker+" sleep 300")
 	r := b.sh(t, `bash -c 'exec -a `+marker+` sleep 300' & o=$!
-sleep 0.2
 pkill -f `+marker+`; echo pkill=$?
 wait $o; echo owned=$?
 echo agent-survived`)
@@ -426,7 +428,9 @@ exec $AGENTHELPER traceme`)
 // supervisorIgnoresTerminalStops: SIGTTOU and SIGTTIN cannot stop the
 // supervisor (an agent that turns on TOSTOP and takes the terminal's
 // foreground would stop it at its next log line): the supervisor ignores
-// them, and the agent starts with their default action.
+// them, and the agent starts with their default action. The agent's first
+// command looks, so the supervisor must ignore them before the agent's
+// code runs, not merely soon after.
 func supervisorIgnoresTerminalStops(t *testing.T, b backend) {
 	b.require(t)
 	r := b.sh(t, `grep SigIgn /proc/$PPID/status; grep SigIgn /proc/self/status`)
