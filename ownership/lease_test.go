@@ -101,23 +101,52 @@ func TestLeaseIdentityMismatchAuthorizesNothing(t *testing.T) {
 	}
 }
 
-// Seed: test_dead_process_lease_expires_and_refuses_signal.
+// Seed: test_dead_process_lease_expires_and_refuses_signal. The adopted
+// process is owned while it runs; once it has exited, and while it is still
+// a zombie (its /proc entry, with the start time the lease was taken on, is
+// still there, so the lease alone decides), the sweep expires the lease as
+// exited and the zombie is owned no more; reaped, it is gone.
 func TestLeaseExpiresOnExit(t *testing.T) {
 	tr := foreignTree(t)
-	c := exec.Command("sleep", "0.05")
+	c := exec.Command("sleep", "300")
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Adopt(AdoptRequest{Pid: c.Process.Pid, Reason: "short", Now: time.Now()}); err != nil {
+	pid := c.Process.Pid
+	reaped := false
+	t.Cleanup(func() {
+		if !reaped {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	if _, err := tr.Adopt(AdoptRequest{Pid: pid, Reason: "short", Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.Wait()
-	if rel := classify(t, tr, c.Process.Pid); rel == audit.RelOwned {
-		t.Fatal("a dead process is still owned")
+	if rel := classify(t, tr, pid); rel != audit.RelOwned {
+		t.Fatalf("the adopted process, running: %v, want owned", rel)
+	}
+	if err := c.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatalf("wait for the adopted process to exit: %v", err)
 	}
 	exp := tr.Sweep()
-	if len(exp) != 1 || exp[0].Why != "exited" || exp[0].Pid != c.Process.Pid {
+	if len(exp) != 1 || exp[0].Why != "exited" || exp[0].Pid != pid {
 		t.Fatalf("Sweep = %+v, want the lease expired as exited", exp)
+	}
+	if rel := classify(t, tr, pid); rel == audit.RelOwned {
+		t.Fatal("the exited process, not yet reaped, is still owned after its lease expired")
+	}
+	if len(tr.Leases()) != 0 {
+		t.Fatalf("leases after the sweep: %+v, want none", tr.Leases())
+	}
+	_ = c.Wait()
+	reaped = true
+	if rel := classify(t, tr, pid); rel != audit.RelGone {
+		t.Fatalf("the reaped process: %v, want gone", rel)
 	}
 }
 

@@ -286,7 +286,7 @@ func TestAction(t *testing.T) {
 		foreign := nobodyStart(t, "sleep", "300")
 		pid := foreign.pid()
 		res := r.job(t, with(fmt.Sprintf(commandf, pid), more...))
-		if !foreign.alive() {
+		if !foreign.alive(t) {
 			t.Fatalf("the foreign sleep %d did not survive the job\n%s", pid, res.log)
 		}
 		return res, pid

@@ -2,6 +2,7 @@ package test
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,7 @@ kill -TERM `+F+`; echo after=$?`)
 			t.Errorf("output lacks %q\n%s", want, r)
 		}
 	}
-	waitFor(t, "the adopted process to die", func() bool { return !f.alive() })
+	waitFor(t, "the adopted process to die", func() bool { return !f.alive(t) })
 	var adopted map[string]any
 	for _, rec := range r.records(t) {
 		if rec["action"] == "adopted" {
@@ -152,17 +153,19 @@ func lifelineOverrideAudited(t *testing.T, b backend) {
 	}
 }
 
-// leaseExpiresWhenProcessDies: a lease on a process that exits authorizes
-// nothing, disappears from paddock ps and is journaled as lease_expired.
+// leaseExpiresWhenProcessDies: a lease on a process that exits expires on
+// its own (the supervisor's sweep journals lease_expired with nobody asking),
+// authorizes nothing and disappears from paddock ps.
 func leaseExpiresWhenProcessDies(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
 	F := itoa(f.pid())
-	// The test kills its foreign process from outside while the agent waits.
+	// The test kills its foreign process from outside while the agent
+	// waits for a line on its input, sent once the sweep has journaled the
+	// expiry.
 	cmd, journal := b.paddockCmd(t, "--", "bash", "-c", `$PADDOCK_BIN adopt `+F+` --reason "short-lived" >/dev/null
 echo adopted
-while kill -0 `+F+` 2>/dev/null; do sleep 0.05; done
-sleep 1.5
+read go
 $PADDOCK_BIN ps --json
 $PADDOCK_BIN kill `+F+`; echo kill=$?`)
 	// Output to files, read while paddock writes (a shared buffer would race).
@@ -178,22 +181,32 @@ $PADDOCK_BIN kill `+F+`; echo kill=$?`)
 	}
 	defer errF.Close()
 	cmd.Stdout, cmd.Stderr = outF, errF
+	input, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer input.Close()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the adoption", func() bool { return strings.Contains(readFile(outPath), "adopted") })
 	_ = f.cmd.Process.Signal(syscall.SIGTERM)
+	<-f.exited
+	expired := `"action":"lease_expired","pid":` + F
+	waitFor(t, "the sweep to journal the expired lease", func() bool { return strings.Contains(readFile(journal), expired) })
+	if _, err := io.WriteString(input, "go\n"); err != nil {
+		t.Fatal(err)
+	}
 	_ = cmd.Wait()
 	out, errb := readFile(outPath), readFile(errPath)
-	if strings.Contains(out, `"pid": `+F) {
-		t.Errorf("paddock ps still lists the dead adopted process:\n%s", out)
+	if !strings.Contains(out, `"agent": true`) || strings.Contains(out, `"pid": `+F) {
+		t.Errorf("paddock ps did not list the session, or still lists the dead adopted process:\n%s", out)
 	}
 	if !strings.Contains(out, "kill=1") || !strings.Contains(errb, "not owned by this session") {
 		t.Errorf("paddock kill of the dead pid was not refused as not owned\nstdout:\n%s\nstderr:\n%s", out, errb)
 	}
-	j, _ := os.ReadFile(journal)
-	if !strings.Contains(string(j), `"action":"lease_expired","pid":`+F) {
-		t.Errorf("journal lacks lease_expired for %s:\n%s", F, j)
+	if n := strings.Count(readFile(journal), expired); n != 1 {
+		t.Errorf("journal holds %d lease_expired records for %s, want 1:\n%s", n, F, readFile(journal))
 	}
 }
 
@@ -224,8 +237,8 @@ func paddockKillGroupOnlyWhenWhollyOwned(t *testing.T, b backend) {
 	if !strings.Contains(r.stdout, "signalled pid "+L+" (sleep) with SIGTERM") {
 		t.Fatalf("want the adopted leader signalled alone\n%s", r)
 	}
-	waitFor(t, "the adopted leader to die", func() bool { return !lp.alive() })
-	if !mp.alive() {
+	waitFor(t, "the adopted leader to die", func() bool { return !lp.alive(t) })
+	if !mp.alive(t) {
 		t.Fatal("the foreign member of the adopted process's group died")
 	}
 
@@ -302,7 +315,7 @@ $PADDOCK_BIN adopt `+F+` --reason "`+strings.Repeat("unaudited ", 60)+`"; echo a
 	if strings.Count(string(out), "rc=1") != 8 || !strings.Contains(string(out), "adopt=1") {
 		t.Fatalf("want 8 refused kills and a refused adoption:\n%s", out)
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatal("the foreign process died while the journal was failing")
 	}
 	for _, want := range []string{"could not write the audit journal", "the audit journal could not be written"} {

@@ -88,7 +88,7 @@ nice -n 3 true && prlimit --nofile=100:100 true && echo self=ok`
 	if after := foreignState(t, fp); after != before {
 		t.Errorf("the foreign process changed:\nbefore %s\nafter  %s", before, after)
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }

@@ -31,7 +31,7 @@ func TestAutoFallsBackToPtraceUnderListener(t *testing.T) {
 	if err != nil {
 		t.Fatalf("paddock run --backend auto under a listener: %v\n%s", err, out)
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process died\n%s", out)
 	}
 	for _, want := range []string{`"backend":"ptrace"`, `"backend_reason":"seccomp listener unavailable`, "device or resource busy", "rc=1", "paddock refused kill(SIGTERM) of pid " + itoa(f.pid())} {
@@ -69,7 +69,7 @@ func TestPaddockUnderPaddock(t *testing.T) {
 				args := append(append([]string{"--"}, env...), bins.paddock, "run", "--log-format", "json", "--journal", inner, "--",
 					"bash", "-c", "kill -KILL "+itoa(f.pid())+"; echo rc=$?")
 				r := b.runPaddock(t, args...)
-				if !f.alive() {
+				if !f.alive(t) {
 					t.Fatalf("%v: foreign process died\n%s", env, r)
 				}
 				if r.code != 2 || strings.Contains(r.stdout, "rc=") {
@@ -121,7 +121,7 @@ func oneCPU(t *testing.T, b backend) {
 			t.Errorf("%s: %v\n%s", name, err, out)
 		}
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatal("foreign process died")
 	}
 }

@@ -235,7 +235,7 @@ func TestFleetHostPID(t *testing.T) {
 	if !strings.Contains(errOut, "is not owned by this session") {
 		t.Errorf("the container's stderr lacks paddock's message\n%s", errOut)
 	}
-	if !node.alive() {
+	if !node.alive(t) {
 		t.Error("the node's process died")
 	}
 }

@@ -29,7 +29,7 @@ $AGENTHELPER setown $c 15; wait $c; echo owned=$?
 echo "tiocsti: $($AGENTHELPER tiocsti 0)"
 $AGENTHELPER tiocsig-own-pty 2
 `)
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process %d died: a descriptor owner let a signal through\n%s", f.pid(), r)
 	}
 	for _, want := range []string{"setown: err EPERM", "setown-ex: err EPERM", "fiosetown: err EPERM", "owned=143",
@@ -74,7 +74,7 @@ for ((i = 0; i < `+itoa(n)+`; i++)); do
 done
 wait
 echo "ok=$ok bad=$bad refused=$refused wrong=$wrong"`)
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process died during the storm\n%s", r)
 	}
 	want := "ok=" + itoa(n) + " bad=0 refused=" + itoa(n) + " wrong=0"
@@ -197,7 +197,7 @@ kill -TERM $c; echo "rc=$?"`)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("paddock: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("foreign process %d, which reused the pid of the agent's reaped child, was killed\nstdout:\n%s\nstderr:\n%s", pid, out.String(), errb.String())
 	}
 	if !strings.Contains(out.String(), "rc=1") || !strings.Contains(errb.String(), "paddock refused kill(SIGTERM) of pid "+itoa(pid)) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/features/featuretest"
+	"github.com/paddock-dev/paddock/internal/proctest"
 	"github.com/paddock-dev/paddock/journal"
 )
 
@@ -83,58 +84,60 @@ func buildAndRun(m *testing.M) int {
 	return runIsolated(m)
 }
 
-// runIsolated runs the tests with paddock's defaults pointed into a
-// temporary directory (the journal and the profile a paddock run finds
-// when no flag names them), and fails the run if the user's own journal or
-// profile changed meanwhile: tests write nothing outside their temporary
-// directories. HOME stays, so that go and the tools the tests run keep
-// their caches.
+// runIsolated runs the tests in a home of their own: HOME, XDG_STATE_HOME
+// and XDG_CONFIG_HOME point into a temporary directory and PADDOCK_JOURNAL
+// and PADDOCK_PROFILE are unset, so that a paddock run naming no journal
+// or profile finds them there, never the user's own. go keeps the user's
+// caches and settings: GOCACHE, GOMODCACHE, GOPATH and GOENV stay what
+// they were.
+//
+// It fails the run if paddock's files turn up in that HOME itself
+// (.local/state/paddock, .config/paddock): a test ran paddock past the
+// suite's XDG directories, which under the user's HOME would have written
+// the user's journal. Only what the tests ran can write there, so the check
+// does not blame the tests for what the user's own paddock, running
+// meanwhile, writes to the user's journal.
 func runIsolated(m *testing.M) int {
-	home, _ := os.UserHomeDir()
-	var watched []string
-	if p, err := journal.DefaultPath("", os.Getenv, home); err == nil {
-		watched = append(watched, p)
-	}
-	if p := os.Getenv("PADDOCK_PROFILE"); p != "" {
-		watched = append(watched, p)
-	}
-	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
-		watched = append(watched, filepath.Join(x, "paddock", "profile.toml"))
-	} else if home != "" {
-		watched = append(watched, filepath.Join(home, ".config", "paddock", "profile.toml"))
-	}
-	before := make([]string, len(watched))
-	for i, p := range watched {
-		before[i] = fileState(p)
-	}
 	dir, err := os.MkdirTemp("", "paddock-e2e-home-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	pinned := []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"}
+	out, err := exec.Command("go", append([]string{"env"}, pinned...)...).Output()
+	values := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if err != nil || len(values) != len(pinned) {
+		fmt.Fprintf(os.Stderr, "go env %s: %v\n%s", strings.Join(pinned, " "), err, out)
+		return 1
+	}
+	for i, k := range pinned {
+		os.Setenv(k, values[i])
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	j, err := journal.DefaultPath("", nil, home)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	outside := []string{filepath.Dir(j), filepath.Join(home, ".config", "paddock")}
 	os.Unsetenv("PADDOCK_JOURNAL")
 	os.Unsetenv("PADDOCK_PROFILE")
+	os.Setenv("HOME", home)
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	code := m.Run()
-	for i, p := range watched {
-		if now := fileState(p); now != before[i] {
-			fmt.Fprintf(os.Stderr, "FAIL: the tests changed %s (%s before, %s after): a test wrote outside its temporary directory\n", p, before[i], now)
+	for _, p := range outside {
+		if _, err := os.Lstat(p); err == nil {
+			fmt.Fprintf(os.Stderr, "FAIL: a test ran paddock past the suite's XDG directories: it made %s, which under the user's HOME is where their journal or profile lives\n", p)
 			code = 1
 		}
 	}
 	return code
-}
-
-// fileState sums up a file for runIsolated: its size and modification
-// time, or that it is missing.
-func fileState(path string) string {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "missing"
-	}
-	return fmt.Sprintf("%d bytes, modified %s", st.Size(), st.ModTime().Format(time.RFC3339Nano))
 }
 
 // backend is the --backend every paddock run of a conformance scenario gets.
@@ -178,13 +181,24 @@ func startForeign(t *testing.T, name string, args ...string) *proc {
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
-// alive reports whether the process is still running (not exited, not a zombie).
-func (p *proc) alive() bool {
+// alive reports whether the process is still running and nothing has
+// doomed it (proctest.Alive): not reaped, not a zombie, not exiting, no
+// fatal signal pending. A check right after the agent's attempts on it
+// cannot pass on a process a signal got through to that has not died yet.
+func (p *proc) alive(t *testing.T) bool {
+	t.Helper()
 	select {
 	case <-p.exited:
 		return false
-	case <-time.After(50 * time.Millisecond):
-		return true
+	default:
+	}
+	alive := proctest.Alive(t, p.pid())
+	select {
+	case <-p.exited:
+		// Reaped meanwhile: what was read may be another process's.
+		return false
+	default:
+		return alive
 	}
 }
 
@@ -286,6 +300,24 @@ func (r result) denial(t *testing.T, target int) map[string]any {
 	}
 	t.Fatalf("journal has no signal_denied record for target %d:\n%s", target, r.journal)
 	return nil
+}
+
+// callerStderr is the agent's own standard error: r.stderr without
+// paddock's log records. The two share one pipe, and paddock's log line for
+// a refusal carries the same message the caller is told, so a check of
+// what the caller was told reads only this (paddockCmd's runs log JSON).
+func (r result) callerStderr() string {
+	var out []string
+	for _, line := range strings.Split(r.stderr, "\n") {
+		var rec struct {
+			Component string `json:"component"`
+		}
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &rec) == nil && rec.Component == "paddock" {
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }
 
 func (r result) String() string {

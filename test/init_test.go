@@ -113,7 +113,7 @@ until [ -e ` + ready + ` ]; do sleep 0.01; done`
 	if !strings.Contains(r.stderr, "cleaned up the processes the agent left running") || !strings.Contains(r.stderr, `"killed":`) || strings.Contains(r.stderr, `"killed":0`) {
 		t.Errorf("want a cleanup log line with at least one process killed after the grace period:\n%s", r.stderr)
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatal("the adopted (foreign) process was cleaned up")
 	}
 

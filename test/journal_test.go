@@ -145,7 +145,7 @@ func TestJournalConcurrentSessionsVerify(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatal("the foreign process was killed")
 	}
 	if n := strings.Count(readFile(path), `"action":"signal_denied"`); n != 3*sessions {

@@ -33,7 +33,7 @@ kill -0 ` + fp + ` && echo probe=ok`
 	if !strings.Contains(out, "kernel_wall=\"landlock:") {
 		t.Errorf("the start line does not say the kernel's wall is up\n%s", out)
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }
@@ -74,7 +74,7 @@ echo "probe=$($AGENTHELPER kill ` + fp + ` 0)"`
 	if !strings.Contains(out, "TEST BUILD (paddock_forceallow)") {
 		t.Errorf("the start line does not say the decisions are forced\n%s", out)
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }

@@ -62,7 +62,7 @@ sys.stdout.write("CAPTURED<<" + data.decode() + ">>\n")`},
 			if !strings.Contains(got, refusalMessage(f.pid())) || !strings.Contains(got, "Way out:") || !strings.Contains(got, "after") {
 				t.Fatalf("the child's standard error, as the harness captured it, lacks the whole message: %q\n%s", got, r)
 			}
-			if !f.alive() {
+			if !f.alive(t) {
 				t.Fatal("the foreign process was killed")
 			}
 		})

@@ -70,7 +70,7 @@ unshare -rm true 2>/dev/null && echo mount=ok || echo mount=refused`
 	if err := os.WriteFile(adj, []byte("0"), 0); err != nil {
 		t.Fatalf("reset %s: %v", adj, err)
 	}
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }
@@ -122,7 +122,7 @@ func strictWallSealsCgroups(t *testing.T, b backend) {
 echo 1 > ` + victim + `/cgroup.kill 2>/dev/null && echo kill=written || echo kill=refused`
 	out, lines := b.nobodyRun(t, bins.paddock, dir, script, "--strict-wall")
 	wantLines(t, out, lines, "freeze=refused", "kill=refused")
-	if !f.alive() {
+	if !f.alive(t) {
 		t.Fatalf("the foreign process died under the strict wall\n%s", out)
 	}
 	if frozen := cgroupEvent(t, victim, "frozen"); frozen != "0" {
