@@ -244,9 +244,41 @@ func (s *Server) reply(conn *net.UnixConn, resp Response) {
 		b, _ = json.Marshal(Response{Error: fmt.Sprintf("paddock could not encode its answer: %v", err), Session: resp.Session})
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(s.timeout))
-	if _, err := conn.Write(append(b, '\n')); err != nil {
+	if err := writeNoSignal(conn, append(b, '\n')); err != nil {
 		s.log.Debug().Err(err).Msg("control socket: the client did not take its answer")
 	}
+}
+
+// writeNoSignal writes b to conn with MSG_NOSIGNAL, within conn's write
+// deadline: a client gone before its answer (the sweep's probe of a
+// session's socket, a client killed) is an error here, never a SIGPIPE,
+// which paddock as an init catches and would pass on to its agent, as it
+// passes on every signal it is sent (the agent died of it with 141).
+func writeNoSignal(conn *net.UnixConn, b []byte) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	if err := raw.Write(func(fd uintptr) bool {
+		for len(b) > 0 {
+			n, err := unix.SendmsgN(int(fd), b, nil, nil, unix.MSG_NOSIGNAL)
+			switch {
+			case errors.Is(err, unix.EAGAIN):
+				return false // the poller waits, within the deadline
+			case errors.Is(err, unix.EINTR):
+				continue
+			case err != nil:
+				werr = err
+				return true
+			}
+			b = b[n:]
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	return werr
 }
 
 // answer reads and serves the request of a client the accept loop let in.
