@@ -193,6 +193,7 @@ func (s *Session) launchDirect(backend Backend) (int, error) {
 	}
 	if s.rootSet == nil {
 		// Nothing of the agent's is decided before it runs: pin it now.
+		s.agentForked()
 		return fr.pid, s.setRoot(fr.pid)
 	}
 	p := <-s.rootSet
@@ -434,6 +435,7 @@ func (s *Session) launchInit(backend Backend) (int, error) {
 	default:
 		return fail(fmt.Errorf("supervisor: unexpected %v from the init", m.Kind))
 	}
+	s.agentForked()
 	if err := handoff.Send(pair[0], handoff.Msg{Kind: handoff.GoAhead}); err != nil {
 		return fail(fmt.Errorf("supervisor: %w", err))
 	}

@@ -88,6 +88,7 @@ func (s *Session) serve(w *liveWorld) {
 		}
 		if pinRoot {
 			pinRoot = false
+			s.agentForked()
 			s.rootSet <- s.pinRoot(int(n.Pid))
 		}
 		c := w.read(int(n.Pid), n.Data.Arch, n.Data.Nr, n.Data.Args, s.listener, n.ID)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"sync"
 	"syscall"
 	"time"
@@ -293,18 +292,6 @@ func Start(cfg Config) (*Session, error) {
 		} else {
 			cfg.Log.Debug().Int("oom_score_adj", min(prev, cfg.OOMScoreAdj)).Int("agent_keeps", prev).Msg("the supervisor is the OOM killer's late choice")
 		}
-	}
-	if cfg.Init || os.Getpid() == 1 {
-		// Only now that the agent is forked, which must not inherit it.
-		s.ignoreUncatchable()
-	} else {
-		// Nothing the agent does on a terminal may stop the supervisor: an
-		// agent that turns on TOSTOP and takes the terminal's foreground
-		// would otherwise stop it with SIGTTOU at its next log line. Ignored
-		// (an init catches and drops them instead), so that a background
-		// write or terminal setting goes through; only now, so that the
-		// agent starts with their default action.
-		signal.Ignore(unix.SIGTTOU, unix.SIGTTIN)
 	}
 	go s.sweepLeases(time.Second)
 	go s.forward()

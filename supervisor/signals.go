@@ -123,6 +123,24 @@ func syncSignals() []os.Signal {
 // them (and so cannot forward them).
 func uncatchable() []int { return []int{32, 34} }
 
+// agentForked ignores what the agent must not inherit ignored, now that
+// it is forked, and before its first exec is answered (or, without a trap
+// on exec, before its first instruction could matter): the agent's code
+// runs only after, so none of it sees the supervisor stoppable.
+func (s *Session) agentForked() {
+	if s.cfg.Init || os.Getpid() == 1 {
+		s.ignoreUncatchable()
+		return
+	}
+	// Nothing the agent does on a terminal may stop the supervisor: an
+	// agent that turns on TOSTOP and takes the terminal's foreground
+	// would otherwise stop it with SIGTTOU at its next log line. Ignored
+	// (an init catches and drops them instead), so that a background
+	// write or terminal setting goes through; only now, so that the
+	// agent starts with their default action.
+	signal.Ignore(unix.SIGTTOU, unix.SIGTTIN)
+}
+
 // ignoreUncatchable sets the uncatchable signals to SIG_IGN for this
 // process, once the agent has been started without that.
 func (s *Session) ignoreUncatchable() {
