@@ -45,6 +45,21 @@ func Stderr(fs procfs.FS, tid int) (int, error) {
 	return fd, nil
 }
 
+// ErrNoReader: nothing reads the caller's descriptor 2 any more (a pipe
+// whose reader closed, a socket whose peer did); nothing was written.
+var ErrNoReader = errors.New("nothing reads it any more")
+
+// noReader reports whether nothing reads fd any more. A write there would
+// fail with EPIPE and raise SIGPIPE in paddock, which as an init passes
+// every signal it is sent on to its agent: so such a descriptor is not
+// written at all. (A reader that closes between this look and the write
+// still makes one: the window is a system call wide.)
+func noReader(fd int) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	n, err := unix.Poll(p, 0)
+	return err == nil && n == 1 && p[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
+}
+
 // WriteNow writes b to fd as far as the kernel can without blocking, for
 // this one call only (pwritev2 with RWF_NOWAIT: the caller's description
 // keeps its flags), and returns what is left. A pipe or a socket with room
@@ -53,6 +68,9 @@ func Stderr(fs procfs.FS, tid int) (int, error) {
 // Most agent harnesses give their child a pipe or a socket, where a message
 // written this way is in before the caller is answered, whatever the load.
 func WriteNow(fd int, b []byte) []byte {
+	if noReader(fd) {
+		return b
+	}
 	for len(b) > 0 {
 		n, err := unix.Pwritev2(fd, [][]byte{b}, -1, unix.RWF_NOWAIT)
 		if errors.Is(err, unix.EINTR) {
@@ -66,8 +84,12 @@ func WriteNow(fd int, b []byte) []byte {
 	return b
 }
 
-// WriteAll writes b to fd whole (a pipe or socket may take it in parts).
+// WriteAll writes b to fd whole (a pipe or socket may take it in parts),
+// unless nothing reads fd any more (ErrNoReader).
 func WriteAll(fd int, b []byte) error {
+	if noReader(fd) {
+		return ErrNoReader
+	}
 	for len(b) > 0 {
 		n, err := unix.Write(fd, b)
 		if errors.Is(err, unix.EINTR) {

@@ -61,3 +61,24 @@ func TestWriteNow(t *testing.T) {
 		t.Errorf("the description's flags after WriteNow: %#x, %v; want it blocking still", fl, err)
 	}
 }
+
+// A descriptor nothing reads any more (a pipe whose reader closed) is not
+// written: the write would raise SIGPIPE in paddock, which as an init
+// passes it on to its agent. WriteAll says so instead of failing with
+// EPIPE, and WriteNow leaves the message whole.
+func TestNoReaderNotWritten(t *testing.T) {
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wr.Close()
+	rd.Close()
+	fd := int(wr.Fd())
+	if err := WriteAll(fd, []byte("paddock refused ...\n")); !errors.Is(err, ErrNoReader) {
+		t.Errorf("WriteAll to a pipe nobody reads: %v, want ErrNoReader (not a write that fails with EPIPE)", err)
+	}
+	msg := []byte("paddock refused ...\n")
+	if rest := WriteNow(fd, msg); len(rest) != len(msg) {
+		t.Errorf("WriteNow to a pipe nobody reads left %d bytes, want all %d", len(rest), len(msg))
+	}
+}
