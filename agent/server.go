@@ -199,7 +199,7 @@ func (s *Server) watch(fd int, c *container) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byFd[fd] = c
-	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: listenerEvents, Fd: int32(fd)}); err != nil {
+	if err := unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
 		delete(s.byFd, fd)
 		return fmt.Errorf("epoll_ctl: %w", err)
 	}
@@ -230,15 +230,15 @@ func (s *Server) join(h Handoff) (*container, error) {
 // the notification of each that is ready; a listener whose processes have
 // all exited (EPOLLHUP) is closed.
 //
-// The loop itself decides nothing: each listener is armed for one event at
-// a time (EPOLLONESHOT), and a ready one is served on a goroutine of its
-// own, which re-arms it once its call is answered. So no container's
-// decision waits behind another's, and a container's own calls are taken
-// one at a time, as one thread of the loop took them before.
+// A call is decided on the loop, which waits for nothing else: what
+// follows the decision (the message, the log line, the journal record)
+// is the container's pipeline's, off the loop, and the answer to a call
+// whose message is still being written goes out from a goroutine of its
+// own. Serving each ready listener on a goroutine of its own was measured
+// too (docs/perf.md): every call then paid a thread handoff, which on a
+// busy node cost more than another container's decisions do.
 func (s *Server) loop(ep, stop int) {
 	events := make([]unix.EpollEvent, 64)
-	var serving sync.WaitGroup
-	defer serving.Wait() // nothing is served once the loop has returned
 	for {
 		n, err := unix.EpollWait(ep, events, -1)
 		if errors.Is(err, unix.EINTR) {
@@ -260,15 +260,9 @@ func (s *Server) loop(ep, stop int) {
 				continue
 			}
 			if e.Events&unix.EPOLLIN != 0 {
-				serving.Add(1)
-				go func() {
-					defer serving.Done()
-					s.serveOne(fd, c)
-					s.rearm(ep, fd)
-				}()
-				continue
+				s.serveOne(fd, c)
 			}
-			if e.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			if e.Events&(unix.EPOLLHUP|unix.EPOLLERR) != 0 && e.Events&unix.EPOLLIN == 0 {
 				s.drop(fd, c)
 			}
 		}
@@ -280,17 +274,7 @@ func (s *Server) loop(ep, stop int) {
 // that a container retrying a refused call in a loop takes no more of the
 // node's CPU than that, and the other containers' calls keep their cost
 // (BenchmarkFleetAllowedKill, docs/perf.md).
-const containerPace = 500
-
-// listenerEvents are what a listener is watched for: one event at a time.
-const listenerEvents = unix.EPOLLIN | unix.EPOLLONESHOT
-
-// rearm watches listener fd for its next event.
-func (s *Server) rearm(ep, fd int) {
-	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: listenerEvents, Fd: int32(fd)}); err != nil {
-		s.Log.Error().Err(err).Int("listener", fd).Msg("cannot watch a listener again; its container's trapped calls wait until the agent restarts")
-	}
-}
+const containerPace = 200
 
 // drop closes a listener whose filter no task uses any more.
 func (s *Server) drop(fd int, c *container) {
