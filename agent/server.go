@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/internal/peer"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/journal"
@@ -162,6 +163,12 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 		return false
 	}
 	if h.Takeover {
+		who := s.describePeer(conn, h.Peer)
+		if err := challengePeer(conn); err != nil {
+			who(s.Log.Warn()).Err(err).Msg("takeover refused: nothing handed over; still serving")
+			return false
+		}
+		who(s.Log.Info()).Msg("takeover asked by a peer that proved it may take this agent's descriptors")
 		start := time.Now()
 		stopLoop()
 		if err := s.handOver(conn, ln); err != nil {
@@ -189,6 +196,39 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 	s.Log.Info().Str("container", c.id).Str("status", string(h.State.State.Status)).Int("pid", h.State.Pid).
 		Str("bundle", c.bundle).Msg("serving container")
 	return false
+}
+
+// describePeer names the peer of a takeover request for the log: its pid
+// and what it runs (read through a pidfd that pins it), and whether that
+// is this agent's own executable file.
+func (s *Server) describePeer(conn *net.UnixConn, cred unix.Ucred) func(*zerolog.Event) *zerolog.Event {
+	exe, same, err := peerExe(conn, cred)
+	return func(e *zerolog.Event) *zerolog.Event {
+		e = e.Int32("peer_pid", cred.Pid).Uint32("peer_uid", cred.Uid)
+		if err != nil {
+			return e.Str("peer_exe", "unknown: "+err.Error())
+		}
+		return e.Str("peer_exe", exe).Bool("peer_same_binary", same)
+	}
+}
+
+// peerExe reads the executable of the peer on conn, and whether it is
+// this process's own.
+func peerExe(conn *net.UnixConn, cred unix.Ucred) (string, bool, error) {
+	if cred.Pid <= 0 {
+		return "", false, errors.New("its pid is not visible in this agent's PID namespace")
+	}
+	pidfd, err := peer.Pidfd(conn, cred.Pid)
+	if err != nil {
+		return "", false, err
+	}
+	defer unix.Close(pidfd)
+	exe, err := peer.ExeOf(pidfd, int(cred.Pid))
+	if err != nil {
+		return "", false, err
+	}
+	self, err := peer.Self()
+	return exe.Path, err == nil && exe.Same(self), nil
 }
 
 // watch adds listener fd of container c to the event loop.

@@ -37,7 +37,8 @@ import (
 const harnessChild = "__agent_test_container"
 
 func TestMain(m *testing.M) {
-	reexec.Run(reexec.Child{Name: harnessChild, Main: harnessMain}, reexec.Child{Name: benchChild, Main: benchMain})
+	reexec.Run(reexec.Child{Name: harnessChild, Main: harnessMain}, reexec.Child{Name: benchChild, Main: benchMain},
+		reexec.Child{Name: thiefChild, Main: thiefMain})
 	os.Exit(m.Run())
 }
 
