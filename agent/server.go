@@ -393,14 +393,20 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 	req := policy.NewRequest(0, n.Data.Arch, n.Data.Nr, n.Data.Args)
 	sc := req.Syscall
 	ev := report.Event{Caller: int(n.Pid), ABI: req.ABI.String(), Labels: c.names}
-	caller, err := c.local(int(n.Pid))
-	if err != nil || caller == 0 {
-		// The caller is not in the container's PID namespace: a process
-		// of a namespace the container made inside itself, whose pid
-		// arguments name only that namespace's processes (all the
-		// container's). Such calls are let through undecided
-		// (docs/fleet.md, "Not built yet").
+	caller, nested, err := c.caller(int(n.Pid))
+	if nested {
+		// A process of a namespace the container made inside itself,
+		// whose pid arguments name only that namespace's processes (all
+		// the container's): let through undecided (docs/fleet.md, "Not
+		// built yet").
 		return answer.Continue(), ev, true
+	}
+	if err != nil {
+		ev.Decision = unplaced(req, c.id, int(n.Pid), err)
+		if !seccomp.IDValid(fd, n.ID) {
+			return answer.Answer{}, ev, false
+		}
+		return answer.Refuse(ev.Decision.Errno), ev, true
 	}
 	req.Tid = caller
 	req.Root = "the container's first process (or a runc exec session's)"
@@ -421,6 +427,23 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 		return answer.Continue(), ev, true
 	}
 	return answer.Refuse(d.Errno), ev, true
+}
+
+// unplaced is the refusal of a call whose caller, node pid pid of
+// container id, cannot be placed in the container (container.caller):
+// the agent cannot tell what its pid arguments name, and refuses what it
+// cannot decide.
+func unplaced(req policy.Request, id string, pid int, why error) policy.Decision {
+	d := policy.Decision{Syscall: req.Syscall.String(), Errno: unix.EPERM, Rule: audit.RuleUndecidable, Refusal: true}
+	call := d.Syscall
+	if si, ok := req.Syscall.SignalArg(); ok {
+		d.Signal = int(int32(req.Args[si]))
+		call = fmt.Sprintf("%s(%s)", d.Syscall, policy.SignalName(d.Signal))
+	}
+	d.Action = policy.ActionOf(req.Syscall, d)
+	d.Message = fmt.Sprintf("paddock refused %s from node pid %d of container %s: paddock could not place the caller in the container (%v), and refuses what it cannot decide. Way out: retry; if it persists, make the call from the container's own PID namespace, and run the agent in the node's (hostPID).",
+		call, pid, id, why)
+	return d
 }
 
 // ListenPath makes the agent's socket at path (an absolute path): a stale
