@@ -44,7 +44,7 @@ Exit status: 0 adopted, 1 refused, 2 usage, 3 no supervisor reachable.`,
 				return printJSON(resp.Lease)
 			}
 			l := resp.Lease
-			fmt.Printf("adopted pid %d (%s): %s\n", l.Pid, l.Comm, l.Reason)
+			fmt.Printf("adopted pid %d (%s): %s\n", l.Pid, printable(l.Comm), printable(l.Reason))
 			if l.LifelineOverride {
 				fmt.Printf("note: pid %d is a session lifeline; the override is journaled\n", l.Pid)
 			}
@@ -77,7 +77,7 @@ Exit status: 0 released, 1 not adopted, 2 usage, 3 no supervisor reachable.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("released pid %d (%s)\n", resp.Released.Pid, resp.Released.Comm)
+			fmt.Printf("released pid %d (%s)\n", resp.Released.Pid, printable(resp.Released.Comm))
 			return nil
 		},
 	}

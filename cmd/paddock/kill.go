@@ -41,7 +41,7 @@ Exit status: 0 signalled, 1 refused, 2 usage, 3 no supervisor reachable.`,
 			if sd.Group {
 				fmt.Printf("signalled process group %d (%d processes: %s) with %s\n", sd.Pid, len(sd.Members), joinInts(sd.Members), policy.SignalName(sd.Signal))
 			} else {
-				fmt.Printf("signalled pid %d (%s) with %s\n", sd.Pid, sd.Comm, policy.SignalName(sd.Signal))
+				fmt.Printf("signalled pid %d (%s) with %s\n", sd.Pid, printable(sd.Comm), policy.SignalName(sd.Signal))
 			}
 			return nil
 		},

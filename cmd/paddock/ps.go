@@ -47,7 +47,7 @@ Exit status: 0, 1 on failure, 3 no supervisor reachable.`,
 				case p.Lease != 0:
 					by = fmt.Sprintf("adopted via %d", p.Lease)
 				}
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", p.Pid, p.PPid, by, p.Comm, p.Reason)
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", p.Pid, p.PPid, by, printable(p.Comm), printable(p.Reason))
 			}
 			return tw.Flush()
 		},

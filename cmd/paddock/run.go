@@ -120,7 +120,7 @@ func newLoggerTo(w io.Writer, format, level string) (zerolog.Logger, error) {
 	case "json":
 		l = zerolog.New(w)
 	case "console":
-		l = zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !colour(os.Stderr, os.Getenv)})
+		l = zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !colour(os.Stderr, os.Getenv), FormatPrepare: printableMessage})
 	default:
 		return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json or console", format)
 	}
