@@ -21,6 +21,9 @@ fi
 tag=v${version#v} file_version=${version#v}
 base=${INPUT_DOWNLOAD_URL:-https://github.com/paddock-dev/paddock/releases/download}
 base=${base%/}
+if [[ ! $base =~ ^(https|file)://[^[:space:]]+$ ]]; then
+  fail "download-url input \"${base//[$'\n\r']/\\n}\": want an https:// or file:// URL without spaces (the releases' base, as https://github.com/paddock-dev/paddock/releases/download)"
+fi
 
 [[ $(uname -s) == Linux ]] || fail "paddock runs on Linux runners only, not on $(uname -s)"
 case $(uname -m) in
@@ -35,7 +38,7 @@ dir=${RUNNER_TEMP:?RUNNER_TEMP is not set: this runs as a step of a GitHub Actio
 rm -rf "$dir"
 mkdir -p "$dir"
 for f in "$tarball" SHA256SUMS; do
-  curl -fsSL --retry 3 -o "$dir/$f" "$base/$tag/$f" || fail "download $base/$tag/$f failed (is $tag a paddock release, and download-url right?)"
+  curl -fsSL --proto =https,file --proto-redir =https --retry 3 -o "$dir/$f" -- "$base/$tag/$f" || fail "download $base/$tag/$f failed (is $tag a paddock release, and download-url right?)"
 done
 
 # The tarball's line of SHA256SUMS, and nothing else, decides.

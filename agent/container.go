@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -133,6 +134,17 @@ func (c *container) inCgroup(pid int) bool {
 	return err == nil && cg == c.cgroup
 }
 
+// exitedOwn reports whether the process whose stat is st, exiting or a
+// zombie, is the container's by its parent: on cgroup v1 hierarchies
+// /proc/PID/cgroup shows such a process in the root cgroup (the kernel's
+// proc_cgroup_show), so its own cgroup cannot be read any more; a process
+// not yet reaped still has its parent, and the parent (a subreaper or the
+// namespace's init included) is the container's if it was. Signalling it
+// does nothing, and the kernel answers 0: so does paddock.
+func (c *container) exitedOwn(st procfs.Stat) bool {
+	return st.Exiting() && st.PPid > 0 && c.member(st.PPid)
+}
+
 // local is host process pid's number in the container's PID namespace (0
 // when it has none there).
 func (c *container) local(pid int) (int, error) {
@@ -146,6 +158,46 @@ func (c *container) local(pid int) (int, error) {
 		return 0, nil
 	}
 	return c.innermost(pid)
+}
+
+// caller places the caller of a trapped call, node pid pid (as the
+// kernel named it to the agent; 0 when the caller is in no PID namespace
+// the agent sees): its number in the container's PID namespace; or nested,
+// a caller in a PID namespace nested in the container's (one the container
+// made inside itself), whose pid arguments name only that namespace's
+// processes, all the container's; or an error, a caller that cannot be
+// placed: its /proc entry unreadable, no pid, or, in a container that
+// shares the node's PID namespace, a namespace of its own (every other
+// container's is nested in the node's, so its pids could be anyone's).
+// A call whose caller cannot be placed is refused (fail closed).
+func (c *container) caller(pid int) (n int, nested bool, err error) {
+	if pid <= 0 {
+		return 0, false, errors.New("the kernel gave no pid for it: it is in no PID namespace the agent sees (the agent must run in the node's, hostPID)")
+	}
+	ns, err := c.fs.Namespace(pid, "pid")
+	if err != nil {
+		return 0, false, fmt.Errorf("its PID namespace: %w", err)
+	}
+	if ns == c.pidns {
+		if c.shared {
+			return pid, false, nil
+		}
+		if n, err = c.innermost(pid); err != nil {
+			return 0, false, fmt.Errorf("its number in the container: %w", err)
+		}
+		return n, false, nil
+	}
+	if c.shared {
+		return 0, false, fmt.Errorf("node pid %d is in a PID namespace other than the node's, which the container shares: its pid arguments cannot be placed", pid)
+	}
+	within, err := c.fs.PidNSWithin(pid, c.pidns)
+	if err != nil {
+		return 0, false, fmt.Errorf("its PID namespace: %w", err)
+	}
+	if !within {
+		return 0, false, fmt.Errorf("node pid %d is in a PID namespace outside the container's", pid)
+	}
+	return 0, true, nil
 }
 
 // innermost is id's number in its own PID namespace, for an id known to be

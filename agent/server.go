@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/internal/peer"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/journal"
@@ -162,6 +163,12 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 		return false
 	}
 	if h.Takeover {
+		who := s.describePeer(conn, h.Peer)
+		if err := challengePeer(conn); err != nil {
+			who(s.Log.Warn()).Err(err).Msg("takeover refused: nothing handed over; still serving")
+			return false
+		}
+		who(s.Log.Info()).Msg("takeover asked by a peer that proved it may take this agent's descriptors")
 		start := time.Now()
 		stopLoop()
 		if err := s.handOver(conn, ln); err != nil {
@@ -189,6 +196,39 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 	s.Log.Info().Str("container", c.id).Str("status", string(h.State.State.Status)).Int("pid", h.State.Pid).
 		Str("bundle", c.bundle).Msg("serving container")
 	return false
+}
+
+// describePeer names the peer of a takeover request for the log: its pid
+// and what it runs (read through a pidfd that pins it), and whether that
+// is this agent's own executable file.
+func (s *Server) describePeer(conn *net.UnixConn, cred unix.Ucred) func(*zerolog.Event) *zerolog.Event {
+	exe, same, err := peerExe(conn, cred)
+	return func(e *zerolog.Event) *zerolog.Event {
+		e = e.Int32("peer_pid", cred.Pid).Uint32("peer_uid", cred.Uid)
+		if err != nil {
+			return e.Str("peer_exe", "unknown: "+err.Error())
+		}
+		return e.Str("peer_exe", exe).Bool("peer_same_binary", same)
+	}
+}
+
+// peerExe reads the executable of the peer on conn, and whether it is
+// this process's own.
+func peerExe(conn *net.UnixConn, cred unix.Ucred) (string, bool, error) {
+	if cred.Pid <= 0 {
+		return "", false, errors.New("its pid is not visible in this agent's PID namespace")
+	}
+	pidfd, err := peer.Pidfd(conn, cred.Pid)
+	if err != nil {
+		return "", false, err
+	}
+	defer unix.Close(pidfd)
+	exe, err := peer.ExeOf(pidfd, int(cred.Pid))
+	if err != nil {
+		return "", false, err
+	}
+	self, err := peer.Self()
+	return exe.Path, err == nil && exe.Same(self), nil
 }
 
 // watch adds listener fd of container c to the event loop.
@@ -337,14 +377,20 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 	req := policy.NewRequest(0, n.Data.Arch, n.Data.Nr, n.Data.Args)
 	sc := req.Syscall
 	ev := report.Event{Caller: int(n.Pid), ABI: req.ABI.String(), Labels: c.names}
-	caller, err := c.local(int(n.Pid))
-	if err != nil || caller == 0 {
-		// The caller is not in the container's PID namespace: a process
-		// of a namespace the container made inside itself, whose pid
-		// arguments name only that namespace's processes (all the
-		// container's). Such calls are let through undecided
-		// (docs/fleet.md, "Not built yet").
+	caller, nested, err := c.caller(int(n.Pid))
+	if nested {
+		// A process of a namespace the container made inside itself,
+		// whose pid arguments name only that namespace's processes (all
+		// the container's): let through undecided (docs/fleet.md, "Not
+		// built yet").
 		return answer.Continue(), ev, true
+	}
+	if err != nil {
+		ev.Decision = unplaced(req, c.id, int(n.Pid), err)
+		if !seccomp.IDValid(fd, n.ID) {
+			return answer.Answer{}, ev, false
+		}
+		return answer.Refuse(ev.Decision.Errno), ev, true
 	}
 	req.Tid = caller
 	req.Root = "the container's first process (or a runc exec session's)"
@@ -365,6 +411,23 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 		return answer.Continue(), ev, true
 	}
 	return answer.Refuse(d.Errno), ev, true
+}
+
+// unplaced is the refusal of a call whose caller, node pid pid of
+// container id, cannot be placed in the container (container.caller):
+// the agent cannot tell what its pid arguments name, and refuses what it
+// cannot decide.
+func unplaced(req policy.Request, id string, pid int, why error) policy.Decision {
+	d := policy.Decision{Syscall: req.Syscall.String(), Errno: unix.EPERM, Rule: audit.RuleUndecidable, Refusal: true}
+	call := d.Syscall
+	if si, ok := req.Syscall.SignalArg(); ok {
+		d.Signal = int(int32(req.Args[si]))
+		call = fmt.Sprintf("%s(%s)", d.Syscall, policy.SignalName(d.Signal))
+	}
+	d.Action = policy.ActionOf(req.Syscall, d)
+	d.Message = fmt.Sprintf("paddock refused %s from node pid %d of container %s: paddock could not place the caller in the container (%v), and refuses what it cannot decide. Way out: retry; if it persists, make the call from the container's own PID namespace, and run the agent in the node's (hostPID).",
+		call, pid, id, why)
+	return d
 }
 
 // ListenPath makes the agent's socket at path (an absolute path): a stale

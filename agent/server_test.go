@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -38,7 +40,8 @@ import (
 const harnessChild = "__agent_test_container"
 
 func TestMain(m *testing.M) {
-	reexec.Run(reexec.Child{Name: harnessChild, Main: harnessMain}, reexec.Child{Name: benchChild, Main: benchMain})
+	reexec.Run(reexec.Child{Name: harnessChild, Main: harnessMain}, reexec.Child{Name: benchChild, Main: benchMain},
+		reexec.Child{Name: thiefChild, Main: thiefMain}, reexec.Child{Name: elsewhereChild, Main: elsewhereMain})
 	os.Exit(m.Run())
 }
 
@@ -226,5 +229,128 @@ kill -TERM %d; echo outside=$?`, sleep.Process.Pid))
 	}
 	if !strings.Contains(h.logs.String(), "handoff refused") {
 		t.Errorf("the malformed handoff was not logged\n%s", h.logs)
+	}
+}
+
+// elsewhereChild serves a socket from a PID namespace of its own, with the
+// node's /proc still mounted (it reads every container), until SIGTERM:
+// elsewhereChild SOCKET JOURNAL. The kernel names no caller to it (pid 0):
+// the containers' processes are in no namespace it sees.
+const elsewhereChild = "__agent_test_server_elsewhere"
+
+func elsewhereMain(args []string) int {
+	j, err := journal.Open(args[1], journal.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ln, err := ListenPath(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	go func() {
+		<-stop
+		ln.Close()
+	}()
+	fmt.Println("listening")
+	s := &Server{Journal: j, Log: zerolog.New(os.Stderr)}
+	err = s.Serve(ln)
+	j.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestCallerOutOfSightRefused: an agent that cannot name a call's caller
+// (here it runs in a PID namespace of its own, so the kernel gives it pid
+// 0 for every caller) refuses the call with EPERM and a journal record,
+// where it let it through undecided before (the kill of the container's
+// own child then succeeded).
+func TestCallerOutOfSightRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: PID namespaces, and the agent takes handoffs from root only")
+	}
+	dir, err := os.MkdirTemp("", "pdo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	h := &harness{socket: filepath.Join(dir, "agent.sock"), journal: filepath.Join(dir, "j.jsonl")}
+	agentCmd := reexec.Command(elsewhereChild, h.socket, h.journal)
+	agentCmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
+	var agentLog bytes.Buffer
+	agentCmd.Stderr = &agentLog
+	stdout, err := agentCmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agentCmd.Start(); err != nil {
+		t.Skipf("needs a new PID namespace: %v", err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = agentCmd.Process.Signal(syscall.SIGTERM)
+			_ = agentCmd.Wait()
+		}
+	}
+	defer stop()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "listening\n" {
+		stop()
+		t.Fatalf("the agent did not listen: %q, %v\n%s", line, err, agentLog.String())
+	}
+	out := h.container(t, "far", `sleep 100 & kill $!; echo own=$?`)
+	stop()
+	if !strings.Contains(out, "own=1\n") {
+		t.Errorf("a call whose caller the agent cannot name was not refused\n%s\n%s", out, agentLog.String())
+	}
+	j, _ := os.ReadFile(h.journal)
+	if !strings.Contains(string(j), `"rule":"undecidable"`) || !strings.Contains(string(j), "could not place the caller") || !strings.Contains(string(j), `"container":"far"`) {
+		t.Errorf("want an undecidable record naming container far\n%s\n%s", j, agentLog.String())
+	}
+}
+
+// TestContainerNestedAndZombies: a call from a PID namespace the container
+// made inside itself is let through undecided, as docs/fleet.md says; a
+// signal to the container's own zombie (a child its parent has not
+// reaped) gets 0, as the kernel gives it, where a zombie's cgroup, which
+// cgroup v1 shows as the root, made it foreign before.
+func TestContainerNestedAndZombies(t *testing.T) {
+	h := startHarness(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("needs unshare (util-linux): %v", err)
+	}
+	d := t.TempDir()
+	// Run with a /proc of the container's own, in a mount namespace of
+	// its own: a child that exits once its parent is sleep(1), which
+	// never reaps it; then the zombie, and its parent, are signalled.
+	zombie := fmt.Sprintf(`d=%s
+(sh -c "echo \$\$ >$d/zpid; read x <$d/fifo" & exec sleep 100) &
+parent=$!
+until [ -s $d/zpid ] && [ "$(cat /proc/$parent/comm)" = sleep ]; do :; done
+z=$(cat $d/zpid)
+echo >$d/fifo
+until [ "$(cut -d' ' -f3 /proc/$z/stat)" = Z ]; do :; done
+kill -TERM $z; echo zombie=$?
+kill $parent; echo parent=$?
+`, d)
+	if err := os.WriteFile(filepath.Join(d, "zombie.sh"), []byte(zombie), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(d, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := h.container(t, "nz", fmt.Sprintf(`unshare --pid --fork sh -c 'sleep 100 & kill $!; echo nested=$?'
+unshare --mount --mount-proc sh %s/zombie.sh`, d))
+	for _, want := range []string{"nested=0\n", "zombie=0\n", "parent=0\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the container's output lacks %q\n%s\n%s", want, out, h.logs)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/peer"
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
@@ -36,6 +37,9 @@ type Handoff struct {
 	// Takeover marks a request from a new agent for this one's listeners
 	// (TakeOver): no state, no descriptor.
 	Takeover bool
+	// Peer is who sent it (SO_PEERCRED): root, with its pid in this
+	// agent's PID namespace (0 when it has none there).
+	Peer unix.Ucred
 }
 
 // ParseState decodes the runtime's message and checks it against the nfds
@@ -88,19 +92,9 @@ func ParseState(msg []byte, nfds int) (specs.ContainerProcessState, int, error) 
 // descriptor it names seccompFd a seccomp listener. Every descriptor
 // received but the listener is closed, all of them on an error.
 func Receive(conn *net.UnixConn) (Handoff, error) {
-	raw, err := conn.SyscallConn()
+	cred, err := peer.Cred(conn)
 	if err != nil {
 		return Handoff{}, fmt.Errorf("handoff: %w", err)
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return Handoff{}, fmt.Errorf("handoff: %w", err)
-	}
-	if credErr != nil {
-		return Handoff{}, fmt.Errorf("handoff: SO_PEERCRED: %w", credErr)
 	}
 	if cred.Uid != 0 {
 		return Handoff{}, fmt.Errorf("handoff from pid %d, uid %d: only root (the container runtime) may hand over a listener", cred.Pid, cred.Uid)
@@ -126,7 +120,7 @@ func Receive(conn *net.UnixConn) (Handoff, error) {
 		return Handoff{}, fmt.Errorf("handoff: message over %d bytes or %d descriptors", MaxStateSize, MaxFds)
 	}
 	if len(fds) == 0 && isTakeoverRequest(buf[:n]) {
-		return Handoff{Takeover: true, Listener: -1}, nil
+		return Handoff{Takeover: true, Listener: -1, Peer: *cred}, nil
 	}
 	st, index, err := ParseState(buf[:n], len(fds))
 	if err != nil {
@@ -142,7 +136,7 @@ func Receive(conn *net.UnixConn) (Handoff, error) {
 			unix.Close(fd)
 		}
 	}
-	return Handoff{State: st, Listener: fds[index]}, nil
+	return Handoff{State: st, Listener: fds[index], Peer: *cred}, nil
 }
 
 // parseRights returns the descriptors of the SCM_RIGHTS messages in oob.

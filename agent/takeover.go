@@ -2,6 +2,9 @@ package agent
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +23,15 @@ import (
 // per message (SCM_RIGHTS), then its own listening socket, so that the
 // runtime's connections never find the path without a listener, and exits.
 // The new agent serves the same listeners and socket from then on.
+//
+// Nothing is handed over before the new agent has proved that it may take
+// descriptors out of the old one (challenge): the kernel lets a process
+// pidfd_getfd from another only when it may ptrace-attach it (root with
+// CAP_SYS_PTRACE, or the same credentials and capabilities), which is
+// what it would take to steal the listeners without asking. A root process
+// that can reach the socket but not the old agent (a container's root
+// without CAP_SYS_PTRACE, say) is refused, and the old agent goes on
+// serving. docs/fleet.md says why this and not the binary's identity.
 
 // takeoverRequest is the message that asks for a takeover.
 const takeoverRequest = `{"paddockTakeover":1}`
@@ -27,6 +39,101 @@ const takeoverRequest = `{"paddockTakeover":1}`
 // isTakeoverRequest reports whether msg is a takeover request.
 func isTakeoverRequest(msg []byte) bool {
 	return bytes.Equal(bytes.TrimSpace(msg), []byte(takeoverRequest))
+}
+
+// challenge is the old agent's first answer to a takeover request: the
+// number of a descriptor in its own table, one end of a socket pair whose
+// other end holds proofSize random bytes. The new agent, which asked for
+// the sender's credentials (SO_PASSCRED: the kernel gives the old agent's
+// pid in the new agent's PID namespace), takes a copy of that descriptor
+// (pidfd_getfd), reads the bytes and sends them back as proof. Neither
+// /proc/PID/fd nor fdinfo shows what waits in a socket, so only a process
+// the kernel lets take the old agent's descriptors can answer. Nothing is
+// sent to the peer with it: no descriptor goes to a peer not yet proved.
+type challenge struct {
+	Fd int `json:"paddockTakeoverChallenge"`
+}
+
+// proof is the new agent's answer to a challenge: the bytes, in hex.
+type proof struct {
+	Proof string `json:"paddockTakeoverProof"`
+}
+
+// proofSize is how many random bytes a challenge holds.
+const proofSize = 32
+
+// challengePeer asks the peer on conn to prove that it may take
+// descriptors out of this process, and checks its answer (read within
+// conn's deadline). Nothing else is sent before it succeeds.
+func challengePeer(conn *net.UnixConn) error {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("challenge: socketpair: %w", err)
+	}
+	defer unix.Close(pair[0])
+	defer unix.Close(pair[1])
+	secret := make([]byte, proofSize)
+	defer clear(secret)
+	if _, err := rand.Read(secret); err != nil {
+		return fmt.Errorf("challenge: %w", err)
+	}
+	if _, err := unix.Write(pair[0], secret); err != nil {
+		return fmt.Errorf("challenge: %w", err)
+	}
+	msg, err := json.Marshal(challenge{Fd: pair[1]})
+	if err != nil {
+		return fmt.Errorf("challenge: %w", err)
+	}
+	if _, err := conn.Write(msg); err != nil {
+		return fmt.Errorf("challenge: send: %w", err)
+	}
+	buf := make([]byte, 1024)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return fmt.Errorf("challenge: no answer: %w", err)
+	}
+	var p proof
+	if err := json.Unmarshal(buf[:n], &p); err != nil {
+		return fmt.Errorf("challenge: answer: %w", err)
+	}
+	got, err := hex.DecodeString(p.Proof)
+	if err != nil || subtle.ConstantTimeCompare(got, secret) != 1 {
+		return errors.New("challenge: wrong proof (the peer could not take a descriptor out of this agent: it lacks the privilege to ptrace it)")
+	}
+	return nil
+}
+
+// answerChallenge proves to the old agent, pid (the sender of the
+// challenge, as the kernel named it), that this process may take its
+// descriptors: a copy of its descriptor c.Fd, read without waiting.
+func answerChallenge(conn *net.UnixConn, c challenge, pid int) error {
+	if pid <= 0 {
+		return errors.New("challenge: the old agent is in no PID namespace this one sees (run both with the node's, hostPID)")
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("challenge: pidfd_open(%d), the old agent: %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, c.Fd, 0)
+	if err != nil {
+		return fmt.Errorf("challenge: pidfd_getfd of the old agent's descriptor %d: %w (a takeover needs root with CAP_SYS_PTRACE)", c.Fd, err)
+	}
+	defer unix.Close(fd)
+	secret := make([]byte, proofSize)
+	defer clear(secret)
+	n, _, err := unix.Recvfrom(fd, secret, unix.MSG_DONTWAIT)
+	if err != nil || n != proofSize {
+		return fmt.Errorf("challenge: read %d of %d bytes: %v", n, proofSize, err)
+	}
+	msg, err := json.Marshal(proof{Proof: hex.EncodeToString(secret)})
+	if err != nil {
+		return fmt.Errorf("challenge: %w", err)
+	}
+	if _, err := conn.Write(msg); err != nil {
+		return fmt.Errorf("challenge: send the proof: %w", err)
+	}
+	return nil
 }
 
 // containerRecord is a container as one agent hands it to the next.
@@ -142,6 +249,16 @@ func TakeOver(socket string) (*Taken, error) {
 		return nil, fmt.Errorf("--takeover %s: %w (%w)", socket, ErrNoAgent, err)
 	}
 	defer conn.Close()
+	// The kernel names the sender of each message (SCM_CREDENTIALS): the
+	// challenge's is the old agent, whatever process listened first.
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("--takeover: %w", err)
+	}
+	var optErr error
+	if err := raw.Control(func(fd uintptr) { optErr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1) }); err != nil || optErr != nil {
+		return nil, fmt.Errorf("--takeover: SO_PASSCRED: %w", errors.Join(err, optErr))
+	}
 	if _, err := conn.Write([]byte(takeoverRequest)); err != nil {
 		return nil, fmt.Errorf("--takeover: %w", err)
 	}
@@ -151,7 +268,7 @@ func TakeOver(socket string) (*Taken, error) {
 		return nil, fmt.Errorf("--takeover: %w", err)
 	}
 	buf := make([]byte, MaxStateSize+1)
-	oob := make([]byte, unix.CmsgSpace(MaxFds*4))
+	oob := make([]byte, unix.CmsgSpace(MaxFds*4)+unix.CmsgSpace(unix.SizeofUcred))
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 		n, oobn, flags, _, err := conn.ReadMsgUnix(buf, oob)
@@ -162,10 +279,31 @@ func TakeOver(socket string) (*Taken, error) {
 		if err == nil && flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
 			err = errors.New("a batch over the bounds")
 		}
-		var b batch
-		if err == nil {
-			err = json.Unmarshal(buf[:n], &b)
+		var c struct {
+			challenge
+			batch
 		}
+		c.Fd = -1
+		if err == nil {
+			err = json.Unmarshal(buf[:n], &c)
+		}
+		if err == nil && c.Fd >= 0 {
+			// The old agent asks for proof first (an agent of an older
+			// release does not).
+			if len(fds) != 0 {
+				err = fmt.Errorf("a challenge came with %d descriptors, want none", len(fds))
+			} else {
+				err = answerChallenge(conn, c.challenge, senderPid(oob[:oobn]))
+			}
+			if err != nil {
+				for _, fd := range fds {
+					unix.Close(fd)
+				}
+				return fail(err)
+			}
+			continue
+		}
+		b := c.batch
 		if err == nil && (b.Socket && len(fds) != 1 || !b.Socket && len(fds) != len(b.Listeners)) {
 			err = fmt.Errorf("a batch names %d descriptors, %d came", len(b.Listeners), len(fds))
 		}
@@ -202,6 +340,22 @@ func TakeOver(socket string) (*Taken, error) {
 			t.listeners[fds[i]] = c
 		}
 	}
+}
+
+// senderPid is the pid of the SCM_CREDENTIALS message in oob (0: none).
+func senderPid(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_CREDENTIALS {
+			if cred, err := unix.ParseUnixCredentials(&m); err == nil {
+				return int(cred.Pid)
+			}
+		}
+	}
+	return 0
 }
 
 // Close releases what t holds (when it will not be served).

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/peer"
 )
 
 // Connection budgets. A connection is charged, at accept time and before it
@@ -114,35 +116,6 @@ func (b *budget) give(s side, pid int32) {
 	}
 }
 
-// soPeerPidfd is SO_PEERPIDFD (Linux 6.5; the same number on amd64 and
-// arm64, and not yet in x/sys): a pidfd on the process that connected.
-const soPeerPidfd = 77
-
-// peerPidfd pins the connector of conn: SO_PEERPIDFD where the kernel has
-// it, which names the connector itself; else pidfd_open on its pid, which
-// names whatever process has that pid now.
-func peerPidfd(conn *net.UnixConn, pid int32) (int, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return -1, fmt.Errorf("peer pidfd: %w", err)
-	}
-	fd, gerr := -1, error(nil)
-	if err := raw.Control(func(s uintptr) { fd, gerr = unix.GetsockoptInt(int(s), unix.SOL_SOCKET, soPeerPidfd) }); err != nil {
-		return -1, fmt.Errorf("peer pidfd: %w", err)
-	}
-	if gerr == nil {
-		return fd, nil
-	}
-	if !errors.Is(gerr, unix.ENOPROTOOPT) {
-		return -1, fmt.Errorf("peer pidfd: getsockopt(SO_PEERPIDFD): %w", gerr)
-	}
-	fd, err = unix.PidfdOpen(int(pid), 0)
-	if err != nil {
-		return -1, fmt.Errorf("peer pidfd: pidfd_open(%d): %w", pid, err)
-	}
-	return fd, nil
-}
-
 // sideOf decides which budget a connection from cred is charged to: the
 // outside only when the session says so of a connector that is still alive
 // once it has answered (while a pidfd on it shows it unreaped, its pid
@@ -150,12 +123,12 @@ func peerPidfd(conn *net.UnixConn, pid int32) (int, error) {
 // is charged inside, with the reason for the log.
 func sideOf(ops Ops, conn *net.UnixConn, cred *unix.Ucred, credErr error) (side, error) {
 	if credErr != nil {
-		return inside, fmt.Errorf("SO_PEERCRED: %w", credErr)
+		return inside, fmt.Errorf("cannot identify the connector: %w", credErr)
 	}
 	if cred.Pid <= 0 {
 		return inside, fmt.Errorf("the connector's pid is not visible in paddock's PID namespace (SO_PEERCRED pid %d)", cred.Pid)
 	}
-	pidfd, err := peerPidfd(conn, cred.Pid)
+	pidfd, err := peer.Pidfd(conn, cred.Pid)
 	if err != nil {
 		return inside, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/peer"
 	"github.com/paddock-dev/paddock/internal/procfs"
 )
 
@@ -179,7 +180,7 @@ func (s *Server) serve() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		cred, credErr := peer(conn)
+		cred, credErr := peer.Cred(conn)
 		if credErr == nil {
 			if err := allowedPeer(cred.Uid, os.Geteuid()); err != nil {
 				s.log.Warn().Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("control request refused: another user")
@@ -208,22 +209,6 @@ func (s *Server) serve() {
 			s.reply(conn, s.answer(conn, cred, credErr, sd == inside))
 		}()
 	}
-}
-
-// peer identifies the other end of a connection with SO_PEERCRED.
-func peer(conn *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // describePeer names a peer for the journal: "pid 4242 (bash) uid 1000".
@@ -284,7 +269,7 @@ func writeNoSignal(conn *net.UnixConn, b []byte) error {
 // answer reads and serves the request of a client the accept loop let in.
 func (s *Server) answer(conn *net.UnixConn, cred *unix.Ucred, credErr error, fromInside bool) Response {
 	if credErr != nil {
-		return Response{Error: fmt.Sprintf("paddock could not identify the client (SO_PEERCRED): %v", credErr)}
+		return Response{Error: fmt.Sprintf("paddock could not identify the client: %v", credErr)}
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(s.timeout))
 	return serveRequest(conn, s.timeout, s.ops, client{pid: int(cred.Pid), inside: fromInside, by: func() string { return describePeer(s.fs, cred) }})

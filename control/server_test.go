@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/peer"
 	"github.com/paddock-dev/paddock/internal/sockettest"
 )
 
@@ -576,7 +577,7 @@ func TestSideOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	cred, err := peer(conn)
+	cred, err := peer.Cred(conn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +597,7 @@ func TestSideOf(t *testing.T) {
 		{"outside", cred, nil, asOutside, outside, ""},
 		{"inside", cred, nil, asInside, inside, ""},
 		{"classification error", cred, nil, asError, inside, "cannot tell (the test)"},
-		{"no credentials", nil, unix.ENOTCONN, asOutside, inside, "SO_PEERCRED"},
+		{"no credentials", nil, unix.ENOTCONN, asOutside, inside, "cannot identify the connector"},
 		{"pid 0", &gone, nil, asOutside, inside, "not visible in paddock's PID namespace"},
 	}
 	for _, tc := range tests {

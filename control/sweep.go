@@ -257,9 +257,9 @@ func openOwnDir(bfd int, name string, euid int) (int, unix.Stat_t, bool) {
 	if lst.Mode&unix.S_IFMT != unix.S_IFDIR || int64(lst.Uid) != int64(euid) || lst.Mode&0o7777 != 0o700 {
 		return -1, fst, false
 	}
-	dfd, err := unix.Openat(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dfd, err := openBeneath(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return -1, fst, false
+		return -1, fst, false // a mount point among them: what is mounted there is not paddock's
 	}
 	if err := unix.Fstat(dfd, &fst); err != nil || fst.Dev != lst.Dev || fst.Ino != lst.Ino {
 		unix.Close(dfd)
@@ -269,17 +269,26 @@ func openOwnDir(bfd int, name string, euid int) (int, unix.Stat_t, bool) {
 }
 
 // readOwner reads the owner record in the directory open as dfd: a
-// regular file of euid's, never through a link.
+// regular file of euid's, never through a link or a mount point. What it
+// is is checked before it is opened for reading, through a descriptor
+// that opens nothing (O_PATH), which is then opened again through
+// /proc: a device node or FIFO an agent planted there (a root agent can
+// make any) is never opened.
 func readOwner(dfd, euid int) (procfs.Identity, bool) {
-	fd, err := unix.Openat(dfd, ownerName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	pfd, err := openBeneath(dfd, ownerName, unix.O_PATH)
+	if err != nil {
+		return procfs.Identity{}, false
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int64(st.Uid) != int64(euid) {
+		return procfs.Identity{}, false
+	}
+	fd, err := unix.Open(procfs.FdPath(pfd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return procfs.Identity{}, false
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int64(st.Uid) != int64(euid) {
-		return procfs.Identity{}, false
-	}
 	buf := make([]byte, 4096)
 	n, err := unix.Read(fd, buf)
 	if err != nil || n <= 0 {
@@ -355,7 +364,7 @@ func socketState(dfd int) sockState {
 // link; the name is removed only while it still names the directory
 // emptied. A directory another sweeper removed first counts as removed.
 func removeSession(bfd int, name string) error {
-	dfd, err := unix.Openat(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dfd, err := openBeneath(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
@@ -395,7 +404,11 @@ func removeSession(bfd int, name string) error {
 }
 
 // removeContents empties the directory open as dfd, depth levels deep at
-// most, but for the entries named in keep.
+// most, but for the entries named in keep. It never goes down into a
+// mount point (openBeneath): a root agent with --keep-caps may have
+// bind-mounted any directory of the machine into its session's, and what
+// is mounted there is not the session's to remove; the directory is then
+// left, with an error that says so.
 func removeContents(dfd, depth int, keep ...string) error {
 	names, err := dirNames(dfd)
 	if err != nil {
@@ -411,7 +424,10 @@ func removeContents(dfd, depth int, keep ...string) error {
 				return fmt.Errorf("%s: nested too deep", n)
 			}
 			var sub int
-			if sub, err = unix.Openat(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			if sub, err = openBeneath(dfd, n, unix.O_RDONLY|unix.O_DIRECTORY); errors.Is(err, unix.EXDEV) {
+				return fmt.Errorf("%s: a mount point; left as it is, with what holds it", n)
+			}
+			if err == nil {
 				err = removeContents(sub, depth-1)
 				unix.Close(sub)
 				if err == nil {
@@ -424,6 +440,27 @@ func removeContents(dfd, depth int, keep ...string) error {
 		}
 	}
 	return nil
+}
+
+// openBeneath opens name, one entry of the directory open as dfd, with
+// flags (and O_NOFOLLOW, O_CLOEXEC), neither through a link nor across a
+// mount point: openat2 with RESOLVE_NO_XDEV (Linux 5.6) fails with EXDEV
+// when name is a mount point, a bind mount of the same file system
+// included, which st_dev alone would not show. A kernel without openat2
+// gets an error too (ENOSYS): the sweep then keeps what it cannot judge.
+func openBeneath(dfd int, name string, flags int) (int, error) {
+	how := unix.OpenHow{
+		Flags:   uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for try := 0; ; try++ {
+		fd, err := unix.Openat2(dfd, name, &how)
+		// EAGAIN: a rename elsewhere raced the lookup (RESOLVE_BENEATH).
+		if (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)) && try < 8 {
+			continue
+		}
+		return fd, err
+	}
 }
 
 // dirNames lists the directory open as fd (from its start), without

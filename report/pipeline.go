@@ -104,9 +104,10 @@ type Pipeline struct {
 	queue   chan Event
 	ended   chan struct{} // closed when run and teller have returned
 
-	// seen counts every refusal; dropped the events that found the queue
-	// full or the pipeline closed.
+	// seen counts every refusal, optIns every honoured opt-in; dropped
+	// the events that found the queue full or the pipeline closed.
 	seen    atomic.Int64
+	optIns  atomic.Int64
 	dropped atomic.Int64
 
 	tells   chan *tellJob
@@ -182,6 +183,8 @@ func (p *Pipeline) Decided(ev Event) (answerAfter <-chan struct{}) {
 	defer p.closeMu.RUnlock()
 	if ev.Decision.Refusal {
 		p.seen.Add(1)
+	} else if ev.Decision.OptIn != "" {
+		p.optIns.Add(1)
 	}
 	if p.closed {
 		p.dropped.Add(1)
@@ -307,6 +310,7 @@ func (p *Pipeline) run() {
 			} else {
 				e = labelled(e, ev).Str("syscall", d.Syscall).Int("caller", ev.Caller).Str("opt_in", d.OptIn).Str("rule", string(d.Rule))
 				e.Msg("opt-in honoured")
+				p.optedIn(ev)
 			}
 			p.journalEvent(ev)
 			continue

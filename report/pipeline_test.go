@@ -72,3 +72,40 @@ func TestPipelineReportsAndCloses(t *testing.T) {
 		t.Errorf("journal %q; want one record with the container's label and the target", recs)
 	}
 }
+
+// An honoured opt-in and an adoption are counted and listed in the
+// summary, which --strict and the reports read; an allowed call and a
+// refusal are not counted as either.
+func TestSummaryCountsAdoptionsAndOptIns(t *testing.T) {
+	p := New(Options{Log: zerolog.Nop()})
+	defer p.Close()
+	optIn := policy.Decision{Allow: true, Syscall: "execve", Rule: audit.Rule("power_control"), OptIn: "PADDOCK_ALLOW_POWER_CONTROL",
+		Action: audit.OptInUsed, Exec: &policy.Exec{Path: "/sbin/reboot", Argv: []string{"reboot", "\nforged"}}}
+	p.Decided(Event{Caller: 77, Decision: optIn})
+	p.Decided(Event{Caller: 77, Decision: policy.Decision{Allow: true}})
+	p.Decided(Event{Caller: 77, Decision: policy.Decision{Refusal: true, Rule: audit.RuleLifeline, Action: audit.SignalDenied, Message: "m"}})
+	p.Adopted(Adoption{When: time.Now(), Pid: 4242, Comm: "sleep", Reason: "test\nsubject", By: "pid 77 (sh) uid 1000"})
+	p.Flush()
+	s := p.Summary()
+	if s.Refusals != 1 || s.OptIns != 1 || s.Adoptions != 1 || !s.Widened() || len(s.Permitted) != 2 {
+		t.Fatalf("summary %+v; want 1 refusal, 1 opt-in, 1 adoption, both listed", s)
+	}
+	for _, it := range s.Permitted {
+		if strings.ContainsAny(it.Message, "\r\n") {
+			t.Errorf("a permitted item's message spans lines: %q", it.Message)
+		}
+	}
+	byAction := map[string]Permitted{}
+	for _, it := range s.Permitted {
+		byAction[it.Action] = it
+	}
+	if a := byAction["adopted"]; a.Pid != 4242 || !strings.Contains(a.Message, "pid 4242 (sleep) adopted by pid 77 (sh) uid 1000: test subject") {
+		t.Errorf("adoption listed as %+v", a)
+	}
+	if o := byAction[string(audit.OptInUsed)]; o.Pid != 77 || o.OptIn != "PADDOCK_ALLOW_POWER_CONTROL" || !strings.Contains(o.Message, "allowed by the opt-in PADDOCK_ALLOW_POWER_CONTROL") {
+		t.Errorf("opt-in listed as %+v", o)
+	}
+	if (Summary{Refusals: 3}).Widened() {
+		t.Error("refusals alone count as a widening")
+	}
+}

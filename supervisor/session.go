@@ -255,7 +255,7 @@ func Start(cfg Config) (*Session, error) {
 		s.pipeline.Close()
 		close(s.ended)
 	}()
-	if s.control, err = control.Listen(control.Options{Timeout: cfg.controlTimeout, Log: cfg.Log}, controlOps{s}); err != nil {
+	if s.control, err = control.Listen(control.Options{Timeout: cfg.controlTimeout, Log: cfg.Log}, summarisedOps{controlOps{s}}); err != nil {
 		s.sigs.Stop()
 		s.reporting.Done()
 		<-s.ended // a failed start leaves nothing running
@@ -321,6 +321,7 @@ func (s *Session) Adopt(pid int, reason string, lifelineOK bool) (LeaseInfo, err
 	if err != nil {
 		return LeaseInfo{}, err
 	}
+	s.summariseAdoption(leaseInfo(l))
 	return leaseInfo(l), nil
 }
 

@@ -400,6 +400,59 @@ func TestAction(t *testing.T) {
 		}
 	})
 
+	t.Run("a line break in report or journal forges no output", func(t *testing.T) {
+		for _, input := range []string{"report", "journal"} {
+			res, _ := againstForeign(t, "kill -TERM %d", input, "paddock-"+input+"\nexit-code=0")
+			if res.outputs["exit-code"] == "0" {
+				t.Errorf("%s input with a line break: the exit-code output is 0 after a refused kill (outputs %v)\n%s", input, res.outputs, res.log)
+			}
+			if res.failed != "run" || res.code != 2 || !strings.Contains(res.log, input+` input "paddock-`+input+`\nexit-code=0": contains a line break`) {
+				t.Errorf("%s input with a line break: step %q exited %d, want the run step to refuse it by name with 2\n%s", input, res.failed, res.code, res.log)
+			}
+		}
+	})
+
+	t.Run("an adoption fails a strict job and is summarised", func(t *testing.T) {
+		// paddock adopt V; kill -9 V: V is the command's own once adopted,
+		// so it dies, by design; what must not happen is a passing job
+		// that says nothing of it.
+		victim := nobodyStart(t, "sleep", "300")
+		pid := victim.pid()
+		res := r.job(t, with(fmt.Sprintf("paddock adopt %d --reason test-subject\nkill -9 %d", pid, pid)))
+		if res.failed != "run" || res.code != 1 {
+			t.Fatalf("the job failed at step %q with %d, want the run step with 1 (--strict counts the adoption)\n%s", res.failed, res.code, res.log)
+		}
+		adopted := fmt.Sprintf("pid %d (sleep) adopted by ", pid)
+		for _, want := range []string{"### paddock: no refusals, 1 adoption, 0 opt-ins honoured\n", "| 1 | adopted | " + adopted} {
+			if !strings.Contains(res.summary, want) {
+				t.Errorf("the step summary lacks %q:\n%s", want, res.summary)
+			}
+		}
+		if res.outputs["adoptions"] != "1" || res.outputs["refusals"] != "0" || res.outputs["exit-code"] != "1" {
+			t.Errorf("outputs %v, want adoptions 1, refusals 0, exit-code 1", res.outputs)
+		}
+		if !strings.Contains(res.log, "::error title=paddock allowed (adopted)::"+adopted) {
+			t.Errorf("the log lacks the adoption's annotation\n%s", res.log)
+		}
+		report := readFile(filepath.Join(res.workspace, "paddock-report.xml"))
+		if !strings.Contains(report, `type="adopted"`) || !strings.Contains(report, `failures="1"`) {
+			t.Errorf("paddock-report.xml lacks the adoption as a failed test case:\n%s", report)
+		}
+	})
+
+	t.Run("an adoption is summarised from a json report without strict", func(t *testing.T) {
+		victim := nobodyStart(t, "sleep", "300")
+		pid := victim.pid()
+		res := r.job(t, with(fmt.Sprintf("paddock adopt %d --reason test-subject\nkill -9 %d", pid, pid), "strict", "false", "report-format", "json"))
+		if res.failed != "" {
+			t.Fatalf("step %q failed with %d, want a passing job\n%s", res.failed, res.code, res.log)
+		}
+		if !strings.Contains(res.summary, "### paddock: no refusals, 1 adoption, 0 opt-ins honoured\n") ||
+			!strings.Contains(res.summary, fmt.Sprintf("| 1 | adopted | pid %d (sleep) adopted by ", pid)) || res.outputs["adoptions"] != "1" {
+			t.Errorf("the adoption is not summarised (outputs %v):\n%s", res.outputs, res.summary)
+		}
+	})
+
 	t.Run("bad input is refused naming it", func(t *testing.T) {
 		res := r.job(t, with("true", "strict", "yes"))
 		if res.failed != "run" || res.code != 2 || !strings.Contains(res.log, `strict input "yes": want true or false`) {
@@ -408,6 +461,11 @@ func TestAction(t *testing.T) {
 		res = r.job(t, with("true", "version", "latest"))
 		if res.failed != "install" || !strings.Contains(res.log, `version input "latest": want a paddock release such as v0.1.0`) {
 			t.Fatalf("step %q exited %d, want the install step to refuse version=latest\n%s", res.failed, res.code, res.log)
+		}
+		// An option where a URL belongs reaches no curl as an option.
+		res = r.job(t, with("true", "download-url", "--config="+filepath.Join(dir, "curlrc")))
+		if res.failed != "install" || !strings.Contains(res.log, `download-url input "--config=`) || !strings.Contains(res.log, "want an https:// or file:// URL") {
+			t.Fatalf("step %q exited %d, want the install step to refuse an option as download-url\n%s", res.failed, res.code, res.log)
 		}
 	})
 }

@@ -357,6 +357,9 @@ sleep 60`)
 	if !strings.Contains(f.log(), "handed over to a new agent") || !strings.Contains(f.log(), `"containers":1`) {
 		t.Errorf("the agents' logs do not show the handover\n%s", f.log())
 	}
+	if !strings.Contains(f.log(), fmt.Sprintf(`"peer_pid":%d,"peer_uid":0,"peer_exe":%q,"peer_same_binary":true`, f.agent.Process.Pid, bins.paddock)) {
+		t.Errorf("the old agent's log does not name the new agent (pid %d, %s)\n%s", f.agent.Process.Pid, bins.paddock, f.log())
+	}
 	o, e := f.run("tk2", fleetScript, false)
 	wantLines(t, o+e, strings.Split(o, "\n"), "own=0", "lifeline=1", "probe=0")
 }

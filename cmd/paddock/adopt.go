@@ -55,7 +55,7 @@ The lease ends when the process exits (or its PID is reused), or on paddock rele
 // adoptedLine is what paddock adopt prints: one line for the one action,
 // whatever the reason holds (its line breaks become spaces).
 func adoptedLine(l control.LeaseInfo) string {
-	line := fmt.Sprintf("adopted pid %d (%s): %s", l.Pid, oneLine(l.Comm), oneLine(l.Reason))
+	line := fmt.Sprintf("adopted pid %d (%s): %s", l.Pid, printable(oneLine(l.Comm)), printable(oneLine(l.Reason)))
 	if l.LifelineOverride {
 		line += " (a session lifeline: the override is journaled as self_lifeline_override)"
 	}
@@ -79,7 +79,7 @@ started stay owned). Journaled as "released".`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("released pid %d (%s)\n", resp.Released.Pid, resp.Released.Comm)
+			fmt.Printf("released pid %d (%s)\n", resp.Released.Pid, printable(resp.Released.Comm))
 			return nil
 		},
 	}

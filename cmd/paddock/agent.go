@@ -46,9 +46,12 @@ Pid arguments are the container's own numbers; exec is not trapped.
 
 --takeover upgrades without breaking running containers: the new agent asks
 the one serving PATH for every listener it serves and for the socket itself;
-the old one hands them over and then serves nothing until it is stopped
-(SIGTERM), and the containers' calls wait in the kernel's queue meanwhile
-(docs/fleet.md). With nothing serving PATH, --takeover listens afresh.`,
+the old one first has it prove that it may take descriptors out of the old
+one (root with CAP_SYS_PTRACE, in the node's PID namespace: what stealing
+them would take), logs its pid and executable, hands them over and then
+serves nothing until it is stopped (SIGTERM), and the containers' calls wait
+in the kernel's queue meanwhile (docs/fleet.md). With nothing serving PATH,
+--takeover listens afresh.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(f) },
 	}

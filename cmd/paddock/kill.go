@@ -39,7 +39,7 @@ what it signalled. SIG is a name (TERM, SIGKILL) or a number; default TERM.`,
 			if sd.Group {
 				fmt.Printf("signalled process group %d (%d processes: %s) with %s\n", sd.Pid, len(sd.Members), joinInts(sd.Members), policy.SignalName(sd.Signal))
 			} else {
-				fmt.Printf("signalled pid %d (%s) with %s\n", sd.Pid, sd.Comm, policy.SignalName(sd.Signal))
+				fmt.Printf("signalled pid %d (%s) with %s\n", sd.Pid, printable(sd.Comm), policy.SignalName(sd.Signal))
 			}
 			return nil
 		},

@@ -45,7 +45,7 @@ agent, reason, adopted_at and lease (the adopted ancestor it is owned through).`
 				case p.Lease != 0:
 					by = fmt.Sprintf("adopted via %d", p.Lease)
 				}
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", p.Pid, p.PPid, by, p.Comm, p.Reason)
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", p.Pid, p.PPid, by, printable(p.Comm), printable(p.Reason))
 			}
 			return tw.Flush()
 		},

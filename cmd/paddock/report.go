@@ -116,6 +116,27 @@ func junit(r runReport) ([]byte, error) {
 		s.Cases = append(s.Cases, junitCase{Name: fmt.Sprintf("%d more refusals", n), ClassName: "paddock.more",
 			Failure: &junitFailure{Message: fmt.Sprintf("%d refusals not listed one by one (see the journal)", n), Type: "more"}})
 	}
+	// Adoptions and honoured opt-ins: what the agent let itself do, which
+	// a reviewer must see as a refusal is seen (and --strict fails on).
+	for _, p := range r.Permitted {
+		what := p.Comm
+		if p.Action != "adopted" {
+			what = p.OptIn + " " + p.Syscall
+			if p.Path != "" {
+				what = p.OptIn + " " + strings.Join(p.Argv, " ")
+			}
+		}
+		name := fmt.Sprintf("%s %s", p.Action, what)
+		if seen[name]++; seen[name] > 1 {
+			name += fmt.Sprintf(" #%d", seen[name])
+		}
+		s.Cases = append(s.Cases, junitCase{Name: name, ClassName: "paddock." + p.Action,
+			Failure: &junitFailure{Message: p.Message, Type: p.Action, Text: p.Message}})
+	}
+	if n := r.Adoptions + r.OptIns - len(r.Permitted); n > 0 {
+		s.Cases = append(s.Cases, junitCase{Name: fmt.Sprintf("%d more adoptions and opt-ins", n), ClassName: "paddock.more_permitted",
+			Failure: &junitFailure{Message: fmt.Sprintf("%d adoptions and opt-ins not listed one by one (see the journal)", n), Type: "more_permitted"}})
+	}
 	if len(s.Cases) == 0 {
 		s.Cases = append(s.Cases, junitCase{Name: "no refusals", ClassName: "paddock"})
 	}
@@ -195,19 +216,31 @@ func xmlChar(r rune) bool {
 		r >= 0x10000 && r <= 0x10FFFF
 }
 
-// summaryLine is the one line paddock prints about refusals at exit.
+// summaryLine is the one line paddock prints about refusals, adoptions
+// and honoured opt-ins at exit.
 func summaryLine(s report.Summary) string {
-	if s.Refusals == 0 {
-		return "no refusals"
+	line := "no refusals"
+	if s.Refusals > 0 {
+		rules := make([]string, 0, len(s.ByRule))
+		for r, n := range s.ByRule {
+			rules = append(rules, fmt.Sprintf("%s %d", r, n))
+		}
+		sort.Strings(rules)
+		line = fmt.Sprintf("%s (%s)", counted(s.Refusals, "refusal", "refusals"), strings.Join(rules, ", "))
 	}
-	rules := make([]string, 0, len(s.ByRule))
-	for r, n := range s.ByRule {
-		rules = append(rules, fmt.Sprintf("%s %d", r, n))
+	if s.Widened() {
+		line += fmt.Sprintf("; %s, %s", counted(s.Adoptions, "adoption", "adoptions"), counted(s.OptIns, "opt-in honoured", "opt-ins honoured"))
 	}
-	sort.Strings(rules)
-	noun := "refusals"
-	if s.Refusals == 1 {
-		noun = "refusal"
+	if s.Refusals > 0 || s.Widened() {
+		line += "; paddock journal shows them"
 	}
-	return fmt.Sprintf("%d %s (%s); paddock journal shows them", s.Refusals, noun, strings.Join(rules, ", "))
+	return line
+}
+
+// counted is "1 refusal" or "N refusals".
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

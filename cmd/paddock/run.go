@@ -93,7 +93,7 @@ pty = false) keeps CMD on your terminal.`,
 	cmd.Flags().DurationVar(&f.grace, "grace", supervisor.DefaultGrace, "when CMD exits, processes it left running get SIGTERM, then SIGKILL after `DURATION` (0: at once); paddock exits as soon as none is left")
 	cmd.Flags().BoolVar(&f.keepOrphans, "keep-orphans", false, "leave the processes CMD left running alone when it exits")
 	cmd.Flags().BoolVar(&f.strictExec, "strict-exec", false, "refuse an exec paddock may not read (a caller that made itself non-dumpable) instead of letting it run journaled as exec_unread")
-	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit non-zero (1, or CMD's own non-zero status) when anything was refused, even if CMD succeeded (CI mode)")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit non-zero (1, or CMD's own non-zero status) when anything was refused, adopted (paddock adopt) or allowed by an opt-in, even if CMD succeeded (CI mode)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write a summary of the refusals to `FILE` at exit")
 	cmd.Flags().StringVar(&f.reportFormat, "report-format", "json", "format of --report: json or junit")
 	cmd.Flags().StringVar(&f.backend, "backend", "", "how trapped syscalls reach paddock: `auto` (seccomp listener when one can be installed, else ptrace), seccomp or ptrace (default $PADDOCK_BACKEND, else auto)")
@@ -126,7 +126,7 @@ func newLoggerTo(w io.Writer, format, level string) (zerolog.Logger, error) {
 	case "json":
 		l = zerolog.New(w)
 	case "console":
-		l = zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !colour(os.Stderr, os.Getenv)})
+		l = zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !colour(os.Stderr, os.Getenv), FormatPrepare: printableMessage})
 	default:
 		return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json or console", format)
 	}
@@ -367,7 +367,9 @@ func runRun(f runFlags, args []string) error {
 	}
 	log.Info().Str("session", session).Int("status", status).Str("journal_head", head).Msg(summaryLine(sum))
 	code := remapped(status, f.tini.remapExit)
-	if f.strict && code == 0 && sum.Refusals > 0 {
+	if f.strict && code == 0 && (sum.Refusals > 0 || sum.Widened()) {
+		// An adoption or an honoured opt-in fails a strict run too: it is
+		// the agent widening what it may do, on its own say-so.
 		code = 1
 	}
 	if f.report != "" {

@@ -78,6 +78,13 @@ func cmdReportCheck(ts *testscript.TestScript, neg bool, args []string) {
 				Rule    string `json:"rule"`
 				Message string `json:"message"`
 			} `json:"items"`
+			Adoptions int `json:"adoptions"`
+			OptIns    int `json:"opt_ins"`
+			Permitted []struct {
+				Action  string `json:"action"`
+				Pid     int    `json:"pid"`
+				Message string `json:"message"`
+			} `json:"permitted"`
 		}
 		if err := json.Unmarshal([]byte(data), &r); err != nil {
 			ts.Fatalf("report %s is not JSON: %v", args[1], err)
@@ -87,7 +94,15 @@ func cmdReportCheck(ts *testscript.TestScript, neg bool, args []string) {
 			rules = append(rules, fmt.Sprintf("%s:%d", k, v))
 		}
 		sort.Strings(rules)
-		fmt.Fprintf(ts.Stdout(), "exit=%d status=%d refusals=%d items=%d by_rule=%s\n", r.ExitCode, r.Status, r.Refusals, len(r.Items), strings.Join(rules, ","))
+		var permitted []string
+		for _, p := range r.Permitted {
+			if p.Pid == 0 || p.Message == "" {
+				ts.Fatalf("report's permitted item lacks pid or message: %+v", p)
+			}
+			permitted = append(permitted, p.Action)
+		}
+		fmt.Fprintf(ts.Stdout(), "exit=%d status=%d refusals=%d items=%d by_rule=%s adoptions=%d opt_ins=%d permitted=%s\n",
+			r.ExitCode, r.Status, r.Refusals, len(r.Items), strings.Join(rules, ","), r.Adoptions, r.OptIns, strings.Join(permitted, ","))
 		for _, it := range r.Items {
 			if it.Caller == 0 || it.Message == "" || it.Rule == "" {
 				ts.Fatalf("report item lacks caller, rule or message: %+v", it)

@@ -124,3 +124,42 @@ func (fs FS) Namespace(pid int, kind string) (uint64, error) {
 	}
 	return st.Ino, nil
 }
+
+// maxPidNSLevel bounds a walk up PID namespaces: the kernel nests them at
+// most 32 deep (MAX_PID_NS_LEVEL).
+const maxPidNSLevel = 32
+
+// PidNSWithin reports whether process pid's PID namespace is the one whose
+// inode is ns, or one nested in it: it walks up from pid's namespace
+// (NS_GET_PARENT), which ends at the reader's own. A process that no
+// longer exists yields an error wrapping ErrNotFound.
+func (fs FS) PidNSWithin(pid int, ns uint64) (bool, error) {
+	p := fs.path(pid, "ns/pid")
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return false, fmt.Errorf("open %s: %w", p, ErrNotFound)
+		}
+		return false, fmt.Errorf("open %s: %w", p, err)
+	}
+	defer func() { unix.Close(fd) }()
+	for range maxPidNSLevel + 1 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return false, fmt.Errorf("fstat %s: %w", p, err)
+		}
+		if st.Ino == ns {
+			return true, nil
+		}
+		parent, err := unix.IoctlRetInt(fd, unix.NS_GET_PARENT)
+		if errors.Is(err, unix.EPERM) {
+			return false, nil // above the reader's own namespace: not within
+		}
+		if err != nil {
+			return false, fmt.Errorf("NS_GET_PARENT of %s's namespaces: %w", p, err)
+		}
+		unix.Close(fd)
+		fd = parent
+	}
+	return false, fmt.Errorf("%s: more than %d PID namespaces deep", p, maxPidNSLevel)
+}

@@ -1,8 +1,11 @@
 package procfs
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 )
 
@@ -66,5 +69,38 @@ func TestNamespace(t *testing.T) {
 	}
 	if _, err := Default().Namespace(os.Getpid(), "nosuch"); err == nil {
 		t.Error("Namespace of an unknown kind succeeded")
+	}
+}
+
+// TestPidNSWithin: a process is within its own PID namespace; a child in a
+// PID namespace of its own is within the parent's, and the parent is not
+// within the child's.
+func TestPidNSWithin(t *testing.T) {
+	fs := Default()
+	self, err := fs.Namespace(0, "pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := fs.PidNSWithin(os.Getpid(), self); !in || err != nil {
+		t.Errorf("PidNSWithin(self, own namespace) = %v, %v; want true", in, err)
+	}
+	if _, err := fs.PidNSWithin(-5, self); !errors.Is(err, ErrNotFound) {
+		t.Errorf("PidNSWithin(-5) = %v; want ErrNotFound", err)
+	}
+	cmd := exec.Command("sleep", "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("needs a new PID namespace (root): %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	child, err := fs.Namespace(cmd.Process.Pid, "pid")
+	if err != nil || child == self {
+		t.Fatalf("the child's namespace: %d, %v (own %d)", child, err, self)
+	}
+	if in, err := fs.PidNSWithin(cmd.Process.Pid, self); !in || err != nil {
+		t.Errorf("PidNSWithin(child, parent's namespace) = %v, %v; want true", in, err)
+	}
+	if in, err := fs.PidNSWithin(os.Getpid(), child); in || err != nil {
+		t.Errorf("PidNSWithin(parent, child's namespace) = %v, %v; want false", in, err)
 	}
 }

@@ -21,6 +21,10 @@ import (
 // PFKthread is the PF_KTHREAD bit of the stat flags field: set for kernel threads.
 const PFKthread = 0x00200000
 
+// PFExiting is the PF_EXITING bit of the stat flags field: set from the
+// start of a task's exit, before it is a zombie.
+const PFExiting = 0x00000004
+
 // ErrNotFound reports that the process (or the file asked for) does not exist.
 var ErrNotFound = errors.New("no such process")
 
@@ -46,6 +50,10 @@ type Stat struct {
 
 // KernelThread reports whether the process is a kernel thread.
 func (s Stat) KernelThread() bool { return s.Flags&PFKthread != 0 }
+
+// Exiting reports whether the process is exiting or has exited (a zombie
+// not yet reaped, or one being reaped).
+func (s Stat) Exiting() bool { return s.State == 'Z' || s.State == 'X' || s.Flags&PFExiting != 0 }
 
 // ParseStat parses the contents of /proc/PID/stat. The comm field may hold
 // spaces and parentheses, so it is delimited by the first '(' and the last ')'.
