@@ -212,6 +212,17 @@ func seqsByWriter(t *testing.T, recs []map[string]any) map[int][]int {
 	t.Helper()
 	got := map[int][]int{}
 	for i, r := range recs {
+		if r["action"] == "journal_rewritten" {
+			// Writers sharing a tiny journal (rotated every few
+			// records, three kept) may see the file they last wrote
+			// to rotated out with the ones after it between two of
+			// their records: the head check says it cannot tell that
+			// from a replaced journal. Anything else is a false alarm.
+			if m, _ := r["message"].(string); !strings.Contains(m, "rotated out of the") {
+				t.Errorf("record %d: a journal_rewritten where nothing was rewritten: %v", i, r)
+			}
+			continue
+		}
 		w, ok1 := r["writer"].(float64)
 		s, ok2 := r["seq"].(float64)
 		if !ok1 || !ok2 {
@@ -577,9 +588,15 @@ func TestAppendAfterRemoval(t *testing.T) {
 	if err := j.Append(Record{Action: "two"}); err != nil {
 		t.Fatal(err)
 	}
+	// The journal was removed under the writer: the record written after
+	// it goes to a fresh file, after one saying so (head.go).
 	recs := readFile(t, path)
-	if len(recs) != 1 || recs[0]["action"] != "two" {
-		t.Errorf("after removal the path holds %v, want the record written after it", recs)
+	if len(recs) != 2 || recs[0]["action"] != "journal_rewritten" || recs[1]["action"] != "two" ||
+		!strings.Contains(recs[0]["message"].(string), "removed or emptied") {
+		t.Errorf("after removal the path holds %v, want journal_rewritten and the record written after it", recs)
+	}
+	if j.Rewrites() != 1 {
+		t.Errorf("Rewrites() = %d, want 1", j.Rewrites())
 	}
 }
 
