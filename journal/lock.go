@@ -72,7 +72,11 @@ func (e *LockError) Error() string {
 		var names []string
 		for _, h := range e.Holders {
 			// %q: a process chooses its own name, escape sequences included.
-			names = append(names, fmt.Sprintf("pid %d (%q)", h.Pid, h.Comm))
+			name := fmt.Sprintf("pid %d (%q)", h.Pid, h.Comm)
+			if h.Pid == os.Getpid() {
+				name += ", this paddock, through a descriptor it inherited"
+			}
+			names = append(names, name)
 		}
 		who = "held by " + strings.Join(names, ", ")
 	case e.Taker > 0:
