@@ -130,7 +130,7 @@ func (j *Journal) Check() error {
 // checkHead checks that the file (j.fd, locked, of size bytes) or one of
 // its rotated files still holds the record this Journal wrote last, and
 // that the records after it form a chain to the end; a *RewriteError when
-// not (and it is counted). j.mu and the lock must be held.
+// not. j.mu and the lock must be held.
 func (j *Journal) checkHead(size int64) error {
 	if !j.last.ok {
 		return nil
@@ -139,7 +139,6 @@ func (j *Journal) checkHead(size int64) error {
 	if err == nil {
 		return nil
 	}
-	j.rewrites++
 	return &RewriteError{Path: j.path, Head: j.head, What: err.Error()}
 }
 

@@ -468,10 +468,14 @@ func (j *Journal) appendLocked(line []byte) (res appended) {
 			}
 		}
 		recs = recs[:0]
-		res.rewrite = j.checkHead(size)
+		if res.rewrite == nil {
+			// Once found, kept: the check after a rotation of ours
+			// would describe the same rewrite from the rotated file.
+			res.rewrite = j.checkHead(size)
+		}
 		if res.rewrite != nil {
 			pre, err := j.prepare(Record{Action: audit.JournalRewritten, Pid: os.Getpid(), Fields: map[string]any{
-				"message": res.rewrite.Error(), "head": j.head,
+				"message": "the journal was rewritten while paddock ran: " + res.rewrite.(*RewriteError).What, "head": j.head,
 			}})
 			if err != nil {
 				j.unlock()
@@ -502,6 +506,9 @@ func (j *Journal) appendLocked(line []byte) (res appended) {
 		}
 	}
 	defer j.unlock()
+	if res.rewrite != nil {
+		j.rewrites++ // once, whatever the rotations in between
+	}
 
 	prev, err := j.link(size)
 	if err != nil {
