@@ -208,6 +208,9 @@ type Verification struct {
 	// removed, edited or added. That is tampering even when the chain was
 	// recomputed around the change, which Breaks cannot show.
 	Differing []Problem
+	// Rewritten are the journal_rewritten records: paddock found, while
+	// it ran, that the file no longer held the record it wrote last.
+	Rewritten []Problem
 }
 
 // Problem is one finding of Verify, at a line of a file.
@@ -299,6 +302,13 @@ func Verify(path, head string) (*Verification, error) {
 			}
 			if head != "" && h == head {
 				v.HeadFound = true
+			}
+			if l.Rec["action"] == "journal_rewritten" {
+				m, _ := l.Rec["message"].(string)
+				if id, ok := l.Rec[SessionKey].(string); ok {
+					m = "session " + id + ": " + m
+				}
+				v.Rewritten = append(v.Rewritten, Problem{name, l.No, Excerpt([]byte(m), 600)})
 			}
 			if id, ok := l.Rec[SessionKey].(string); ok {
 				o := own[id]

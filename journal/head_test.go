@@ -164,6 +164,12 @@ func TestCheckAtExit(t *testing.T) {
 	if len(recs) != 3 || recs[2]["action"] != "journal_rewritten" {
 		t.Errorf("journal holds %v, want the two records left and journal_rewritten", recs)
 	}
+	// Verify counts the record as tampering found.
+	v, err := Verify(path, "")
+	must(t, err)
+	if len(v.Breaks) > 0 || len(v.Rewritten) != 1 || v.Rewritten[0].Line != 3 {
+		t.Errorf("Verify: breaks %v, rewritten %v; want no break, and the journal_rewritten at line 3", v.Breaks, v.Rewritten)
+	}
 }
 
 // TestOwnAndVerifySessions: a session_ended that carries Own's count and

@@ -190,7 +190,8 @@ grep -q '"action":"adopted"' ` + j + ` || echo gone`
 		t.Errorf("session_ended %v lacks journal_rewrites=1 and the session's sum", ended)
 	}
 	v, err := exec.Command(bins.paddock, "journal", "--verify", "--journal", j).CombinedOutput()
-	if exitCode(err) != 1 || !strings.Contains(string(v), "TAMPERED: the records of 1 sessions differ from what their session_ended says") {
+	if exitCode(err) != 1 || !strings.Contains(string(v), "TAMPERED: the records of 1 sessions differ from what their session_ended says") ||
+		!strings.Contains(string(v), "TAMPERED: paddock found the journal rewritten 1 times while it ran") {
 		t.Errorf("paddock journal --verify of the rewritten journal: exit %d, want 1 and the session named\n%s", exitCode(err), v)
 	}
 }

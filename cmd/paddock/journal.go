@@ -104,6 +104,9 @@ forged for a session killed with SIGKILL, which only the mirror shows; or a
 datagram the mirror dropped, which paddock logged) are mismatches; a record
 the file could not take (journal_error) is a warning.
 
+A journal_rewritten record (paddock found, while it ran, that the file no
+longer held the record it wrote last) is tampering to --verify too.
+
 Exit status with --verify:
   0  the chain is intact (warnings, if any, on stderr).
   1  tampering found (each break on stderr), the --head record is not in
@@ -510,6 +513,9 @@ func runVerify(cmd *cobra.Command, f journalFlags) error {
 	for _, d := range v.Differing {
 		fmt.Fprintf(stderr, "paddock: %v\n", d)
 	}
+	for _, r := range v.Rewritten {
+		fmt.Fprintf(stderr, "paddock: %v\n", r)
+	}
 	fmt.Fprintf(stdout, "journal %s: %d records in %d files\n", path, v.Records, len(v.Files))
 	if v.Legacy > 0 {
 		fmt.Fprintf(stdout, "%d unchained legacy records at the start (written before the journal was chained)\n", v.Legacy)
@@ -535,6 +541,10 @@ func runVerify(cmd *cobra.Command, f journalFlags) error {
 	}
 	if len(v.Differing) > 0 {
 		fmt.Fprintf(stdout, "TAMPERED: the records of %d sessions differ from what their session_ended says; the first is at %s line %d\n", len(v.Differing), v.Differing[0].File, v.Differing[0].Line)
+		bad = true
+	}
+	if len(v.Rewritten) > 0 {
+		fmt.Fprintf(stdout, "TAMPERED: paddock found the journal rewritten %d times while it ran (journal_rewritten); the first record saying so is at %s line %d\n", len(v.Rewritten), v.Rewritten[0].File, v.Rewritten[0].Line)
 		bad = true
 	}
 	if f.head != "" && !v.HeadFound {
