@@ -49,16 +49,12 @@ func (e *RewriteError) Error() string {
 }
 
 // wrote notes the records just written (linked, as written), the last of
-// them ending at end of the file j.fd. j.mu must be held.
+// them ending at end of the file j.fd (locked: lockCurrent noted which file
+// it is). j.mu must be held.
 func (j *Journal) wrote(linked [][]byte, end int64) {
 	last := linked[len(linked)-1]
 	j.head = hashLine(last[:len(last)-1])
-	var st unix.Stat_t
-	if unix.Fstat(j.fd, &st) == nil {
-		j.last = written{ok: true, dev: st.Dev, ino: st.Ino, off: end - int64(len(last)), n: len(last)}
-	} else {
-		j.last = written{}
-	}
+	j.last = written{ok: true, dev: j.curDev, ino: j.curIno, off: end - int64(len(last)), n: len(last)}
 	for _, l := range linked {
 		j.own++
 		j.ownSum.Write(l)
@@ -151,13 +147,9 @@ type segment struct {
 }
 
 func (j *Journal) checkLast(size int64) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(j.fd, &st); err != nil {
-		return fmt.Errorf("the journal file cannot be checked: %v", err)
-	}
 	var segs []segment
 	found := true
-	if st.Dev == j.last.dev && st.Ino == j.last.ino {
+	if j.curDev == j.last.dev && j.curIno == j.last.ino {
 		segs = []segment{{j.base, j.fd, j.last.off, size, true}}
 	} else {
 		if j.lastFd < 0 {
@@ -205,7 +197,7 @@ func (j *Journal) checkLast(size int64) error {
 			segs[0].name = fmt.Sprintf("the file paddock last wrote to (inode %d)", lst.Ino)
 		}
 	}
-	err := j.walk(segs, size)
+	err := j.walk(segs, size, len(segs) > 1)
 	if err != nil && !found {
 		err = fmt.Errorf("%v (the file paddock last wrote to is gone from the journal's directory: rotated out of the %d kept files along with the files after it, or the journal was replaced or removed)", err, j.keep)
 	}
@@ -213,8 +205,10 @@ func (j *Journal) checkLast(size int64) error {
 }
 
 // walk checks segs, the first starting at the record this Journal wrote
-// last, as checkLast says.
-func (j *Journal) walk(segs []segment, size int64) error {
+// last, as checkLast says; relink says to check that the next record will
+// link to where the walk ended (when the walk crossed files: within one
+// file it does by construction).
+func (j *Journal) walk(segs []segment, size int64, relink bool) error {
 	first := segs[0]
 	mine := make([]byte, j.last.n)
 	if first.to-first.from < int64(j.last.n) || preadFull(first.fd, mine, first.from) != nil || mine[len(mine)-1] != '\n' || hashLine(mine[:len(mine)-1]) != j.head {
@@ -234,6 +228,9 @@ func (j *Journal) walk(segs []segment, size int64) error {
 		if prev, err = chainFrom(prev, data, sg.tail); err != nil {
 			return fmt.Errorf("%s, after the record paddock wrote last: %v", sg.name, err)
 		}
+	}
+	if !relink {
+		return nil
 	}
 	// What the next record will link to must be where the walk ended: a
 	// journal removed, or cut back to before the records checked, starts

@@ -137,6 +137,8 @@ type Journal struct {
 
 	// What this Journal wrote, to check the file against (head.go).
 	last      written   // where its last record is
+	curDev    uint64    // the file j.fd holds, as lockCurrent found it
+	curIno    uint64
 	lastFd    int       // the file last holds, when j.fd is another since; else -1
 	own       int       // how many records it wrote
 	ownSum    hash.Hash // SHA-256 over those records' lines, '\n' included
@@ -602,6 +604,7 @@ func (j *Journal) lockCurrent() (int64, error) {
 		}
 		err := unix.Fstatat(j.dirfd, j.base, &pst, unix.AT_SYMLINK_NOFOLLOW)
 		if err == nil && fst.Dev == pst.Dev && fst.Ino == pst.Ino {
+			j.curDev, j.curIno = fst.Dev, fst.Ino
 			return fst.Size, nil
 		}
 		if err != nil && !errors.Is(err, unix.ENOENT) {
