@@ -136,8 +136,8 @@ type Journal struct {
 	lockStuck   *LockError    // the last wait timed out, and no lock since (lock.go)
 
 	// What this Journal wrote, to check the file against (head.go).
-	last      written   // where its last record is
-	curDev    uint64    // the file j.fd holds, as lockCurrent found it
+	last      written // where its last record is
+	curDev    uint64  // the file j.fd holds, as lockCurrent found it
 	curIno    uint64
 	lastFd    int       // the file last holds, when j.fd is another since; else -1
 	own       int       // how many records it wrote
