@@ -152,13 +152,22 @@ func TestHeadCheck(t *testing.T) {
 // TestCheckAtExit: Check finds a rewrite with no record to append, and
 // writes the journal_rewritten record itself.
 func TestCheckAtExit(t *testing.T) {
-	j, path := openTemp(t)
+	c, sock := listenDgram(t)
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	j, err := Open(path, Options{Mirror: MirrorJournald, MirrorSocket: sock})
+	must(t, err)
+	defer j.Close()
 	must(t, writeSeq(j, 0, 3))
+	recvN(t, c, 3)
 	must(t, j.Check())
 	rechain(t, path, func(r map[string]any) bool { return r["seq"] == float64(1) }, true)
-	err := j.Check()
+	err = j.Check()
 	if !errors.As(err, new(*RewriteError)) {
 		t.Fatalf("Check after a rewrite: %v, want a *RewriteError", err)
+	}
+	// Mirrored, as written.
+	if d := string(recvDgram(t, c)); !strings.Contains(d, "PADDOCK_ACTION=journal_rewritten\n") || !strings.Contains(d, "PADDOCK_HASH=") {
+		t.Errorf("the mirror got %q, want the journal_rewritten record", d)
 	}
 	recs := readFile(t, path)
 	if len(recs) != 3 || recs[2]["action"] != "journal_rewritten" {
