@@ -48,10 +48,17 @@ const (
 	// could not start). A session_started with no session_ended whose
 	// paddock is gone ended abnormally (killed, or its machine stopped).
 	SessionEnded Action = "session_ended"
+	// JournalRewritten: paddock found that the journal file no longer held
+	// the record it wrote last, or that a record after it no longer linked
+	// to the one before: the file was rewritten (the chain recomputed) or
+	// cut while paddock ran. Written by the journal itself, before the
+	// record it was about to append; its head is the hash paddock wrote
+	// last, its message what was found.
+	JournalRewritten Action = "journal_rewritten"
 )
 
 // actions lists every Action, in the order documentation shows them.
-var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, OptInUsed, ExecUnread, SessionStarted, SessionEnded}
+var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, OptInUsed, ExecUnread, SessionStarted, SessionEnded, JournalRewritten}
 
 // Actions returns every action paddock journals, for tools that filter on
 // them (a fresh copy).

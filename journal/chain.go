@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"path/filepath"
 	"strconv"
@@ -193,8 +194,23 @@ type Verification struct {
 	Breaks []Problem
 	// Warnings are lines that are not records but break nothing: a torn
 	// last line (a write cut short), or a line that is not a JSON object
-	// and that the chain passes over.
+	// and that the chain passes over; and sessions whose records could not
+	// be checked against their session_ended (their first records are in
+	// rotated files no longer kept).
 	Warnings []Problem
+	// Sessions counts the sessions whose session_ended says which records
+	// were the session's own ("records" and "records_sha256", written by
+	// paddock run from Journal.Own), and whose records in the journal
+	// match it.
+	Sessions int
+	// Differing are the session_ended records whose session's records in
+	// the journal differ from what they say: records of the session were
+	// removed, edited or added. That is tampering even when the chain was
+	// recomputed around the change, which Breaks cannot show.
+	Differing []Problem
+	// Rewritten are the journal_rewritten records: paddock found, while
+	// it ran, that the file no longer held the record it wrote last.
+	Rewritten []Problem
 }
 
 // Problem is one finding of Verify, at a line of a file.
@@ -233,6 +249,7 @@ func Verify(path, head string) (*Verification, error) {
 		return nil, fmt.Errorf("journal %s: no such journal (nor rotated files): nothing to verify; if paddock run wrote one, it was removed", path)
 	}
 	v := &Verification{}
+	own := map[string]*ownRecords{}
 	var lastHash, lastFile string
 	lastLine := 0
 	chained := false
@@ -286,6 +303,29 @@ func Verify(path, head string) (*Verification, error) {
 			if head != "" && h == head {
 				v.HeadFound = true
 			}
+			if l.Rec["action"] == "journal_rewritten" {
+				m, _ := l.Rec["message"].(string)
+				if id, ok := l.Rec[SessionKey].(string); ok {
+					m = "session " + id + ": " + m
+				}
+				v.Rewritten = append(v.Rewritten, Problem{name, l.No, Excerpt([]byte(m), 600)})
+			}
+			if id, ok := l.Rec[SessionKey].(string); ok {
+				o := own[id]
+				if o == nil {
+					o = &ownRecords{sum: sha256.New()}
+					own[id] = o
+				}
+				if l.Rec["action"] == "session_ended" {
+					checkOwn(v, id, o, l.Rec, Problem{name, l.No, ""})
+				}
+				if l.Rec["action"] == "session_started" {
+					o.started = true
+				}
+				o.n++
+				o.sum.Write(l.Raw)
+				o.sum.Write([]byte{'\n'})
+			}
 			lastHash, lastFile, lastLine = h, name, l.No
 		}
 		if torn != nil {
@@ -302,6 +342,35 @@ func Verify(path, head string) (*Verification, error) {
 	}
 	v.Head = lastHash
 	return v, nil
+}
+
+// ownRecords are the records of one session that Verify has read so far.
+type ownRecords struct {
+	n       int
+	sum     hash.Hash // SHA-256 over their lines, each with '\n'
+	started bool      // its session_started is among them
+}
+
+// checkOwn checks a session_ended record against the records of its
+// session before it (o), when it says which were its own (Journal.Own).
+func checkOwn(v *Verification, id string, o *ownRecords, rec map[string]any, at Problem) {
+	n, ok1 := rec["records"].(float64)
+	sum, ok2 := rec["records_sha256"].(string)
+	if !ok1 || !ok2 {
+		return // written before paddock summed a session's records
+	}
+	got := hex.EncodeToString(o.sum.Sum(nil))
+	if int(n) == o.n && sum == got {
+		v.Sessions++
+		return
+	}
+	if !o.started && v.Anchor != "" {
+		at.Msg = fmt.Sprintf("session %s: its session_started is in a rotated file no longer kept, so its records cannot be checked against its session_ended", Excerpt([]byte(id), 40))
+		v.Warnings = append(v.Warnings, at)
+		return
+	}
+	at.Msg = fmt.Sprintf("session %s: its session_ended says paddock wrote %d records for it before this one (SHA-256 %s), but the journal holds %d (SHA-256 %s): records of the session were removed, edited or added", Excerpt([]byte(id), 40), int(n), short(sum), o.n, short(got))
+	v.Differing = append(v.Differing, at)
 }
 
 // IsHash reports whether s has the form of a chain hash (and of a head): a

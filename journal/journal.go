@@ -21,9 +21,11 @@ import (
 	"github.com/paddock-dev/paddock/audit"
 
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -100,6 +102,15 @@ type Options struct {
 	// not flood the caller. A mirror failure never fails Append. Nil: not
 	// told.
 	MirrorError func(error)
+	// LockWait bounds each wait for the journal's lock (lock.go): past it
+	// the record is not written, and Append and Open fail with a
+	// *LockError naming who holds the lock. Zero or negative means
+	// DefaultLockWait.
+	LockWait time.Duration
+	// Rewritten is told each time the journal file is found not to hold
+	// what this Journal wrote last (head.go), after the journal_rewritten
+	// record saying so was written (or could not be). Nil: not told.
+	Rewritten func(error)
 }
 
 // Journal appends records to one journal file. It is safe for concurrent use
@@ -120,6 +131,19 @@ type Journal struct {
 	dirty   bool   // records written to fd since its last fsync
 	head    string // hash of the last record this Journal wrote, or found at Open
 	mirror  *mirror
+
+	lockWaitMax time.Duration // Options.LockWait
+	lockStuck   *LockError    // the last wait timed out, and no lock since (lock.go)
+
+	// What this Journal wrote, to check the file against (head.go).
+	last      written // where its last record is
+	curDev    uint64  // the file j.fd holds, as lockCurrent found it
+	curIno    uint64
+	lastFd    int       // the file last holds, when j.fd is another since; else -1
+	own       int       // how many records it wrote
+	ownSum    hash.Hash // SHA-256 over those records' lines, '\n' included
+	rewrites  int       // how many times the file was found rewritten
+	rewritten func(error)
 }
 
 // fileFlags are the flags every journal file is opened with: appends only,
@@ -155,6 +179,14 @@ func Open(path string, o Options) (*Journal, error) {
 		euid:    os.Geteuid(),
 		fd:      -1,
 		dirfd:   -1,
+		lastFd:  -1,
+
+		lockWaitMax: o.LockWait,
+		ownSum:      sha256.New(),
+		rewritten:   o.Rewritten,
+	}
+	if j.lockWaitMax <= 0 {
+		j.lockWaitMax = DefaultLockWait
 	}
 	m, err := newMirror(o)
 	if err != nil {
@@ -277,12 +309,78 @@ func (j *Journal) Path() string { return j.path }
 // the file is fsynced before Append returns.
 //
 // The record is linked to the file's last record (its "prev", chain.go),
-// read under the lock, so that concurrent writers still form one chain. Once
-// written, it is sent to Options.Mirror, whose failures never fail Append.
+// read under the lock, so that concurrent writers still form one chain.
+// Before it, the file is checked against what this Journal wrote last, and
+// a journal_rewritten record goes first when it no longer holds it
+// (head.go).
+//
+// Every record goes to Options.Mirror, whatever became of the file write:
+// once written, as written; a record the file could not take, with the key
+// "journal_error" saying why (and no "prev"). A mirror failure never fails
+// Append. When the file could not take the record, the error is a
+// *FileError, which says whether the mirror took it.
 func (j *Journal) Append(r Record) error {
+	return j.append(r, j.sync)
+}
+
+// AppendSync is Append, then an fsync of the file, so that the record is
+// durable in the file when AppendSync returns nil. Otherwise the error is a
+// *FileError whose Mirrored says whether the record is in the mirror
+// (durable there, as far as a log daemon that took the datagram is), or an
+// error of the record itself (an empty action, a reserved field), which
+// went nowhere. Callers that must not act before their record is durable
+// somewhere (an adoption) use it.
+func (j *Journal) AppendSync(r Record) error {
+	return j.append(r, true)
+}
+
+// FileError is the error of an Append whose record did not reach the
+// journal file, or was written but could not be fsynced.
+type FileError struct {
+	// Err says what failed.
+	Err error
+	// Written says the record is in the file, but its fsync failed.
+	Written bool
+	// Mirrored says the mirror took the record (Options.Mirror): it is
+	// recorded there, and the mirrored copy says journal_error when it
+	// is not in the file.
+	Mirrored bool
+}
+
+func (e *FileError) Error() string {
+	where := "the journal mirror has it"
+	if !e.Mirrored {
+		where = "no journal mirror has it"
+	}
+	return fmt.Sprintf("%v (%s)", e.Err, where)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+func (j *Journal) append(r Record, sync bool) error {
+	line, err := j.prepare(r)
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	if j.fd < 0 {
+		j.mu.Unlock()
+		return fmt.Errorf("journal %s: append: %w", j.path, os.ErrClosed)
+	}
+	rewrite, err := j.appendMirrored(line, sync)
+	tell := j.rewritten
+	j.mu.Unlock()
+	if rewrite != nil && tell != nil {
+		tell(rewrite)
+	}
+	return err
+}
+
+// prepare encodes r with the session's key.
+func (j *Journal) prepare(r Record) ([]byte, error) {
 	if j.session != "" {
 		if _, ok := r.Fields[SessionKey]; ok {
-			return fmt.Errorf("journal %s: field %q is reserved: the journal's Options.Session sets it", j.path, SessionKey)
+			return nil, fmt.Errorf("journal %s: field %q is reserved: the journal's Options.Session sets it", j.path, SessionKey)
 		}
 		fields := make(map[string]any, len(r.Fields)+1)
 		for k, v := range r.Fields {
@@ -293,45 +391,112 @@ func (j *Journal) Append(r Record) error {
 	}
 	line, err := encode(r)
 	if err != nil {
-		return fmt.Errorf("journal %s: %w", j.path, err)
+		return nil, fmt.Errorf("journal %s: %w", j.path, err)
 	}
-
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.fd < 0 {
-		return fmt.Errorf("journal %s: append: %w", j.path, os.ErrClosed)
-	}
-	linked, err := j.appendLocked(line)
-	if err != nil {
-		return err
-	}
-	j.mirror.send(linked)
-	return nil
+	return line, nil
 }
 
-// appendLocked writes line, linked to the chain, and returns what it wrote
-// (without a separating newline). j.mu must be held.
-func (j *Journal) appendLocked(line []byte) ([]byte, error) {
+// appendMirrored writes line (nil: only the head check) with
+// appendLocked, fsyncs when sync says so, and mirrors what it wrote, or
+// what it could not write. It returns the rewrite found, if any, and the
+// error (a *FileError when the file failed). j.mu must be held.
+func (j *Journal) appendMirrored(line []byte, sync bool) (rewrite, err error) {
+	res := j.appendLocked(line)
+	err = res.err
+	if err == nil && sync && j.dirty {
+		if serr := unix.Fsync(j.fd); serr != nil {
+			err = fmt.Errorf("journal %s: sync: %w", j.path, serr)
+		} else {
+			j.dirty = false
+		}
+	}
+	mirrored := j.mirror != nil
+	for _, w := range res.written {
+		if j.mirror.send(w) != nil {
+			mirrored = false
+		}
+	}
+	if res.err != nil {
+		for _, u := range res.unwritten {
+			if j.mirror.send(withField(u, "journal_error", res.err.Error())) != nil {
+				mirrored = false
+			}
+		}
+	}
+	if err != nil {
+		err = &FileError{Err: err, Written: res.err == nil, Mirrored: mirrored}
+	}
+	return res.rewrite, err
+}
+
+// appended is what appendLocked did.
+type appended struct {
+	written   [][]byte // the records written, as written (with "prev")
+	unwritten [][]byte // the records not written, without "prev"
+	rewrite   error    // the file did not hold what this Journal wrote last
+	err       error    // the write failed
+}
+
+// appendLocked writes line (a record from prepare; nil: none), linked to
+// the chain, after a journal_rewritten record when the file no longer
+// holds what this Journal wrote last (checkHead). Both go in one write(2).
+// j.mu must be held.
+func (j *Journal) appendLocked(line []byte) (res appended) {
 	var size int64
 	var err error
 	var lead []byte // "\n" to end a torn last line, so it cannot swallow ours
+	var recs [][]byte
+	fail := func(err error) appended {
+		res.err, res.unwritten = err, recs
+		if len(recs) == 0 && line != nil {
+			res.unwritten = [][]byte{line}
+		}
+		return res
+	}
 	for {
 		size, err = j.lockCurrent()
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		lead = nil
 		if size > 0 {
 			end, err := j.lastByte(size)
 			if err != nil {
 				j.unlock()
-				return nil, err
+				return fail(err)
 			}
 			if end != '\n' {
 				lead = []byte{'\n'}
 			}
 		}
-		if size == 0 || size+int64(len(lead)+len(line)+prevLen) <= j.max {
+		recs = recs[:0]
+		if res.rewrite == nil {
+			// Once found, kept: the check after a rotation of ours
+			// would describe the same rewrite from the rotated file.
+			res.rewrite = j.checkHead(size)
+		}
+		if res.rewrite != nil {
+			pre, err := j.prepare(Record{Action: audit.JournalRewritten, Pid: os.Getpid(), Fields: map[string]any{
+				"message": "the journal was rewritten while paddock ran: " + res.rewrite.(*RewriteError).What, "head": j.head,
+			}})
+			if err != nil {
+				j.unlock()
+				return fail(err)
+			}
+			recs = append(recs, pre)
+		}
+		if line != nil {
+			recs = append(recs, line)
+		}
+		if len(recs) == 0 {
+			j.unlock()
+			return res
+		}
+		total := int64(len(lead))
+		for _, r := range recs {
+			total += int64(len(r) + prevLen)
+		}
+		if size == 0 || size+total <= j.max {
 			break
 		}
 		// Rotate, then loop: lockCurrent notices the path is free, opens
@@ -339,23 +504,32 @@ func (j *Journal) appendLocked(line []byte) ([]byte, error) {
 		// process may have filled it in between).
 		if err := j.rotate(); err != nil {
 			j.unlock()
-			return nil, err
+			return fail(err)
 		}
 	}
 	defer j.unlock()
+	if res.rewrite != nil {
+		j.rewrites++ // once, whatever the rotations in between
+	}
 
 	prev, err := j.link(size)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	linked := withPrev(line, prev)
-	line = append(lead, linked...)
-	n, err := unix.Write(j.fd, line)
+	out := lead
+	var linked [][]byte
+	for _, r := range recs {
+		l := withPrev(r, prev)
+		prev = hashLine(l[:len(l)-1])
+		linked = append(linked, l)
+		out = append(out, l...)
+	}
+	n, err := unix.Write(j.fd, out)
 	if n < 0 {
 		n = 0
 	}
-	if err == nil && n != len(line) {
-		err = fmt.Errorf("%w (%d of %d bytes)", io.ErrShortWrite, n, len(line))
+	if err == nil && n != len(out) {
+		err = fmt.Errorf("%w (%d of %d bytes)", io.ErrShortWrite, n, len(out))
 	}
 	if err != nil {
 		if n > 0 {
@@ -366,17 +540,12 @@ func (j *Journal) appendLocked(line []byte) ([]byte, error) {
 				err = fmt.Errorf("%w (and removing the partial record: %v)", err, terr)
 			}
 		}
-		return nil, fmt.Errorf("journal %s: write: %w", j.path, err)
+		return fail(fmt.Errorf("journal %s: write: %w", j.path, err))
 	}
 	j.dirty = true
-	j.head = hashLine(linked[:len(linked)-1])
-	if j.sync {
-		if err := unix.Fsync(j.fd); err != nil {
-			return linked, fmt.Errorf("journal %s: sync: %w", j.path, err)
-		}
-		j.dirty = false
-	}
-	return linked, nil
+	j.wrote(linked, size+int64(len(out)))
+	res.written = linked
+	return res
 }
 
 // Sync flushes the records written so far to stable storage. Callers fsync
@@ -406,6 +575,10 @@ func (j *Journal) Close() error {
 	}
 	err := unix.Close(j.fd)
 	j.fd = -1
+	if j.lastFd >= 0 {
+		unix.Close(j.lastFd)
+		j.lastFd = -1
+	}
 	unix.Close(j.dirfd)
 	j.mirror.close()
 	if err != nil {
@@ -417,11 +590,12 @@ func (j *Journal) Close() error {
 // lockCurrent takes the flock on the file that j.path names now, reopening
 // the path if another process rotated the file we hold (or it was removed),
 // and returns that file's size. On success the caller must call j.unlock.
-// j.mu must be held.
+// It waits for the lock at most Options.LockWait (lock.go). j.mu must be
+// held.
 func (j *Journal) lockCurrent() (int64, error) {
 	for {
-		if err := retryEINTR(func() error { return unix.Flock(j.fd, unix.LOCK_EX) }); err != nil {
-			return 0, fmt.Errorf("journal %s: lock: %w", j.path, err)
+		if err := j.lockWait(j.fd); err != nil {
+			return 0, err
 		}
 		var fst, pst unix.Stat_t
 		if err := unix.Fstat(j.fd, &fst); err != nil {
@@ -430,6 +604,7 @@ func (j *Journal) lockCurrent() (int64, error) {
 		}
 		err := unix.Fstatat(j.dirfd, j.base, &pst, unix.AT_SYMLINK_NOFOLLOW)
 		if err == nil && fst.Dev == pst.Dev && fst.Ino == pst.Ino {
+			j.curDev, j.curIno = fst.Dev, fst.Ino
 			return fst.Size, nil
 		}
 		if err != nil && !errors.Is(err, unix.ENOENT) {
@@ -459,7 +634,7 @@ func (j *Journal) reopen() error {
 	if err != nil {
 		return err
 	}
-	unix.Close(j.fd)
+	j.keepLast(j.fd)
 	j.fd = fd
 	return nil
 }
@@ -486,8 +661,11 @@ func (j *Journal) rotate() error {
 
 // unlock releases the flock on j.fd. An error here cannot lose data (the
 // lock also goes with the descriptor), so it is ignored.
-func (j *Journal) unlock() {
-	_ = retryEINTR(func() error { return unix.Flock(j.fd, unix.LOCK_UN) })
+func (j *Journal) unlock() { j.unlockFd(j.fd) }
+
+// unlockFd releases the flock on fd.
+func (j *Journal) unlockFd(fd int) {
+	_ = retryEINTR(func() error { return unix.Flock(fd, unix.LOCK_UN) })
 }
 
 // encode renders r as one JSON line ending in '\n': ts, action, pid, then

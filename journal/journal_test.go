@@ -212,6 +212,17 @@ func seqsByWriter(t *testing.T, recs []map[string]any) map[int][]int {
 	t.Helper()
 	got := map[int][]int{}
 	for i, r := range recs {
+		if r["action"] == "journal_rewritten" {
+			// Writers sharing a tiny journal (rotated every few
+			// records, three kept) may see the file they last wrote
+			// to rotated out with the ones after it between two of
+			// their records: the head check says it cannot tell that
+			// from a replaced journal. Anything else is a false alarm.
+			if m, _ := r["message"].(string); !strings.Contains(m, "rotated out of the") {
+				t.Errorf("record %d: a journal_rewritten where nothing was rewritten: %v", i, r)
+			}
+			continue
+		}
 		w, ok1 := r["writer"].(float64)
 		s, ok2 := r["seq"].(float64)
 		if !ok1 || !ok2 {
@@ -491,6 +502,7 @@ func TestRotation(t *testing.T) {
 			// Oldest first: path.Keep .. path.1, path.
 			var all []map[string]any
 			sizes := make([]int, keep+1)
+			startsRewritten := make([]bool, keep+1)
 			maxLine := 0
 			for i := keep; i >= 0; i-- {
 				name := path
@@ -509,12 +521,21 @@ func TestRotation(t *testing.T) {
 					t.Errorf("%s does not end with a whole line", name)
 				}
 				for _, l := range bytes.SplitAfter(raw, []byte{'\n'}) {
-					maxLine = max(maxLine, len(l))
+					if !bytes.Contains(l, []byte(`"action":"journal_rewritten"`)) {
+						maxLine = max(maxLine, len(l))
+					}
 				}
-				all = append(all, readFile(t, name)...)
+				recs := readFile(t, name)
+				startsRewritten[i] = len(recs) > 0 && recs[0]["action"] == "journal_rewritten"
+				all = append(all, recs...)
 			}
-			// A file is rotated only when the next record would not fit.
+			// A file is rotated only when the next record would not fit
+			// (or the next two: a journal_rewritten record and the one
+			// it came before, seqsByWriter).
 			for i := 1; i <= keep; i++ {
+				if startsRewritten[i-1] {
+					continue
+				}
 				if sizes[i]+maxLine <= maxBytes {
 					t.Errorf("%s.%d rotated at %d bytes, though a %d-byte record still fit", path, i, sizes[i], maxLine)
 				}
@@ -577,9 +598,15 @@ func TestAppendAfterRemoval(t *testing.T) {
 	if err := j.Append(Record{Action: "two"}); err != nil {
 		t.Fatal(err)
 	}
+	// The journal was removed under the writer: the record written after
+	// it goes to a fresh file, after one saying so (head.go).
 	recs := readFile(t, path)
-	if len(recs) != 1 || recs[0]["action"] != "two" {
-		t.Errorf("after removal the path holds %v, want the record written after it", recs)
+	if len(recs) != 2 || recs[0]["action"] != "journal_rewritten" || recs[1]["action"] != "two" ||
+		!strings.Contains(recs[0]["message"].(string), "removed or emptied") {
+		t.Errorf("after removal the path holds %v, want journal_rewritten and the record written after it", recs)
+	}
+	if j.Rewrites() != 1 {
+		t.Errorf("Rewrites() = %d, want 1", j.Rewrites())
 	}
 }
 

@@ -20,6 +20,10 @@ import (
 // agent can rewrite the file, and even fix the chain up, but not the
 // system's log). Sends never block: a datagram the daemon cannot take now
 // is dropped and reported (Options.MirrorError), and never fails Append.
+// The mirror gets every record, whatever became of its write to the file:
+// a record the file could not take is sent with the key "journal_error"
+// saying why (Journal.Append), so that an agent that breaks the file (holds
+// its lock, swaps it for a link) cannot keep a record out of both.
 
 // MirrorKind names where a mirror sends the records.
 type MirrorKind string
@@ -93,10 +97,11 @@ func newMirror(o Options) (*mirror, error) {
 	return m, nil
 }
 
-// send mirrors line, one record as written (with its '\n').
-func (m *mirror) send(line []byte) {
+// send mirrors line, one record as written (with its '\n'). It returns
+// the send's error (nil without a mirror).
+func (m *mirror) send(line []byte) error {
 	if m == nil {
-		return
+		return nil
 	}
 	raw := bytes.TrimSuffix(line, []byte{'\n'})
 	var msg []byte
@@ -110,12 +115,27 @@ func (m *mirror) send(line []byte) {
 	})
 	if err == nil {
 		m.failing = false
-		return
+		return nil
 	}
 	if !m.failing && m.report != nil {
 		m.report(fmt.Errorf("journal mirror to %s (%s): %w; records still go to the journal file, and this is reported once until a send succeeds again", m.kind, m.addr, err))
 	}
 	m.failing = true
+	return err
+}
+
+// withField returns line (a JSON object and '\n', from encode) with key
+// and the string value added as its last key: a record the file could not
+// take, as mirrored.
+func withField(line []byte, key, value string) []byte {
+	v, _ := json.Marshal(value) // a string always encodes
+	out := make([]byte, 0, len(line)+len(key)+len(v)+4)
+	out = append(out, line[:len(line)-2]...) // "}\n"
+	out = append(out, ',', '"')
+	out = append(out, key...)
+	out = append(out, '"', ':')
+	out = append(out, v...)
+	return append(out, "}\n"...)
 }
 
 func (m *mirror) close() {
@@ -163,8 +183,13 @@ func priority(action string) int {
 //	                   than A-Z, 0-9 and _ as _: PADDOCK_TS, PADDOCK_ACTION,
 //	                   PADDOCK_PID, PADDOCK_RULE, PADDOCK_PREV, ...; strings
 //	                   as they are, other values as JSON
-//	PADDOCK_HASH       the record's chain hash (what the next record's prev is)
+//	PADDOCK_HASH       the record's chain hash (what the next record's prev
+//	                   is); only for a record written to the file (one with
+//	                   "prev")
 //	PADDOCK_RECORD     the record's JSON line, exactly as written to the file
+//	                   (a record the file could not take: as it would have
+//	                   been, without "prev", with "journal_error" saying why,
+//	                   which is also PADDOCK_JOURNAL_ERROR)
 //
 // A value holding a newline is sent in the protocol's binary-safe form.
 func journaldEntry(raw []byte) []byte {
@@ -198,7 +223,9 @@ func journaldEntry(raw []byte) []byte {
 	for _, k := range keys {
 		put(journaldName(k), f[k])
 	}
-	put("PADDOCK_HASH", hashLine(raw))
+	if _, ok := f["prev"]; ok {
+		put("PADDOCK_HASH", hashLine(raw))
+	}
 	put("PADDOCK_RECORD", string(raw))
 	return b.Bytes()
 }

@@ -180,13 +180,17 @@ func FormatPid(v any) string {
 // the call and its target ("kill(SIGTERM) pid 4242"), an exec's argv, a
 // session's command, the rule, the reason, then every other field as
 // key=value, sorted. ts, action, pid and message are not repeated, nor the
-// chain's prev (--verify reads it), nor a session_started record's boot_id
-// and pid_ns (they only let a reader tell whether its paddock still runs); abi only when it is not a native one
+// chain's prev (--verify reads it), nor a session_started record's boot_id,
+// pid_ns (they only let a reader tell whether its paddock still runs) and
+// journal, nor a session_ended record's records_sha256 or a
+// journal_rewritten record's head (--verify reads them), whose message
+// comes first instead; abi only when it is not a native one
 // (a compat ABI, such as i386 through int 0x80, is worth a look). A record
 // with none of these is summarised by its message.
 func Summary(rec map[string]any) string {
 	var parts []string
-	used := map[string]bool{"ts": true, "action": true, "pid": true, "message": true, "prev": true, KeyBootID: true, KeyPidNS: true}
+	used := map[string]bool{"ts": true, "action": true, "pid": true, "message": true, "prev": true, KeyBootID: true, KeyPidNS: true,
+		"journal": true, "records_sha256": true, "head": true}
 	take := func(k string) (any, bool) {
 		v, ok := rec[k]
 		used[k] = true
@@ -232,6 +236,12 @@ func Summary(rec map[string]any) string {
 
 	if v, ok := take("command"); ok {
 		parts = append(parts, "command "+argvWords(v))
+	}
+	if rec["action"] == "journal_rewritten" {
+		// What paddock found is the record's point.
+		if m, ok := rec["message"]; ok {
+			parts = append(parts, text(m))
+		}
 	}
 	if v, ok := take("rule"); ok {
 		parts = append(parts, "rule="+word(rawText(v)))

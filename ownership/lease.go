@@ -43,20 +43,75 @@ type AdoptRequest struct {
 	Now        time.Time
 }
 
-// Adopt validates and records a lease. The returned lease is a copy.
+// Adopt validates and records a lease, live at once (Prepare, then
+// Install). The returned lease is a copy.
 func (t *Tree) Adopt(r AdoptRequest) (Lease, error) {
+	p, err := t.Prepare(r)
+	if err != nil {
+		return Lease{}, err
+	}
+	return t.Install(p), nil
+}
+
+// Pending is a lease validated and pinned by Prepare that authorizes
+// nothing yet: Install makes it live, Discard drops it. One of the two
+// must be called.
+type Pending struct {
+	l    Lease
+	done bool
+}
+
+// Lease returns the lease as Install will record it (a copy).
+func (p *Pending) Lease() Lease { return p.l }
+
+// Discard drops a lease that was never installed (its record could not be
+// made durable), releasing its pidfd. It does nothing after Install or a
+// first Discard.
+func (p *Pending) Discard() {
+	if p.done {
+		return
+	}
+	p.done = true
+	unix.Close(p.l.pidfd)
+}
+
+// Install makes a prepared lease live and returns a copy. An adoption is
+// journaled between Prepare and Install, so that no lease authorizes
+// anything before its record is durable (supervisor's adopt): the agent
+// cannot use a lease while its record waits, and then keep the record out.
+// The process may have exited meanwhile: the lease then authorizes nothing
+// (it is pinned by its pidfd) and Sweep expires it.
+func (t *Tree) Install(p *Pending) Lease {
+	if p.done {
+		panic("ownership: Install of a lease already installed or discarded")
+	}
+	p.done = true
+	l := p.l
+	t.mu.Lock()
+	if old, ok := t.leases[l.Pid]; ok {
+		unix.Close(old.pidfd)
+	}
+	t.leases[l.Pid] = l
+	t.epoch++
+	t.mu.Unlock()
+	return l
+}
+
+// Prepare validates an adoption and pins its process, but records nothing:
+// the lease it returns (Pending) authorizes nothing until Install.
+func (t *Tree) Prepare(r AdoptRequest) (*Pending, error) {
 	if strings.TrimSpace(r.Reason) == "" {
-		return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a non-empty reason saying why the agent must control this process, e.g. paddock adopt %d --reason \"test subject started in tmux\"", r.Pid, r.Pid)}
+		return nil, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a non-empty reason saying why the agent must control this process, e.g. paddock adopt %d --reason \"test subject started in tmux\"", r.Pid, r.Pid)}
 	}
 	if r.Pid <= 1 {
-		return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID (greater than 1, of a running user process)", r.Pid)}
+		return nil, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID (greater than 1, of a running user process)", r.Pid)}
 	}
 	fd, err := unix.PidfdOpen(r.Pid, 0)
 	if err != nil {
 		if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL) {
-			return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID, and no process %d exists (a thread id is not a process id)", r.Pid, r.Pid)}
+			return nil, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID, and no process %d exists (a thread id is not a process id)", r.Pid, r.Pid)}
 		}
-		return Lease{}, fmt.Errorf("adopt %d: pidfd_open: %w", r.Pid, err)
+		return nil, fmt.Errorf("adopt %d: pidfd_open: %w", r.Pid, err)
 	}
 	keep := false
 	defer func() {
@@ -67,36 +122,28 @@ func (t *Tree) Adopt(r AdoptRequest) (Lease, error) {
 	st, err := t.fs.Stat(r.Pid)
 	if err != nil {
 		if errors.Is(err, procfs.ErrNotFound) {
-			return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID, and process %d has exited", r.Pid, r.Pid)}
+			return nil, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID, and process %d has exited", r.Pid, r.Pid)}
 		}
-		return Lease{}, fmt.Errorf("adopt %d: %w", r.Pid, err)
+		return nil, fmt.Errorf("adopt %d: %w", r.Pid, err)
 	}
 	if st.KernelThread() {
-		return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d (%s) refused: adoption needs a valid non-system PID, and %d is a kernel thread", r.Pid, st.Comm, r.Pid)}
+		return nil, &AdoptError{fmt.Sprintf("adoption of pid %d (%s) refused: adoption needs a valid non-system PID, and %d is a kernel thread", r.Pid, st.Comm, r.Pid)}
 	}
 	// The stat line read after the pidfd was opened describes the pinned
 	// process only if that process is still alive now.
 	if Reaped(fd) {
-		return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID, and process %d has exited", r.Pid, r.Pid)}
+		return nil, &AdoptError{fmt.Sprintf("adoption of pid %d refused: adoption needs a valid non-system PID, and process %d has exited", r.Pid, r.Pid)}
 	}
 	rel, err := t.classifyTree(st)
 	if err != nil {
-		return Lease{}, fmt.Errorf("adopt %d: %w", r.Pid, err)
+		return nil, fmt.Errorf("adopt %d: %w", r.Pid, err)
 	}
 	lifeline := rel.Lifeline() || rel == audit.RelAgentRoot
 	if lifeline && !r.LifelineOK {
-		return Lease{}, &AdoptError{fmt.Sprintf("adoption of pid %d (%s) refused: pid %d is a critical session lifeline (%s); signalling it can end the session. If the user really wants the agent to control it, adopt it with --lifeline-ok (paddock adopt %d --reason \"...\" --lifeline-ok); that override is journaled.", r.Pid, st.Comm, r.Pid, rel, r.Pid)}
+		return nil, &AdoptError{fmt.Sprintf("adoption of pid %d (%s) refused: pid %d is a critical session lifeline (%s); signalling it can end the session. If the user really wants the agent to control it, adopt it with --lifeline-ok (paddock adopt %d --reason \"...\" --lifeline-ok); that override is journaled.", r.Pid, st.Comm, r.Pid, rel, r.Pid)}
 	}
-	l := Lease{Identity: IdentityOf(st), Reason: strings.TrimSpace(r.Reason), AdoptedBy: r.By, AdoptedAt: r.Now.UTC(), LifelineOverride: lifeline, pidfd: fd}
-	t.mu.Lock()
-	if old, ok := t.leases[l.Pid]; ok {
-		unix.Close(old.pidfd)
-	}
-	t.leases[l.Pid] = l
-	t.epoch++
-	t.mu.Unlock()
 	keep = true
-	return l, nil
+	return &Pending{l: Lease{Identity: IdentityOf(st), Reason: strings.TrimSpace(r.Reason), AdoptedBy: r.By, AdoptedAt: r.Now.UTC(), LifelineOverride: lifeline, pidfd: fd}}, nil
 }
 
 // Release drops the lease on pid; ok=false when there was none.

@@ -117,6 +117,9 @@ type Pipeline struct {
 
 	// logged rate-limits the per-refusal log lines (run goroutine only).
 	logged callerLimit
+	// journalLost counts the records the journal failed to take since it
+	// last took one (run goroutine only).
+	journalLost int
 
 	// pace and paceNext (under paceMu) are Options.Pace and the time the
 	// next refusal over it may be answered.
@@ -296,6 +299,9 @@ func (p *Pipeline) run() {
 			if n := p.dropped.Swap(0); n > 0 {
 				p.log.Error().Int64("dropped", n).Msg("refusals came faster than they could be reported; every one was refused, but these were not logged individually")
 			}
+			if p.journalLost > 1 {
+				p.log.Error().Int("records", p.journalLost).Msg("the audit journal still takes no record; this many could not be written to it (the journal mirror has them, where one is kept)")
+			}
 			close(ev.flushed)
 			continue
 		}
@@ -347,13 +353,25 @@ func labelled(e *zerolog.Event, ev Event) *zerolog.Event {
 }
 
 // journalEvent appends ev's record; a failure is said out loud, and the
-// decision itself stands.
+// decision itself stands. A journal that keeps failing (its lock held, say)
+// is said once, with the first error, then once more when it works again,
+// with how many records it could not take meanwhile (each went to the
+// mirror, where one is kept): a storm of refusals does not become a storm
+// of log lines.
 func (p *Pipeline) journalEvent(ev Event) {
 	if p.journal == nil {
 		return
 	}
-	if err := p.journal.Append(Record(ev)); err != nil {
-		p.log.Error().Err(err).Msg("paddock could not write the audit journal; the decision itself stands")
+	err := p.journal.Append(Record(ev))
+	switch {
+	case err == nil && p.journalLost > 0:
+		p.log.Warn().Int("records", p.journalLost).Msg("the audit journal takes records again; it could not take this many meanwhile (the journal mirror has them, where one is kept)")
+		p.journalLost = 0
+	case err != nil && p.journalLost == 0:
+		p.log.Error().Err(err).Msg("paddock could not write the audit journal; the decision itself stands (said once until the journal takes a record again)")
+		p.journalLost++
+	case err != nil:
+		p.journalLost++
 	}
 }
 

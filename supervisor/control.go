@@ -97,9 +97,6 @@ func (o controlOps) Inside(pid int) (bool, error) {
 	return false, nil
 }
 
-// adopt records a lease and journals it; an adoption that cannot be
-// journaled (and fsync'd) is refused, since an unaudited widening of what the
-// agent may signal is exactly what the journal exists to prevent.
 // mayAdopt applies Config.Adoption to a control-socket client: inside says
 // whether the client belongs to the session (the agent's tree or an
 // adopted process; unclassifiable clients count as inside).
@@ -115,33 +112,54 @@ func (s *Session) mayAdopt(inside bool) error {
 	return nil
 }
 
+// adopt journals a lease, then records it; an adoption whose records
+// cannot be made durable (written to the journal and fsynced, or, when the
+// file fails, taken by the journal's mirror) is refused, since an
+// unaudited widening of what the agent may signal is exactly what the
+// journal exists to prevent. The lease authorizes nothing before then.
 func (s *Session) adopt(pid int, reason string, lifelineOK bool, by string) (ownership.Lease, error) {
 	if s.cfg.Journal == nil {
 		return ownership.Lease{}, errors.New("adoption refused: this session has no audit journal, and adoptions must be journaled. Way out: restart paddock run with --journal FILE")
 	}
 	s.adoptMu.Lock()
 	defer s.adoptMu.Unlock()
-	l, err := s.tree.Adopt(ownership.AdoptRequest{Pid: pid, Reason: reason, By: by, LifelineOK: lifelineOK, Now: time.Now()})
+	// Validated and pinned, but authorizing nothing until its records are
+	// durable: while they wait (for the journal's lock, say, which the
+	// agent can hold), the process is as foreign as before.
+	p, err := s.tree.Prepare(ownership.AdoptRequest{Pid: pid, Reason: reason, By: by, LifelineOK: lifelineOK, Now: time.Now()})
 	if err != nil {
-		return l, err
+		return ownership.Lease{}, err
 	}
+	defer p.Discard() // nothing once installed
+	l := p.Lease()
 	fields := map[string]any{"reason": l.Reason, "comm": l.Comm, "start_time": l.StartTime, "adopted_by": by}
 	if l.LifelineOverride {
 		fields["self_lifeline_opt_in"] = true
 	}
-	err = s.cfg.Journal.Append(journal.Record{TS: l.AdoptedAt, Action: audit.Adopted, Pid: l.Pid, Fields: fields})
-	if err == nil && l.LifelineOverride {
-		err = s.cfg.Journal.Append(journal.Record{TS: l.AdoptedAt, Action: audit.SelfLifelineOverride, Pid: l.Pid, Fields: map[string]any{
+	recs := []journal.Record{{TS: l.AdoptedAt, Action: audit.Adopted, Pid: l.Pid, Fields: fields}}
+	if l.LifelineOverride {
+		recs = append(recs, journal.Record{TS: l.AdoptedAt, Action: audit.SelfLifelineOverride, Pid: l.Pid, Fields: map[string]any{
 			"reason": l.Reason, "comm": l.Comm, "adopted_by": by, "self_lifeline_opt_in": true,
 		}})
 	}
-	if err == nil {
-		err = s.cfg.Journal.Sync()
+	var mirrorOnly error
+	for _, r := range recs {
+		// Durable in the file (written and fsynced), or, where the file
+		// could not take it, sent to the mirror: else refused.
+		err := s.cfg.Journal.AppendSync(r)
+		var fe *journal.FileError
+		switch {
+		case err == nil:
+		case errors.As(err, &fe) && fe.Mirrored:
+			mirrorOnly = err
+		default:
+			s.cfg.Log.Error().Err(err).Int("pid", pid).Msg("adoption refused: the audit journal could not be written")
+			return ownership.Lease{}, fmt.Errorf("adoption of pid %d refused: the audit journal could not be written (%v); nothing was adopted", pid, err)
+		}
 	}
-	if err != nil {
-		s.tree.Release(l.Pid)
-		s.cfg.Log.Error().Err(err).Int("pid", pid).Msg("adoption refused: the audit journal could not be written")
-		return ownership.Lease{}, fmt.Errorf("adoption of pid %d refused: the audit journal could not be written (%v); nothing was adopted", pid, err)
+	l = s.tree.Install(p)
+	if mirrorOnly != nil {
+		s.cfg.Log.Error().Err(mirrorOnly).Int("pid", l.Pid).Msg("adopted, recorded in the journal mirror only: the journal file could not take the record")
 	}
 	s.cfg.Log.Info().Int("pid", l.Pid).Str("comm", l.Comm).Str("reason", l.Reason).Str("by", by).Bool("lifeline_override", l.LifelineOverride).Msg("adopted")
 	return l, nil

@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -32,6 +34,7 @@ type journalFlags struct {
 	session string
 	verify  bool
 	head    string
+	mirror  string
 }
 
 func newJournalCmd() *cobra.Command {
@@ -85,7 +88,24 @@ not JSON but that the chain passes over are warnings, not tampering; so is a
 session with no end record. The chain
 cannot show records cut off its end, nor a chain rewritten with fresh hashes:
 --head HASH (the head paddock run logged) checks that the chain still holds
-that record, and --journal-mirror keeps a copy the agent cannot rewrite.`,
+that record, and --journal-mirror keeps a copy the agent cannot rewrite.
+Each session_ended paddock run writes says how many records the session
+wrote and their SHA-256: --verify checks them, so that a record of a
+session removed and the chain recomputed around it shows.
+
+--mirror SOURCE compares the journal with what paddock run
+--journal-mirror sent: journald (runs journalctl -o json --all
+SYSLOG_IDENTIFIER=paddock), or a FILE of that output or of the syslog lines
+(- reads stdin). Sessions are compared when the file has their records, or
+their mirrored session_started names this journal. A record the mirror has
+that the file lacks (removed, rewritten) and a record of a session the
+mirror followed that the mirror lacks (added to the file: a session_ended
+forged for a session killed with SIGKILL, which only the mirror shows; or a
+datagram the mirror dropped, which paddock logged) are mismatches; a record
+the file could not take (journal_error) is a warning.
+
+A journal_rewritten record (paddock found, while it ran, that the file no
+longer held the record it wrote last) is tampering to --verify too.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runJournal(cmd, f)
@@ -101,6 +121,7 @@ that record, and --journal-mirror keeps a copy the agent cannot rewrite.`,
 	fl.StringVar(&f.session, "session", "", "only the records of session `ID` (the session id paddock run logs at start)")
 	fl.BoolVar(&f.verify, "verify", false, "check the journal's hash chain instead of printing it; exit 1 naming the first break")
 	fl.StringVar(&f.head, "head", "", "with --verify: also check that the record with this chain `HASH` (logged by paddock run) is in the chain")
+	fl.StringVar(&f.mirror, "mirror", "", "with --verify: also compare the journal with the copy its mirror kept: `SOURCE` is journald (read with journalctl), or a file (- for stdin) of `journalctl -o json` output or of syslog lines")
 	return cmd
 }
 
@@ -327,12 +348,15 @@ func (p *journalPrinter) readFile(i int, f *os.File) (int64, error) {
 func runJournal(cmd *cobra.Command, f journalFlags) error {
 	if f.verify {
 		if f.json || f.follow || f.wide || f.since != "" || len(f.actions) > 0 || f.session != "" {
-			return usageError("--verify checks the whole journal: it takes only --journal and --head")
+			return usageError("--verify checks the whole journal: it takes only --journal, --head and --mirror")
 		}
 		return runVerify(cmd, f)
 	}
 	if f.head != "" {
 		return usageError("--head goes with --verify")
+	}
+	if f.mirror != "" {
+		return usageError("--mirror goes with --verify")
 	}
 	actions, err := parseActions(f.actions)
 	if err != nil {
@@ -467,6 +491,12 @@ func runVerify(cmd *cobra.Command, f journalFlags) error {
 	for _, b := range v.Breaks {
 		fmt.Fprintf(stderr, "paddock: %v\n", b)
 	}
+	for _, d := range v.Differing {
+		fmt.Fprintf(stderr, "paddock: %v\n", d)
+	}
+	for _, r := range v.Rewritten {
+		fmt.Fprintf(stderr, "paddock: %v\n", r)
+	}
 	fmt.Fprintf(stdout, "journal %s: %d records in %d files\n", path, v.Records, len(v.Files))
 	if v.Legacy > 0 {
 		fmt.Fprintf(stdout, "%d unchained legacy records at the start (written before the journal was chained)\n", v.Legacy)
@@ -476,6 +506,9 @@ func runVerify(cmd *cobra.Command, f journalFlags) error {
 	}
 	if v.Head != "" {
 		fmt.Fprintf(stdout, "head %s\n", v.Head)
+	}
+	if v.Sessions > 0 {
+		fmt.Fprintf(stdout, "%d sessions' records match their session_ended\n", v.Sessions)
 	}
 	bad := false
 	if len(v.Breaks) > 0 {
@@ -487,9 +520,25 @@ func runVerify(cmd *cobra.Command, f journalFlags) error {
 		fmt.Fprintf(stdout, "TAMPERED: the chain breaks %s; the first break is at %s line %d\n", times, first.File, first.Line)
 		bad = true
 	}
+	if len(v.Differing) > 0 {
+		fmt.Fprintf(stdout, "TAMPERED: the records of %d sessions differ from what their session_ended says; the first is at %s line %d\n", len(v.Differing), v.Differing[0].File, v.Differing[0].Line)
+		bad = true
+	}
+	if len(v.Rewritten) > 0 {
+		fmt.Fprintf(stdout, "TAMPERED: paddock found the journal rewritten %d times while it ran (journal_rewritten); the first record saying so is at %s line %d\n", len(v.Rewritten), v.Rewritten[0].File, v.Rewritten[0].Line)
+		bad = true
+	}
 	if f.head != "" && !v.HeadFound {
 		fmt.Fprintf(stdout, "TAMPERED: no record hashes to --head %s: records were cut off the end, or the chain was rewritten\n", f.head)
 		bad = true
+	}
+	if f.mirror != "" {
+		differs, err := verifyMirror(cmd, path, f.mirror)
+		if err != nil {
+			fmt.Fprintf(stderr, "paddock: --mirror %s: %v\n", f.mirror, err)
+			return exitError{code: 1}
+		}
+		bad = bad || differs
 	}
 	if bad {
 		return exitError{code: 1}
@@ -499,4 +548,74 @@ func runVerify(cmd *cobra.Command, f journalFlags) error {
 	}
 	fmt.Fprintln(stdout, "chain intact")
 	return nil
+}
+
+// verifyMirror is --verify --mirror SOURCE: the journal at path compared
+// with the records the mirror kept; differs when they disagree.
+func verifyMirror(cmd *cobra.Command, path, source string) (differs bool, err error) {
+	var r io.Reader
+	switch source {
+	case "journald":
+		jc := exec.Command("journalctl", "-o", "json", "--all", "--no-pager", "SYSLOG_IDENTIFIER=paddock")
+		var errb bytes.Buffer
+		jc.Stderr = &errb
+		out, err := jc.Output()
+		if err != nil {
+			return false, fmt.Errorf("journalctl: %v: %s (read journald's copy as a user who may: root, or a member of systemd-journal or adm; or give a file of `journalctl -o json --all SYSLOG_IDENTIFIER=paddock` output)", err, bytes.TrimSpace(errb.Bytes()))
+		}
+		r = bytes.NewReader(out)
+	case "syslog":
+		return false, errors.New("give the file syslog keeps paddock's messages in (/var/log/auth.log, /var/log/secure, ...: facility authpriv), not syslog")
+	case "-":
+		r = cmd.InOrStdin()
+	default:
+		fh, err := os.Open(source)
+		if err != nil {
+			return false, err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	recs, unreadable, err := journal.ReadMirror(r)
+	if err != nil {
+		return false, err
+	}
+	c, err := journal.CompareMirror(path, recs)
+	if err != nil {
+		return false, err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	name := func(f journal.MirrorFinding) string {
+		return fmt.Sprintf("session %s: %s at %s", journal.Excerpt([]byte(f.Session), 40), journal.Excerpt([]byte(f.Action), 40), journal.Excerpt([]byte(f.TS), 40))
+	}
+	if unreadable > 0 {
+		fmt.Fprintf(stderr, "paddock: warning: mirror: %d lines name a record that cannot be read (cut short or escaped by the log daemon): not compared\n", unreadable)
+	}
+	for _, f := range c.Unwritten {
+		fmt.Fprintf(stderr, "paddock: warning: mirror: %s is in the mirror only: the journal file could not take it (%s)\n", name(f), journal.Excerpt([]byte(f.Why), 300))
+	}
+	for _, f := range c.Missing {
+		fmt.Fprintf(stderr, "paddock: mirror: %s (hash %s) is in the mirror, not in the journal: removed, or the chain rewritten\n", name(f), f.Hash)
+	}
+	for _, f := range c.Extra {
+		fmt.Fprintf(stderr, "paddock: mirror: %s (%s) is in the journal, not in the mirror: added to the file (a session_ended forged for a session killed with SIGKILL, say), or the mirror dropped it (paddock run then logged \"the journal mirror failed\")\n", name(f), f.Where)
+	}
+	fmt.Fprintf(stdout, "mirror %s: %d records of %d sessions compared", source, c.Records, c.Sessions)
+	if c.Other > 0 {
+		fmt.Fprintf(stdout, "; %d sessions of other journals passed over", c.Other)
+	}
+	if c.Older > 0 {
+		fmt.Fprintf(stdout, "; %d records older than the journal's kept files passed over", c.Older)
+	}
+	fmt.Fprintln(stdout)
+	if c.Differs() {
+		fmt.Fprintf(stdout, "MISMATCH with the mirror: %d records the journal lacks, %d the mirror lacks\n", len(c.Missing), len(c.Extra))
+		return true, nil
+	}
+	if c.Sessions == 0 {
+		fmt.Fprintf(stdout, "MISMATCH with the mirror: it holds no session of this journal (was paddock run given --journal-mirror?)\n")
+		return true, nil
+	}
+	fmt.Fprintln(stdout, "the mirror agrees")
+	return false, nil
 }

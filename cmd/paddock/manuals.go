@@ -178,7 +178,7 @@ func manuals() map[string]manual {
 		"paddock journal": {
 			Exit: []term{
 				{"0", "the journal was read, also when it does not exist yet or its last line is incomplete (said on stderr); with --verify: the hash chain is intact (warnings on stderr)"},
-				{"1", "the journal could not be read, or a line other than the last is not a JSON object (every good record is still printed, every bad line reported on stderr); with --verify: tampering found (each break on stderr), the --head record is not in the chain, or there is no journal to verify"},
+				{"1", "the journal could not be read, or a line other than the last is not a JSON object (every good record is still printed, every bad line reported on stderr); with --verify: tampering found (each break on stderr, a journal_rewritten record among them), the --head record is not in the chain, the --mirror differs from the file, or there is no journal to verify or it (or the mirror) could not be read"},
 				usageExit("usage error"),
 			},
 			Env:   []term{envJournal(), envStateHome()},

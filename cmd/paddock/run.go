@@ -32,6 +32,7 @@ type runFlags struct {
 	journalMax     int64
 	journalKeep    int
 	journalMirror  string
+	journalLock    time.Duration
 	logFormat      string
 	logLevel       string
 	noNotifyStderr bool
@@ -85,6 +86,7 @@ pty = false) keeps CMD on your terminal.`,
 	cmd.Flags().Int64Var(&f.journalMax, "journal-max-bytes", journal.DefaultMaxBytes, "rotate the journal when it would grow past `BYTES`")
 	cmd.Flags().IntVar(&f.journalKeep, "journal-keep", journal.DefaultKeep, "rotated journal files to keep (FILE.1 .. FILE.N)")
 	cmd.Flags().StringVar(&f.journalMirror, "journal-mirror", "", "also send every journal record to `LOG`: journald or syslog (/dev/log), a copy an agent running as your user cannot rewrite (default $PADDOCK_JOURNAL_MIRROR, else none)")
+	cmd.Flags().DurationVar(&f.journalLock, "journal-lock-wait", journal.DefaultLockWait, "wait at most `DURATION` for the journal's lock (another process holding it): past it the record is not written to the file (the mirror still gets it), an adoption is refused unless the mirror took its record, and paddock names the holder; at start, CMD is not started")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	cmd.Flags().BoolVar(&f.noNotifyStderr, "no-notify-stderr", false, "do not write refusal messages to the refused process's stderr")
@@ -152,7 +154,9 @@ func colour(f *os.File, getenv func(string) string) bool {
 }
 
 // openJournal opens the journal: a path given with --journal must work, the
-// default location is best effort (a warning, not a failure).
+// default location is best effort (a warning, not a failure), unless its
+// lock is held: a process that holds it (a leftover of an earlier agent,
+// say) must not be able to have sessions run without their journal.
 func openJournal(flagValue string, opts journal.Options, log zerolog.Logger) (*journal.Journal, error) {
 	home, _ := os.UserHomeDir()
 	path, err := journal.DefaultPath(flagValue, os.Getenv, home)
@@ -165,6 +169,9 @@ func openJournal(flagValue string, opts journal.Options, log zerolog.Logger) (*j
 	}
 	if flagValue != "" || os.Getenv("PADDOCK_JOURNAL") != "" {
 		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if errors.As(err, new(*journal.LockError)) {
+		return nil, fmt.Errorf("journal: %w; paddock does not start without it (end the holder, or give --journal another FILE)", err)
 	}
 	log.Warn().Err(err).Msg("no audit journal: refusals are still enforced and logged, but not journaled; set --journal FILE")
 	return nil, nil
@@ -267,6 +274,9 @@ func runRun(f runFlags, args []string) error {
 	if f.journalMax <= 0 || f.journalKeep <= 0 {
 		return usageError(fmt.Sprintf("--journal-max-bytes %d / --journal-keep %d: both must be positive", f.journalMax, f.journalKeep))
 	}
+	if f.journalLock <= 0 {
+		return usageError(fmt.Sprintf("--journal-lock-wait %v: want a positive duration (1s, 500ms)", f.journalLock))
+	}
 	if f.journalMax < minJournalBytes {
 		return usageError(fmt.Sprintf("--journal-max-bytes %d: want at least %d (a file that small would rotate at nearly every record)", f.journalMax, minJournalBytes))
 	}
@@ -291,8 +301,11 @@ func runRun(f runFlags, args []string) error {
 	}
 	j, err := openJournal(f.journal, journal.Options{
 		Session:  session,
-		MaxBytes: f.journalMax, Keep: f.journalKeep, Mirror: mirror,
+		MaxBytes: f.journalMax, Keep: f.journalKeep, Mirror: mirror, LockWait: f.journalLock,
 		MirrorError: func(err error) { log.Warn().Err(err).Msg("the journal mirror failed") },
+		Rewritten: func(err error) {
+			log.Error().Err(err).Msg("the audit journal was rewritten during this session; journaled as journal_rewritten (paddock journal --verify, docs/journal.md)")
+		},
 	}, log)
 	if err != nil {
 		return err
@@ -360,12 +373,21 @@ func runRun(f runFlags, args []string) error {
 	swept()
 	sum := s.Summary()
 	rec.end(map[string]any{"status": status, "refusals": sum.Refusals})
+	line := log.Info().Str("session", session).Int("status", status)
 	if j != nil {
-		// The chain's head as this session left it: `paddock journal
-		// --verify --head` checks the journal still holds this record.
+		// The file is checked once more after the session's last record
+		// (each append checked it before), then the chain's head as this
+		// session left it: `paddock journal --verify --head` checks the
+		// journal still holds this record.
+		if err := j.Check(); err != nil && !errors.As(err, new(*journal.RewriteError)) {
+			log.Error().Err(err).Msg("paddock could not check the audit journal at exit")
+		}
 		head = j.Head()
+		if n := j.Rewrites(); n > 0 {
+			line = log.Error().Str("session", session).Int("status", status).Int("journal_rewrites", n)
+		}
 	}
-	log.Info().Str("session", session).Int("status", status).Str("journal_head", head).Msg(summaryLine(sum))
+	line.Str("journal_head", head).Msg(summaryLine(sum))
 	code := remapped(status, f.tini.remapExit)
 	if f.strict && code == 0 && (sum.Refusals > 0 || sum.Widened()) {
 		// An adoption or an honoured opt-in fails a strict run too: it is
