@@ -22,10 +22,12 @@ const (
 	// LeaseExpired: an adopted process went away and its lease with it.
 	LeaseExpired Action = "lease_expired"
 	// SignalDenied: a call aimed at another process was refused: a signal,
-	// ptrace, process_vm_writev, pidfd_getfd, an owner-setting call, or one
+	// ptrace, process_vm_writev, pidfd_getfd, an owner-setting call, one
 	// that harms without a signal (prlimit64, setpriority, sched_*,
 	// ioprio_set, perf_event_open, migrate_pages, move_pages,
-	// process_madvise, vhangup); its syscall field names which.
+	// process_madvise, vhangup), or a terminal ioctl aimed at a terminal
+	// that is not the session's (TIOCSTI, TIOCSETD, ...); its syscall
+	// field names which.
 	SignalDenied Action = "signal_denied"
 	// SelfLifelineOverride: a lifeline was adopted with --lifeline-ok.
 	SelfLifelineOverride Action = "self_lifeline_override"
@@ -93,6 +95,10 @@ const (
 	RuleAllowedExec Rule = "exec"
 	// RuleTerminalInput: TIOCSTI, typing into a terminal.
 	RuleTerminalInput Rule = "terminal_input"
+	// RuleTerminalControl: an ioctl that changes a terminal for everyone
+	// on it (settings, line discipline, exclusive mode, flow, window size,
+	// ...) made on a terminal that is not the session's (the user's).
+	RuleTerminalControl Rule = "terminal_control"
 	// RuleShadowListener: a seccomp listener the agent tried to install,
 	// which under the ptrace backend would answer ahead of paddock.
 	RuleShadowListener Rule = "shadow_listener"

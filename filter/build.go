@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -31,6 +32,11 @@ type Options struct {
 	// the supervisor answers probes itself (existence, as the caller
 	// would see it without the domain).
 	Probes bool
+	// Terminals also traps ioctl for TerminalCommands, the calls that
+	// change a terminal for everyone on it, so that the supervisor can
+	// refuse them on a terminal that is not the session's own (the
+	// user's, opened by its path).
+	Terminals bool
 }
 
 // Offsets into struct seccomp_data { int nr; __u32 arch; __u64
@@ -169,18 +175,19 @@ func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
 		a.loadAbs(argLow(arg))
 		a.jump(unix.BPF_JEQ, 0, lblAllow, lblTrap)
 	}
-	// fcntl and ioctl: trapped only for the commands that aim signals.
+	// fcntl and ioctl: trapped only for the commands that aim signals
+	// (and, with o.Terminals, those that change a terminal), found by the
+	// same binary search as the numbers.
 	for _, s := range []Syscall{Fcntl, Ioctl} {
-		arg, values, _ := s.ArgFilter()
+		arg, values, _ := o.ArgFilter(s)
+		cmds := make([]entry, 0, len(values))
+		for _, v := range values {
+			cmds = append(cmds, entry{nr: v, target: lblTrap})
+		}
+		slices.SortFunc(cmds, func(x, y entry) int { return cmp.Compare(x.nr, y.nr) })
 		a.label(argLabel(s))
 		a.loadAbs(argLow(arg))
-		for i, v := range values {
-			jf := ""
-			if i == len(values)-1 {
-				jf = lblAllow
-			}
-			a.jump(unix.BPF_JEQ, v, lblTrap, jf)
-		}
+		a.tree(cmds, lblAllow)
 	}
 	// seccomp(2): trapped only for a filter with a listener
 	// (SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_NEW_LISTENER).
@@ -236,7 +243,7 @@ func entries(o Options, t *table) ([]entry, error) {
 			if arg, ok := s.SignalArg(); ok && !o.Probes {
 				target = sigLabel(arg)
 			}
-			if _, _, ok := s.ArgFilter(); ok {
+			if _, _, ok := o.ArgFilter(s); ok {
 				target = argLabel(s)
 			}
 			if conds, ok := s.SelfArgs(); ok {

@@ -56,16 +56,17 @@ func (w wantTable) nr(n uint32) int32 {
 const testAction = unix.SECCOMP_RET_USER_NOTIF
 
 var (
-	optsAll  = Options{Action: testAction, Exec: true, Power: true}
+	optsAll  = Options{Action: testAction, Exec: true, Power: true, Terminals: true}
 	optsBase = Options{Action: testAction}
 	allOpts  = []Options{
 		optsBase,
 		{Action: testAction, Exec: true},
 		{Action: testAction, Power: true},
+		{Action: testAction, Terminals: true},
 		optsAll,
-		{Action: unix.SECCOMP_RET_TRACE | 7, Exec: true, Power: true},
+		{Action: unix.SECCOMP_RET_TRACE | 7, Exec: true, Power: true, Terminals: true},
 		{Action: unix.SECCOMP_RET_TRACE, Exec: true, Power: true},
-		{Action: testAction, Exec: true, Power: true, Probes: true},
+		{Action: testAction, Exec: true, Power: true, Probes: true, Terminals: true},
 		{Action: unix.SECCOMP_RET_TRACE, Probes: true},
 	}
 )
@@ -142,7 +143,7 @@ func TestProgram(t *testing.T) {
 					add(name+"/other-arg-zero", d(args), o.trapped(s))
 					return
 				}
-				if i, values, ok := s.ArgFilter(); ok {
+				if i, values, ok := o.ArgFilter(s); ok {
 					for _, v := range values {
 						for _, hi := range []uint64{0, 0xffffffff00000000} {
 							args := garbage
@@ -151,8 +152,17 @@ func TestProgram(t *testing.T) {
 						}
 					}
 					// Every other command runs: F_GETFL, F_SETFL, TCGETS, FIONREAD,
-					// and the neighbours of the trapped values.
-					for _, v := range []uint64{0, 3, 4, 7, 9, 14, 16, 0x5401, 0x541b, 0x5411, 0x5413, 0x8903, 0x80045436, 0x40045435} {
+					// the terminal getters, TCFLSH and TCSBRK, the neighbours
+					// of the trapped values; and without o.Terminals the
+					// terminal commands.
+					others := []uint64{0, 3, 4, 7, 9, 14, 16, 0x5401, 0x5405, 0x5409, 0x540b, 0x541b, 0x5411, 0x5413, 0x5424,
+						0x5425, 0x8903, 0x80045432, 0x80045440, 0x80045436, 0x40045435, 0x402c542a, 0x402c542e, 0x5458}
+					if s == Ioctl && !o.Terminals {
+						for _, v := range TerminalCommands() {
+							others = append(others, uint64(v))
+						}
+					}
+					for _, v := range others {
 						args := garbage
 						args[i] = v
 						add(fmt.Sprintf("%s/cmd=%#x", name, v), d(args), false)
@@ -236,7 +246,7 @@ func TestProgram(t *testing.T) {
 			add(fmt.Sprintf("%s/nr=%#x", w.name, x32Bit|w.nrs[Kill]), seccompData{Nr: int32(x32Bit | w.nrs[Kill]), Arch: w.arch, Args: [6]uint64{1, 9, 9}}, false)
 		}
 
-		name := fmt.Sprintf("action=%#x,exec=%v,power=%v", o.Action, o.Exec, o.Power)
+		name := fmt.Sprintf("action=%#x,exec=%v,power=%v,probes=%v,terminals=%v", o.Action, o.Exec, o.Power, o.Probes, o.Terminals)
 		t.Run(name, func(t *testing.T) {
 			slices.SortFunc(cases, func(a, b tc) int { return strings.Compare(a.name, b.name) })
 			for _, c := range cases {
@@ -327,8 +337,9 @@ func TestProgramFastPath(t *testing.T) {
 	prog := mustBuild(t, optsAll)
 	t.Logf("program: %d instructions\n%s", len(prog), disasm(prog))
 	// About 60 instructions for the signal and channel syscalls, as many
-	// for the others aimed by target, and their self tails.
-	if len(prog) > 192 {
+	// for the others aimed by target, and their self tails; about 40 for
+	// the search through ioctl's commands (Options.Terminals).
+	if len(prog) > 240 {
 		t.Errorf("program has %d instructions; expected a small one", len(prog))
 	}
 	for _, w := range wantTables {

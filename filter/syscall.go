@@ -1,6 +1,9 @@
 package filter
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Syscall names a trapped syscall independent of ABI, so the supervisor can
 // decide on "kill" without caring whether it arrived as x86_64 nr 62, i386
@@ -114,8 +117,9 @@ const (
 	SIOCSPGRP = 0x8902     // the same, by another name
 )
 
-// ArgFilter returns the argument index and the values of it for which the
-// program traps s (fcntl, fcntl64, ioctl); ok is false for syscalls
+// ArgFilter returns the argument index and the values of it for which
+// every program traps s (fcntl, fcntl64, ioctl), whatever its Options
+// (Options.ArgFilter adds the terminal commands); ok is false for syscalls
 // trapped whatever their arguments. The kernel reads the command as an
 // unsigned int: only the low 32 bits count.
 func (s Syscall) ArgFilter() (arg int, values []uint32, ok bool) {
@@ -127,6 +131,67 @@ func (s Syscall) ArgFilter() (arg int, values []uint32, ok bool) {
 	}
 	return 0, nil, false
 }
+
+// ArgFilter is Syscall.ArgFilter for a program built from o: ioctl is
+// also trapped for TerminalCommands when o.Terminals is set.
+func (o Options) ArgFilter(s Syscall) (arg int, values []uint32, ok bool) {
+	arg, values, ok = s.ArgFilter()
+	if ok && s == Ioctl && o.Terminals {
+		values = append(values, TerminalCommands()...)
+	}
+	return arg, values, ok
+}
+
+// The terminal ioctls that change a terminal for everyone on it, not only
+// for the descriptor they are made on (uapi asm-generic/ioctls.h, the same
+// numbers on every ABI paddock supports). Each of them, made on the
+// user's terminal opened by its path, reaches the user's shell: a line
+// discipline that drops everything (TIOCSETD N_NULL), exclusive mode that
+// makes every later open fail with EBUSY (TIOCEXCL), output stopped for
+// good (TCXONC TCOOFF), settings and window size under the shell's feet.
+const (
+	TCSETS         = 0x5402     // tcsetattr(TCSANOW)
+	TCSETSW        = 0x5403     // tcsetattr(TCSADRAIN)
+	TCSETSF        = 0x5404     // tcsetattr(TCSAFLUSH)
+	TCSETA         = 0x5406     // the same, struct termio
+	TCSETAW        = 0x5407     //
+	TCSETAF        = 0x5408     //
+	TCXONC         = 0x540a     // tcflow: stop or restart output or input
+	TIOCEXCL       = 0x540c     // exclusive mode: later opens fail (EBUSY)
+	TIOCNXCL       = 0x540d     // leave exclusive mode
+	TIOCSCTTY      = 0x540e     // make it the caller's controlling terminal (1: steal it, CAP_SYS_ADMIN)
+	TIOCSWINSZ     = 0x5414     // window size, SIGWINCH to its foreground
+	TIOCMBIS       = 0x5416     // modem lines: DTR down hangs a serial line up
+	TIOCMBIC       = 0x5417     //
+	TIOCMSET       = 0x5418     //
+	TIOCSSOFTCAR   = 0x541a     // ignore carrier (CLOCAL)
+	TIOCLINUX      = 0x541c     // virtual console: blank, paste, kernel messages
+	TIOCCONS       = 0x541d     // redirect the console's output to it (CAP_SYS_ADMIN)
+	TIOCSSERIAL    = 0x541f     // serial port settings
+	TIOCSETD       = 0x5423     // line discipline (N_NULL drops everything)
+	TIOCSBRK       = 0x5427     // hold the line in break
+	TIOCCBRK       = 0x5428     //
+	TCSETS2        = 0x402c542b // tcsetattr with any speed, struct termios2
+	TCSETSW2       = 0x402c542c //
+	TCSETSF2       = 0x402c542d //
+	TIOCSRS485     = 0x542f     // RS-485 settings of a serial port
+	TIOCVHANGUP    = 0x5437     // hang it up (CAP_SYS_ADMIN)
+	TIOCSLCKTRMIOS = 0x5457     // lock its settings (CAP_SYS_ADMIN)
+)
+
+// TerminalCommands lists the ioctl commands a program built with
+// Options.Terminals traps, in a fresh slice. The calls that change a
+// terminal for a moment only are not among them: TCFLSH (discard what is
+// queued), TCSBRK and TCSBRKP (tcdrain, a timed break), whose harm ends
+// with the call.
+func TerminalCommands() []uint32 {
+	return []uint32{TCSETS, TCSETSW, TCSETSF, TCSETA, TCSETAW, TCSETAF, TCXONC, TIOCEXCL, TIOCNXCL, TIOCSCTTY,
+		TIOCSWINSZ, TIOCMBIS, TIOCMBIC, TIOCMSET, TIOCSSOFTCAR, TIOCLINUX, TIOCCONS, TIOCSSERIAL, TIOCSETD,
+		TIOCSBRK, TIOCCBRK, TCSETS2, TCSETSW2, TCSETSF2, TIOCSRS485, TIOCVHANGUP, TIOCSLCKTRMIOS}
+}
+
+// IsTerminalCommand reports whether cmd is one of TerminalCommands.
+func IsTerminalCommand(cmd uint32) bool { return slices.Contains(TerminalCommands(), cmd) }
 
 // String returns the kernel's name for the syscall ("kill", "pidfd_getfd",
 // ...), "unknown" for Unknown, and "Syscall(N)" for values outside the list,

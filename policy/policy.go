@@ -141,7 +141,7 @@ type World struct {
 	// Sessions knows some groups to be wholly the caller's without
 	// listing them (nil: groups are always listed).
 	Sessions Sessions
-	// Terminals reads a pty's foreground group, for TIOCSIG.
+	// Terminals reads terminals, for TIOCSIG and the terminal ioctls.
 	Terminals Terminals
 	// Execs reads what an exec decision looks at: the path, model files,
 	// the GPU budget.
@@ -187,11 +187,45 @@ type Sessions interface {
 	GroupOwned(pgid, caller int) bool
 }
 
-// Terminals reads terminals, for TIOCSIG.
+// Terminals reads terminals, for TIOCSIG and the terminal ioctls.
 type Terminals interface {
 	// TermPgrp returns the foreground process group of the terminal behind
 	// descriptor fd of thread tid (a pty master).
 	TermPgrp(tid, fd int) (int, error)
+	// Terminal says which terminal descriptor fd of thread tid reaches
+	// and whose it is. An error wrapping syscall.EBADF means fd is not
+	// open (what the kernel answers then); another, that it could not be
+	// read.
+	Terminal(tid, fd int) (Term, error)
+	// SysAdmin reports whether thread tid holds CAP_SYS_ADMIN, which
+	// TIOCSCTTY needs to steal a terminal from another session.
+	SysAdmin(tid int) (bool, error)
+}
+
+// Term is what a terminal ioctl is decided on: the terminal a descriptor
+// reaches and whose it is.
+type Term struct {
+	// Dev is the terminal's device number as the kernel encodes it
+	// (TIOCGDEV: /dev/tty and a pty's master reach the terminal behind
+	// them); 0 when the descriptor is not a terminal.
+	Dev uint64
+	// Name is the descriptor's path ("/dev/pts/3"), for messages; "" when
+	// not known.
+	Name string
+	// Master: the descriptor is a pty's master, whose holder is the
+	// terminal's other end (its emulator, as paddock is the session pty's).
+	Master bool
+	// Session: the session's own terminal, the pty paddock put between
+	// the agent and the user (with --no-pty, the user's terminal the agent
+	// shares).
+	Session bool
+	// Supervisor: a terminal paddock itself runs on (its standard
+	// descriptors, its controlling terminal), and not the session's.
+	Supervisor bool
+	// Foreign lists processes the session does not own whose controlling
+	// terminal it is (a few at most; read only when neither Master,
+	// Session nor Supervisor holds).
+	Foreign []Target
 }
 
 // Execs is what an exec decision reads of the caller's view of the host.
@@ -588,8 +622,77 @@ func decideIoctl(r Request, w World, d Decision) Decision {
 			return d
 		}
 		return decideGroup(r, w, d, pgrp)
+	case filter.FIOSETOWN, filter.SIOCSPGRP:
+		return decideOwner(r, w, d)
 	}
-	return decideOwner(r, w, d) // FIOSETOWN, SIOCSPGRP
+	if filter.IsTerminalCommand(uint32(r.Args[1])) {
+		return decideTerminal(r, w, d)
+	}
+	return notTrapped(r, d)
+}
+
+// decideTerminal decides an ioctl that changes a terminal for everyone on
+// it (filter.TerminalCommands). Allowed on a terminal that is the agent's
+// own: the session's pty (the agent's descriptors, /dev/tty), a pty whose
+// master the caller holds (the descriptor is the master), and one the
+// agent opened itself (script, tmux, expect, a serial port), which no
+// process outside the session has as its controlling terminal.
+// Refused on the others, the user's terminal above all, which the agent
+// can open by its path (/dev/pts/N, found in /proc/$PPID/stat): a terminal
+// paddock runs on, or one that is the controlling terminal of a process
+// the session does not own (the user's shell, in this or another window).
+// A descriptor that is not a terminal is the kernel's to answer.
+func decideTerminal(r Request, w World, d Decision) Decision {
+	fd := arg32(r, 0)
+	if w.Terminals == nil {
+		return undecidable(r, w, d, errNotRead("terminals"))
+	}
+	if uint32(r.Args[1]) == filter.TIOCSCTTY {
+		// Without stealing (argument 1, with CAP_SYS_ADMIN) the kernel
+		// gives the caller, a session leader without one, only a terminal
+		// that is no session's controlling terminal: never the user's,
+		// which is the user's shell's. The caller need not be read (a
+		// process starting its session, paddock's own fork among them, is
+		// not dumpable yet).
+		if arg32(r, 2) != 1 {
+			d.Allow, d.Rule = true, audit.RuleSelf
+			return d
+		}
+		if admin, err := w.Terminals.SysAdmin(r.Tid); err == nil && !admin {
+			d.Allow, d.Rule = true, audit.RuleSelf
+			return d
+		}
+	}
+	t, err := w.Terminals.Terminal(r.Tid, fd)
+	switch {
+	case errors.Is(err, syscall.EBADF):
+		d.Errno, d.Rule = syscall.EBADF, audit.RuleNoSuchTarget
+		return d
+	case err != nil:
+		d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleUndecidable, true
+		d.Message = fmt.Sprintf("paddock refused %s on descriptor %d from pid %d (%s): paddock could not tell which terminal the descriptor is (%v), and refuses when it cannot decide: the call would change that terminal for everyone on it. Way out: retry; a process that made itself non-dumpable cannot be read by a paddock that is not root.",
+			describe(r, d), fd, r.Tid, commOf(w, r.Tid), err)
+		return d
+	case t.Dev == 0:
+		d.Allow, d.Rule = true, audit.RuleSelf // not a terminal: the kernel answers
+		return d
+	case t.Master || t.Session || (!t.Supervisor && len(t.Foreign) == 0):
+		d.Allow, d.Rule = true, audit.RuleOwned
+		return d
+	}
+	whose := "a terminal paddock runs on: the user's"
+	if !t.Supervisor {
+		whose = "the controlling terminal of pid " + targetList(t.Foreign, maxListed) + ", outside this session"
+	}
+	name := t.Name
+	if name == "" {
+		// The kernel's encoding of a device number (new_encode_dev).
+		name = fmt.Sprintf("terminal %d:%d", (t.Dev>>8)&0xfff, t.Dev&0xff|(t.Dev>>12)&0xfff00)
+	}
+	d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleTerminalControl, true
+	d.Message = fmt.Sprintf("paddock refused %s on %s from pid %d (%s): it is %s, and the call would change it for everyone on it (its settings, line discipline, exclusive mode, flow or size), and could leave it unusable after the agent exits. Way out: change the agent's own terminal instead (its standard descriptors, /dev/tty) or a pty the agent opened itself.",
+		describe(r, d), name, r.Tid, commOf(w, r.Tid), whose)
+	return d
 }
 
 // ExecNeedsEnv reports whether deciding an exec of path with argv looks at
@@ -930,6 +1033,14 @@ func describe(r Request, d Decision) string {
 var commandNames = map[uint32]string{
 	filter.FSetown: "F_SETOWN", filter.FSetownEx: "F_SETOWN_EX", filter.TIOCSTI: "TIOCSTI",
 	filter.TIOCSIG: "TIOCSIG", filter.FIOSETOWN: "FIOSETOWN", filter.SIOCSPGRP: "SIOCSPGRP",
+	filter.TCSETS: "TCSETS", filter.TCSETSW: "TCSETSW", filter.TCSETSF: "TCSETSF", filter.TCSETA: "TCSETA",
+	filter.TCSETAW: "TCSETAW", filter.TCSETAF: "TCSETAF", filter.TCXONC: "TCXONC", filter.TIOCEXCL: "TIOCEXCL",
+	filter.TIOCNXCL: "TIOCNXCL", filter.TIOCSCTTY: "TIOCSCTTY", filter.TIOCSWINSZ: "TIOCSWINSZ",
+	filter.TIOCMBIS: "TIOCMBIS", filter.TIOCMBIC: "TIOCMBIC", filter.TIOCMSET: "TIOCMSET",
+	filter.TIOCSSOFTCAR: "TIOCSSOFTCAR", filter.TIOCLINUX: "TIOCLINUX", filter.TIOCCONS: "TIOCCONS",
+	filter.TIOCSSERIAL: "TIOCSSERIAL", filter.TIOCSETD: "TIOCSETD", filter.TIOCSBRK: "TIOCSBRK",
+	filter.TIOCCBRK: "TIOCCBRK", filter.TCSETS2: "TCSETS2", filter.TCSETSW2: "TCSETSW2", filter.TCSETSF2: "TCSETSF2",
+	filter.TIOCSRS485: "TIOCSRS485", filter.TIOCVHANGUP: "TIOCVHANGUP", filter.TIOCSLCKTRMIOS: "TIOCSLCKTRMIOS",
 }
 
 func commOf(w World, tid int) string {

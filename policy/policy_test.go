@@ -42,7 +42,20 @@ func world() policytest.World {
 		Threads: map[int]int{111: 101},
 		Fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103},
 		Ttys:    map[[2]int]int{{101, 20}: 102, {101, 21}: 300, {101, 22}: 0},
-		Broken:  map[int]bool{666: true},
+		Terms: map[[2]int]Term{
+			{101, 0}:  {Dev: 0x8803, Name: "/dev/pts/3", Session: true},
+			{101, 30}: {Dev: 0x8801, Name: "/dev/pts/1", Supervisor: true},
+			{101, 31}: {Dev: 0x8807, Name: "/dev/pts/7", Foreign: []Target{{Pid: 50, Comm: "bash", Rel: audit.RelSupervisorAncestor}}},
+			{101, 32}: {Dev: 0x8809, Name: "/dev/pts/9"},
+			{101, 33}: {Dev: 0x8809, Name: "/dev/ptmx", Master: true},
+			{101, 34}: {},
+			{101, 35}: {Dev: 0x8801, Supervisor: true},
+			{101, 36}: {Dev: 0x8801, Name: "/dev/pts/1", Session: true, Supervisor: true},
+			{102, 0}:  {Dev: 0x8803, Name: "/dev/pts/3", Session: true},
+			{102, 30}: {Dev: 0x8801, Name: "/dev/pts/1", Supervisor: true},
+		},
+		Admins: map[int]bool{102: true},
+		Broken: map[int]bool{666: true},
 	}
 }
 
@@ -184,6 +197,26 @@ func TestDecide(t *testing.T) {
 		{name: "TIOCSIG owned pty", r: req(101, filter.Ioctl, 20, filter.TIOCSIG, 2), allow: true, rule: audit.RuleOwned, target: -102},
 		{name: "TIOCSIG pty of a mixed group", r: req(101, filter.Ioctl, 21, filter.TIOCSIG, 2), errno: syscall.EPERM, rule: audit.RuleGroup, target: -300, message: []string{"ioctl(TIOCSIG, SIGINT)"}},
 		{name: "TIOCSIG not a pty fails closed", r: req(101, filter.Ioctl, 9, filter.TIOCSIG, 2), errno: syscall.EPERM, rule: audit.RuleUndecidable},
+		{name: "TCSETS on the session's pty", r: req(101, filter.Ioctl, 0, filter.TCSETS, 0x1000), allow: true, rule: audit.RuleOwned},
+		{name: "TIOCSETD on paddock's terminal", r: req(101, filter.Ioctl, 30, filter.TIOCSETD, 0x1000), errno: syscall.EPERM, rule: audit.RuleTerminalControl,
+			message: []string{"ioctl(TIOCSETD) on /dev/pts/1 from pid 101 (worker)", "a terminal paddock runs on", "Way out:"}},
+		{name: "TIOCEXCL on another window's terminal", r: req(101, filter.Ioctl, 31, filter.TIOCEXCL), errno: syscall.EPERM, rule: audit.RuleTerminalControl,
+			message: []string{"ioctl(TIOCEXCL) on /dev/pts/7", "controlling terminal of pid 50 (bash)"}},
+		{name: "TCXONC on a terminal named by its number", r: req(101, filter.Ioctl, 35, filter.TCXONC, 0), errno: syscall.EPERM, rule: audit.RuleTerminalControl,
+			message: []string{"ioctl(TCXONC) on terminal 136:1"}},
+		{name: "TIOCSWINSZ on a pty the agent opened", r: req(101, filter.Ioctl, 32, filter.TIOCSWINSZ, 0x1000), allow: true, rule: audit.RuleOwned},
+		{name: "TCSETS2 through a pty's master", r: req(101, filter.Ioctl, 33, filter.TCSETS2, 0x1000), allow: true, rule: audit.RuleOwned},
+		{name: "TCSETS on a file", r: req(101, filter.Ioctl, 34, filter.TCSETS, 0x1000), allow: true, rule: audit.RuleSelf},
+		{name: "TIOCSCTTY without stealing, unread", r: req(666, filter.Ioctl, 30, filter.TIOCSCTTY, 0), allow: true, rule: audit.RuleSelf},
+		{name: "TIOCSCTTY stealing without CAP_SYS_ADMIN, unread", r: req(101, filter.Ioctl, 99, filter.TIOCSCTTY, 1<<32|1), allow: true, rule: audit.RuleSelf},
+		{name: "TIOCSCTTY stealing paddock's terminal", r: req(102, filter.Ioctl, 30, filter.TIOCSCTTY, 1), errno: syscall.EPERM, rule: audit.RuleTerminalControl,
+			message: []string{"ioctl(TIOCSCTTY) on /dev/pts/1"}},
+		{name: "TIOCSCTTY stealing its own pty", r: req(102, filter.Ioctl, 0, filter.TIOCSCTTY, 1), allow: true, rule: audit.RuleOwned},
+		{name: "TCSETSW with --no-pty: the user's terminal is the session's", r: req(101, filter.Ioctl, 36, filter.TCSETSW, 0x1000), allow: true, rule: audit.RuleOwned},
+		{name: "TIOCSETD on a closed descriptor", r: req(101, filter.Ioctl, 99, filter.TIOCSETD, 0x1000), errno: syscall.EBADF, rule: audit.RuleNoSuchTarget},
+		{name: "TIOCSETD unreadable fails closed", r: req(666, filter.Ioctl, 0, filter.TIOCSETD, 0x1000), errno: syscall.EPERM, rule: audit.RuleUndecidable,
+			message: []string{"could not tell which terminal"}},
+		{name: "an ioctl command no rule knows fails closed", r: req(101, filter.Ioctl, 0, 0x5401, 0x1000), errno: syscall.EPERM, rule: audit.RuleNotTrapped},
 		{name: "seccomp filter with a listener", r: req(101, filter.Seccomp, 1, 1<<3|1<<5), errno: syscall.EBUSY, rule: audit.RuleShadowListener,
 			message: []string{"SECCOMP_FILTER_FLAG_NEW_LISTENER", "pid 101 (worker)", "answer", "Way out:"}},
 		{name: "seccomp filter without a listener", r: req(101, filter.Seccomp, 1, 0), allow: true, rule: audit.RuleSelf},
@@ -463,5 +496,26 @@ func TestDecideWithoutAPart(t *testing.T) {
 	tiocsig := Request{Tid: 100, Syscall: filter.Ioctl, Args: [6]uint64{3, filter.TIOCSIG, 15}}
 	if d := Decide(tiocsig, only); d.Allow || d.Rule != audit.RuleUndecidable {
 		t.Errorf("TIOCSIG without Terminals: allow %v rule %q, want refused as undecidable", d.Allow, d.Rule)
+	}
+	tcsets := Request{Tid: 100, Syscall: filter.Ioctl, Args: [6]uint64{0, filter.TCSETS, 0x1000}}
+	if d := Decide(tcsets, only); d.Allow || d.Rule != audit.RuleUndecidable {
+		t.Errorf("TCSETS without Terminals: allow %v rule %q, want refused as undecidable", d.Allow, d.Rule)
+	}
+}
+
+// Every terminal command the filter traps is refused on paddock's terminal
+// and allowed on the session's, and its refusal names it.
+func TestTerminalCommands(t *testing.T) {
+	w := world().Full()
+	for _, cmd := range filter.TerminalCommands() {
+		// From 102, which holds CAP_SYS_ADMIN, with argument 1: TIOCSCTTY
+		// then steals.
+		d := Decide(req(102, filter.Ioctl, 30, uint64(cmd), 1), w)
+		if d.Allow || d.Rule != audit.RuleTerminalControl || d.Action != audit.SignalDenied || strings.Contains(d.Message, "ioctl(0x") {
+			t.Errorf("command %#x on paddock's terminal: allow %v rule %q action %q: %s", cmd, d.Allow, d.Rule, d.Action, d.Message)
+		}
+		if d := Decide(req(102, filter.Ioctl, 0, uint64(cmd), 1), w); !d.Allow {
+			t.Errorf("command %#x on the session's pty refused: %s", cmd, d.Message)
+		}
 	}
 }

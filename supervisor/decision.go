@@ -396,6 +396,23 @@ func (c *call) TermPgrp(tid, fd int) (int, error) {
 	return c.w.termPgrp(tid, fd)
 }
 
+// Terminal implements policy.World.
+func (c *call) Terminal(tid, fd int) (policy.Term, error) {
+	c.touch(tid)
+	return c.w.terminal(tid, fd)
+}
+
+// SysAdmin implements policy.World, from /proc/TID/status (readable
+// whoever the caller is, dumpable or not).
+func (c *call) SysAdmin(tid int) (bool, error) {
+	c.touch(tid)
+	cr, err := c.w.fs.Creds(tid)
+	if err != nil {
+		return false, err
+	}
+	return cr.CapEff&(1<<unix.CAP_SYS_ADMIN) != 0, nil
+}
+
 // Owned implements policy.World.
 func (c *call) Owned(max int) []policy.Target { return c.w.ownedList(max) }
 

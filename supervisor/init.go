@@ -62,7 +62,8 @@ func InitChild() reexec.Child {
 func runInit(args []string) (int, error) {
 	// The filter goes on this thread only, and the exec must come from it.
 	runtime.LockOSThread()
-	var opts filter.Options
+	// The terminal commands are always the supervisor's to decide.
+	opts := filter.Options{Terminals: true}
 	backend := BackendAuto
 	keepCaps, strict := false, false
 	var sigmask, sigign uint64

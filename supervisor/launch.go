@@ -86,7 +86,7 @@ type forkResult struct {
 // thread does nothing afterwards but wait for the agent root to be reaped
 // (its parent-death signal, SIGKILL, comes from this thread's exit).
 func (s *Session) launchDirect(backend Backend) (int, error) {
-	opts := filter.Options{Exec: s.cfg.TrapExec, Power: s.cfg.TrapExec, Action: unix.SECCOMP_RET_USER_NOTIF, Probes: scopesSignals(s.cfg.KeepCaps)}
+	opts := filter.Options{Exec: s.cfg.TrapExec, Power: s.cfg.TrapExec, Terminals: true, Action: unix.SECCOMP_RET_USER_NOTIF, Probes: scopesSignals(s.cfg.KeepCaps)}
 	prog, err := filter.Build(opts)
 	if err != nil {
 		return 0, fmt.Errorf("supervisor: build filter: %w", err)
@@ -350,7 +350,7 @@ func (s *Session) recordRoot(p rootPin) error {
 // newWorld is a world for one of the session's deciding goroutines.
 func (s *Session) newWorld() *liveWorld {
 	w := newLiveWorld(s.tree, s.fs, s.cfg.Guard, s.cfg.VRAM)
-	w.files, w.strictExec, w.slots = s.cfg.modelFiles, s.cfg.StrictExec, s.readSlots
+	w.files, w.strictExec, w.slots, w.terms = s.cfg.modelFiles, s.cfg.StrictExec, s.readSlots, s.terms
 	// The launch asked for probes where it meant to scope signals; a
 	// domain that was not entered scopes nothing.
 	w.probes = scopesSignals(s.cfg.KeepCaps)

@@ -178,6 +178,8 @@ type Session struct {
 	wallErr error
 	// trace is the ptrace backend's (reap.go; zero for the seccomp one).
 	trace tracing
+	// terms are the session's terminals and paddock's own (terminals.go).
+	terms *termSet
 
 	// workers take over the decisions that may wait (notify.go), and
 	// readSlots bound the reads of model files they have running at once.
@@ -228,7 +230,7 @@ func Start(cfg Config) (*Session, error) {
 	}
 	fs := procfs.Default()
 	s := &Session{cfg: cfg, fs: fs, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers(),
-		readSlots: vram.NewReadSlots(maxStalledReads)}
+		readSlots: vram.NewReadSlots(maxStalledReads), terms: newTermSet(cfg, fs)}
 	// The agent starts with the signal mask paddock was started with, not
 	// whatever the launching thread holds at the fork. A thread running Go
 	// code holds it, less the signals the runtime must handle itself.

@@ -42,6 +42,9 @@ type liveWorld struct {
 	scoped, probes bool
 	// buf is scratch space for reading a caller's memory.
 	buf [execBufSize]byte
+	// terms are the session's terminals and paddock's own, for the
+	// terminal ioctls (nil: not known, and those calls are refused).
+	terms *termSet
 	// pins, when set, keeps pins across notifications (see pinCache).
 	pins *pinCache
 	// cur is the call the loop decides in place, reused so that the hot
@@ -74,7 +77,7 @@ func (w *liveWorld) keepPins() *liveWorld {
 func (w *liveWorld) spare() *liveWorld {
 	s := newLiveWorld(w.tree, w.fs, w.guard, w.vram)
 	s.files, s.strictExec, s.slots = w.files, w.strictExec, w.slots
-	s.scoped, s.probes = w.scoped, w.probes
+	s.scoped, s.probes, s.terms = w.scoped, w.probes, w.terms
 	return s
 }
 
@@ -145,23 +148,14 @@ func (w *liveWorld) classify(sts []procfs.Stat) ([]policy.Target, error) {
 // asks the terminal for its foreground process group, which for a pty
 // master is its slave's.
 func (w *liveWorld) termPgrp(tid, fd int) (int, error) {
-	pid, err := w.fs.Tgid(tid)
+	local, err := w.takeFd(tid, fd)
 	if err != nil {
 		return 0, err
-	}
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return 0, fmt.Errorf("pidfd_open(%d): %w", pid, err)
-	}
-	defer unix.Close(pidfd)
-	local, err := unix.PidfdGetfd(pidfd, fd, 0)
-	if err != nil {
-		return 0, fmt.Errorf("pidfd_getfd(%d, %d): %w", pid, fd, err)
 	}
 	defer unix.Close(local)
 	pgrp, err := unix.IoctlGetInt(local, unix.TIOCGPGRP)
 	if err != nil {
-		return 0, fmt.Errorf("TIOCGPGRP on descriptor %d of pid %d: %w", fd, pid, err)
+		return 0, fmt.Errorf("TIOCGPGRP on descriptor %d of thread %d: %w", fd, tid, err)
 	}
 	return pgrp, nil
 }

@@ -31,3 +31,15 @@ func DeviceOfFd(fd int) Device {
 	}
 	return Device(st.Rdev)
 }
+
+// DeviceBehind is the terminal descriptor fd reaches, as the kernel names
+// it (TIOCGDEV): unlike DeviceOfFd, /dev/tty reaches the opener's
+// controlling terminal and a pty's master its slave. 0 when fd is not a
+// terminal (or one that was hung up).
+func DeviceBehind(fd int) Device {
+	dev, err := unix.IoctlGetUint32(fd, unix.TIOCGDEV)
+	if err != nil {
+		return 0
+	}
+	return Device(dev)
+}

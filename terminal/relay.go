@@ -11,7 +11,10 @@
 // reach the pty as bytes and its line discipline turns them into signals
 // for the agent's foreground job), output back, the window size at the
 // start and on every SIGWINCH; and it restores the user's terminal settings
-// when it is done.
+// when it is done, with what everyone on the terminal shares (its line
+// discipline, exclusive mode and output flow). It never waits on the
+// user's terminal without bound once the agent is gone, nor for its own
+// lines: a terminal whose output is stopped must not hold paddock up.
 package terminal
 
 import (
@@ -60,6 +63,17 @@ type Relay struct {
 
 	mu    sync.Mutex
 	saved *term.State // the user's settings while raw, else nil
+	// shared is what Start found of the user's terminals that everyone on
+	// them shares (line discipline, exclusive mode), put back by Restore.
+	shared []sharedState
+
+	// sink writes the agent's output to out: without a bound while the
+	// agent runs (a terminal that takes nothing holds the agent up, as
+	// the terminal itself would), within stall once it is gone. logs are
+	// the writers of paddock's own lines (LogWriter), within stall always.
+	sink  *termWriter
+	logs  []*termWriter
+	stall time.Duration
 
 	// cont (SIGCONT), winch and chld: see Start.
 	cont, winch, chld chan os.Signal
@@ -102,7 +116,8 @@ func New(stdin, stdout, stderr *os.File) (*Relay, error) {
 	}
 	// The agent inherits the slave's open file: blocking, as a terminal is.
 	_ = slave.Fd()
-	r := &Relay{master: master, slave: slave, quit: make(chan struct{}), outDone: make(chan struct{}), stopRoot: make(chan struct{}, 1), wake: make(chan struct{}, 1)}
+	r := &Relay{master: master, slave: slave, quit: make(chan struct{}), outDone: make(chan struct{}), stopRoot: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), stall: StallWait}
 	for i, f := range std {
 		r.agent[i] = f
 		if isTTY[i] {
@@ -152,9 +167,11 @@ func (r *Relay) Start() error {
 		}
 	}
 	r.copySize()
+	r.saveShared()
 	if err := r.raw(); err != nil {
 		return err
 	}
+	r.sink = newTermWriter(r.out, 0)
 	// One channel per signal, each holding one: os/signal drops a signal
 	// whose channel is full, and a shared channel full of SIGCHLDs (every
 	// orphan of the agent's that exits sends one to this subreaper) would
@@ -169,7 +186,7 @@ func (r *Relay) Start() error {
 	go r.signals()
 	go r.output()
 	if r.in != nil {
-		r.inRead = reopen(r.in)
+		r.inRead = reopen(r.in, unix.O_RDONLY)
 		go r.input()
 	}
 	return nil
@@ -285,10 +302,13 @@ func (r *Relay) copySize() {
 // A terminal that is not paddock's controlling terminal (a harness's pty)
 // has no background.
 func (r *Relay) background() bool {
-	if r.in == nil {
-		return false
-	}
-	pg, err := unix.IoctlGetInt(int(r.in.Fd()), unix.TIOCGPGRP)
+	return r.in != nil && backgroundOf(r.in)
+}
+
+// backgroundOf reports whether paddock's group is in the background of
+// terminal f (false when f is not paddock's controlling terminal).
+func backgroundOf(f *os.File) bool {
+	pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
 	return err == nil && pg != unix.Getpgrp()
 }
 
@@ -327,15 +347,91 @@ func (r *Relay) raw() error {
 }
 
 // Restore puts the user's terminal back as Start found it (the relay
-// goes on). It may be called from any goroutine, and again.
+// goes on): its settings, and what everyone on it shares, which something
+// else than paddock may have changed meanwhile (sharedState.restore). It
+// may be called from any goroutine, and again.
 func (r *Relay) Restore() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, st := range r.shared {
+		st.restore(r.stall)
+	}
 	if r.saved == nil {
 		return
 	}
 	_ = term.Restore(int(r.in.Fd()), r.saved)
 	r.saved = nil
+}
+
+// sharedState is what one of the user's terminals shares with everyone on
+// it, beyond its settings, as Start found it: an agent that opens the
+// terminal by its path can change it for the user's shell too (paddock
+// refuses it that, but a descriptor swapped between paddock's look and the
+// call can slip through: docs/threat-model.md).
+type sharedState struct {
+	f     *os.File
+	ldisc int // line discipline (TIOCGETD); -1: not known
+	excl  int // exclusive mode (TIOCGEXCL): 0 or 1; -1: not known
+}
+
+// saveShared records the shared state of the user's terminals paddock is
+// on (in and out, once each).
+func (r *Relay) saveShared() {
+	seen := map[Device]bool{}
+	for _, f := range []*os.File{r.in, r.out} {
+		if f == nil {
+			continue
+		}
+		dev := DeviceBehind(int(f.Fd()))
+		if dev == 0 || seen[dev] {
+			continue
+		}
+		seen[dev] = true
+		st := sharedState{f: f, ldisc: -1, excl: -1}
+		if d, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGETD); err == nil {
+			st.ldisc = d
+		}
+		if x, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGEXCL); err == nil {
+			st.excl = x
+		}
+		r.shared = append(r.shared, st)
+	}
+}
+
+// restore puts back the terminal's exclusive mode and line discipline
+// where they changed, and restarts its output (TCOON: stopped by tcflow,
+// the one state that cannot be read). It waits at most bound: a change of
+// line discipline first waits for the output to drain, which on a serial
+// line whose flow is held may never come.
+func (st sharedState) restore(bound time.Duration) {
+	fd := int(st.f.Fd())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if x, err := unix.IoctlGetInt(fd, unix.TIOCGEXCL); err == nil && x != 0 && st.excl == 0 {
+			_ = unix.IoctlSetInt(fd, unix.TIOCNXCL, 0)
+		}
+		// From paddock's background TCXONC and TIOCSETD would stop
+		// paddock (SIGTTOU) unless paddock ignores it, as it does while
+		// it supervises.
+		if backgroundOf(st.f) && !signal.Ignored(unix.SIGTTOU) {
+			return
+		}
+		// TCXONC is the line discipline's to answer (N_NULL answers
+		// EINVAL): once before, so that a change of discipline does not
+		// wait on stopped output, and once after.
+		_ = unix.IoctlSetInt(fd, unix.TCXONC, unix.TCOON)
+		if d, err := unix.IoctlGetInt(fd, unix.TIOCGETD); err == nil && st.ldisc >= 0 && d != st.ldisc {
+			_ = unix.IoctlSetPointerInt(fd, unix.TIOCSETD, st.ldisc)
+			_ = unix.IoctlSetInt(fd, unix.TCXONC, unix.TCOON)
+		}
+	}()
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // input copies the user's keystrokes to the pty until the user's terminal
@@ -432,10 +528,11 @@ func (r *Relay) output() {
 	for {
 		n, err := r.master.Read(buf)
 		if n > 0 {
-			if _, werr := r.out.Write(buf[:n]); werr != nil && !errors.Is(werr, unix.EINTR) {
-				// The user's terminal is gone; keep draining the pty so
-				// that the agent never blocks on a full one.
-				r.discard()
+			if _, werr := r.sink.Write(buf[:n]); werr != nil {
+				// The user's terminal is gone, or took nothing for the
+				// bound once the agent was gone; keep draining the pty so
+				// that nothing left on it blocks on a full one.
+				r.discard(errors.Is(werr, errStalled))
 				return
 			}
 		}
@@ -445,17 +542,26 @@ func (r *Relay) output() {
 	}
 }
 
-// discard reads the pty's output and drops it.
-func (r *Relay) discard() {
-	_, _ = io.Copy(io.Discard, r.master)
+// discard reads the pty's output and drops it, counting it as given up
+// when the terminal stalled.
+func (r *Relay) discard(stalled bool) {
+	n, _ := io.Copy(io.Discard, r.master)
+	if stalled {
+		r.sink.dropped.Add(n)
+	}
 }
 
 // Close ends the relay once the agent is gone: it closes paddock's copy of
 // the slave, writes out what the agent left on the pty (waiting up to
-// drainWait while a process the agent left running still holds it), stops
-// relaying, restores the user's terminal and closes the pty, which hangs up
-// anything still on it. It may be called again.
+// drainWait while a process the agent left running still holds it, and
+// giving up what the user's terminal does not take within its stall
+// bound: a terminal whose output is stopped never would), stops relaying,
+// restores the user's terminal (its output restarted first) and closes
+// the pty, which hangs up anything still on it. It returns an error that
+// says what was given up, if anything, for paddock to show once the
+// terminal is restored; it may be called again (nil then).
 func (r *Relay) Close() error {
+	var note error
 	r.closeOnce.Do(func() {
 		if r.cont != nil {
 			signal.Stop(r.cont)
@@ -467,6 +573,7 @@ func (r *Relay) Close() error {
 		r.loops.Wait()
 		_ = r.slave.Close()
 		if r.cont != nil {
+			r.sink.limit(r.stall)
 			select {
 			case <-r.outDone:
 			case <-time.After(drainWait):
@@ -479,14 +586,46 @@ func (r *Relay) Close() error {
 			_ = r.inRead.Close()
 		}
 		_ = r.master.Close()
+		if r.sink != nil {
+			r.sink.close()
+			note = r.dropNote()
+		}
 	})
-	return nil
+	return note
+}
+
+// dropNote says what the relay and paddock's log gave up because the
+// user's terminal took nothing; nil when nothing was.
+func (r *Relay) dropNote() error {
+	out := r.sink.dropped.Load()
+	var logged int64
+	r.mu.Lock()
+	for _, w := range r.logs {
+		logged += w.dropped.Load()
+	}
+	r.mu.Unlock()
+	if out == 0 && logged == 0 {
+		return nil
+	}
+	return fmt.Errorf("terminal: your terminal took no output for %v (its output was stopped, as tcflow(TCOOFF) or ^S do, or its connection stalled): %d bytes of the agent's last output and %d bytes of paddock's own lines were given up; its output is restarted now", r.stall, out, logged)
 }
 
 // LogWriter wraps w, the user's terminal, for paddock's own lines: while
 // the terminal is raw (no output processing), each "\n" is written as
-// "\r\n", so that lines start at the left margin.
-func (r *Relay) LogWriter(w io.Writer) io.Writer { return &logWriter{r: r, w: w} }
+// "\r\n", so that lines start at the left margin. When w is a terminal,
+// a line it does not take within the stall bound (StallWait) is given up,
+// so that paddock never hangs on a terminal whose output is stopped, and
+// Close says how much was.
+func (r *Relay) LogWriter(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && DeviceBehind(int(f.Fd())) != 0 {
+		tw := newTermWriter(f, r.stall)
+		r.mu.Lock()
+		r.logs = append(r.logs, tw)
+		r.mu.Unlock()
+		w = tw
+	}
+	return &logWriter{r: r, w: w}
+}
 
 type logWriter struct {
 	r *Relay
@@ -507,11 +646,13 @@ func (l *logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// reopen opens the terminal f is a second time, non-blocking, so that a
-// read from it can be ended by closing it; f's own open file (shared with
-// the user's shell) keeps its flags. Where that fails, f itself is read.
-func reopen(f *os.File) *os.File {
-	fd, err := unix.Open(procfs.FdPath(int(f.Fd())), unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+// reopen opens the terminal f is a second time, non-blocking, for reading
+// or writing (mode O_RDONLY or O_WRONLY), so that a read or a write on it
+// can be ended (by a deadline, or by closing it); f's own open file
+// (shared with the user's shell) keeps its flags. Where that fails, it
+// returns f itself.
+func reopen(f *os.File, mode int) *os.File {
+	fd, err := unix.Open(procfs.FdPath(int(f.Fd())), mode|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return f
 	}

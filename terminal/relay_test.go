@@ -164,3 +164,143 @@ func TestCloseDrainsOutput(t *testing.T) {
 	// Written on the user's terminal by now: it waits there to be read.
 	readUntil(t, master, "last-words")
 }
+
+// closeWithin calls relay.Close and returns what it said; a minute at
+// most, as a safety: a Close that waits on the terminal for ever fails.
+func closeWithin(t *testing.T, relay *Relay) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- relay.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return in a minute: it waits on the user's terminal")
+		return nil
+	}
+}
+
+// TestCloseOnStoppedTerminal: the user's terminal stops taking output
+// (tcflow(TCOOFF), as an agent that opened it by its path would do) while
+// the agent's last words are on the pty. Close gives up what the terminal
+// does not take within the stall bound, says how much, and restarts the
+// terminal's output, so that paddock's own lines and the user's shell
+// write to it again; it no longer waits for ever.
+func TestCloseOnStoppedTerminal(t *testing.T) {
+	master, user := ptytest.Open(t)
+	relay, err := New(user, user, user)
+	if err != nil || relay == nil {
+		t.Fatalf("New: %v, %v", relay, err)
+	}
+	relay.stall = 100 * time.Millisecond
+	if err := relay.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetInt(int(user.Fd()), unix.TCXONC, unix.TCOOFF); err != nil {
+		t.Fatalf("stop the terminal's output: %v", err)
+	}
+	if _, err := relay.Slave().Write([]byte("last-words\n")); err != nil {
+		t.Fatal(err)
+	}
+	err = closeWithin(t, relay)
+	if err == nil || !strings.Contains(err.Error(), "took no output") || strings.Contains(err.Error(), " 0 bytes of the agent's") {
+		t.Errorf("Close said %v; want what it gave up of the agent's output", err)
+	}
+	// Written at once: the terminal's output runs again.
+	nb, err := os.OpenFile(user.Name(), os.O_WRONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	if _, err := unix.Write(int(nb.Fd()), []byte("flowing\n")); err != nil {
+		_ = unix.IoctlSetInt(int(user.Fd()), unix.TCXONC, unix.TCOON)
+		t.Fatalf("the terminal's output is still stopped after Close: %v", err)
+	}
+	readUntil(t, master, "flowing")
+}
+
+// TestLogWriterOnStoppedTerminal: paddock's own line on a terminal whose
+// output is stopped is given up within the bound, and the next one at
+// once; Close counts them.
+func TestLogWriterOnStoppedTerminal(t *testing.T) {
+	_, user := ptytest.Open(t)
+	relay, err := New(user, user, user)
+	if err != nil || relay == nil {
+		t.Fatalf("New: %v, %v", relay, err)
+	}
+	relay.stall = 100 * time.Millisecond
+	lw := relay.LogWriter(user)
+	if err := relay.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetInt(int(user.Fd()), unix.TCXONC, unix.TCOOFF); err != nil {
+		t.Fatalf("stop the terminal's output: %v", err)
+	}
+	for _, line := range []string{"first\n", "second\n"} {
+		done := make(chan error, 1)
+		go func() { _, err := io.WriteString(lw, line); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("a line was written to a terminal whose output is stopped")
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a log line waited a minute on a stopped terminal")
+		}
+	}
+	if err := closeWithin(t, relay); err == nil || !strings.Contains(err.Error(), "bytes of paddock's own lines") {
+		t.Errorf("Close said %v; want the lines it gave up", err)
+	}
+}
+
+// TestCloseRestoresSharedState: what everyone on the user's terminal
+// shares and something other than paddock changed while the relay ran
+// (through the terminal opened by its path) is back when Close returns:
+// the line discipline (N_NULL drops everything), exclusive mode (later
+// opens fail with EBUSY) and stopped output.
+func TestCloseRestoresSharedState(t *testing.T) {
+	master, user := ptytest.Open(t)
+	relay, err := New(user, user, user)
+	if err != nil || relay == nil {
+		t.Fatalf("New: %v, %v", relay, err)
+	}
+	relay.stall = 100 * time.Millisecond
+	if err := relay.Start(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.OpenFile(user.Name(), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := unix.IoctlSetInt(int(other.Fd()), unix.TCXONC, unix.TCOOFF); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetInt(int(other.Fd()), unix.TIOCEXCL, 0); err != nil {
+		t.Fatal(err)
+	}
+	const nNull = 27
+	if err := unix.IoctlSetPointerInt(int(other.Fd()), unix.TIOCSETD, nNull); err != nil {
+		_ = unix.IoctlSetInt(int(other.Fd()), unix.TCXONC, unix.TCOON)
+		t.Skipf("needs the N_NULL line discipline: %v", err)
+	}
+	_ = closeWithin(t, relay)
+	ldisc, err := unix.IoctlGetInt(int(user.Fd()), unix.TIOCGETD)
+	if err != nil || ldisc != 0 {
+		t.Errorf("line discipline after Close: %d (%v), want 0 (N_TTY)", ldisc, err)
+	}
+	excl, err := unix.IoctlGetInt(int(user.Fd()), unix.TIOCGEXCL)
+	if err != nil || excl != 0 {
+		t.Errorf("exclusive mode after Close: %d (%v), want 0", excl, err)
+	}
+	nb, err := os.OpenFile(user.Name(), os.O_WRONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	if _, err := unix.Write(int(nb.Fd()), []byte("flowing\n")); err != nil {
+		_ = unix.IoctlSetInt(int(user.Fd()), unix.TCXONC, unix.TCOON)
+		t.Fatalf("the terminal's output is still stopped after Close: %v", err)
+	}
+	readUntil(t, master, "flowing")
+}

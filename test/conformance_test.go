@@ -80,6 +80,8 @@ var scenarios = []struct {
 	{"AgentRootStopsWithPaddock", agentRootStopsWithPaddock},
 	{"PaddockInTheBackground", paddockInTheBackground},
 	{"TerminalRestoredOnEveryExit", terminalRestoredOnEveryExit},
+	{"TerminalControlRefused", terminalControlRefused},
+	{"FrozenTerminalDoesNotHoldPaddock", frozenTerminalDoesNotHoldPaddock},
 	{"OneCPU", oneCPU},
 	{"SupervisorSliceNotInherited", supervisorSliceNotInherited},
 	// Root agent hardening.

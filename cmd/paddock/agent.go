@@ -73,8 +73,9 @@ func newAgentProfileCmd() *cobra.Command {
 		Long: `paddock agent profile prints the seccomp section a container needs to be
 served by the agent listening on PATH: SCMP_ACT_NOTIFY on exactly the calls
 paddock run's filter traps (from the same tables), with their argument
-filters, the calls a runtime's default profile refuses still refused (EPERM),
-and everything else allowed.
+filters, but exec, the power calls and the terminal ioctls, which fleet mode
+does not decide; the calls a runtime's default profile refuses still refused
+(EPERM), and everything else allowed.
 
   oci         the linux.seccomp object of a config.json (JSON; the default)
   kubernetes  the file kubelet reads for a Localhost profile (the same JSON),

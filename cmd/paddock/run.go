@@ -65,8 +65,12 @@ When any of paddock's standard descriptors is a terminal, CMD runs on a pty
 of its own, in a session of its own, and paddock relays between it and your
 terminal (input, output, window size, ^C/^Z), as sudo, script, tmux and ssh
 do: CMD cannot push input into your shell or hang up your terminal, and its
-kill(0) reaches only its own processes. --no-pty (or the profile's
-pty = false) keeps CMD on your terminal.`,
+kill(0) reaches only its own processes. Opened by its path, your terminal
+is not CMD's to change either: its settings, line discipline, exclusive mode,
+flow and size stay yours (refused, rule terminal_control), and paddock puts
+them back when it exits; a terminal that takes no output does not hold
+paddock's exit up (what it does not take within 3s is given up, with a note).
+--no-pty (or the profile's pty = false) keeps CMD on your terminal.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("run: no command given\nusage: paddock run [flags] -- CMD [ARG...]   (paddock run --help lists the flags; paddock run -- bash starts a supervised shell)")
@@ -367,8 +371,11 @@ func runRun(f runFlags, args []string) error {
 	status := s.Wait()
 	if relay != nil {
 		// The agent's last output, then the user's terminal as it was,
-		// before paddock's summary.
-		relay.Close()
+		// before paddock's summary; never waiting without bound on a
+		// terminal that takes nothing.
+		if err := relay.Close(); err != nil {
+			log.Warn().Err(err).Msg("the agent's last output was cut short")
+		}
 	}
 	swept()
 	sum := s.Summary()

@@ -30,7 +30,7 @@ func checkErr(t *testing.T, err error, prefix string) {
 // does: pid, "(comm)" unescaped, state, then the numeric fields 4..52.
 func kernelStat(s Stat) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%d (%s) %c %d %d %d 34817 %d %d", s.Pid, s.Comm, s.State, s.PPid, s.Pgrp, s.Session, s.Pgrp, s.Flags)
+	fmt.Fprintf(&b, "%d (%s) %c %d %d %d %d %d %d", s.Pid, s.Comm, s.State, s.PPid, s.Pgrp, s.Session, int32(s.TtyNr), s.Pgrp, s.Flags)
 	for f := 10; f <= 52; f++ {
 		switch f {
 		case 22:
@@ -57,7 +57,9 @@ func FuzzParseStat(f *testing.F) {
 	f.Add("new\nline", uint32(4194304), byte(3), uint32(1), uint32(1), uint32(1), uint32(0), uint64(1<<63), []byte("99999999999999999999999 (x) S 1"))
 	f.Add("", uint32(0), byte(4), uint32(0), uint32(0), uint32(0), uint32(0), uint64(0), []byte("(("))
 	f.Fuzz(func(t *testing.T, comm string, pid uint32, state byte, ppid, pgrp, session, flags uint32, start uint64, raw []byte) {
-		want := Stat{Pid: int(pid), Comm: comm, State: "RSDTtXZPI"[int(state)%9], PPid: int(ppid), Pgrp: int(pgrp), Session: int(session), Flags: uint64(flags), StartTime: start}
+		// tty_nr: a pty's device number (major 136), from the pid's bits.
+		want := Stat{Pid: int(pid), Comm: comm, State: "RSDTtXZPI"[int(state)%9], PPid: int(ppid), Pgrp: int(pgrp), Session: int(session),
+			TtyNr: uint64(136<<8 | pid&0xff | (pid&0xfff00)<<12), Flags: uint64(flags), StartTime: start}
 		line := kernelStat(want)
 		got, err := ParseStat(line)
 		if err != nil || got != want {

@@ -44,6 +44,7 @@ type Stat struct {
 	PPid      int
 	Pgrp      int
 	Session   int
+	TtyNr     uint64 // field 7: the controlling terminal's device number as the kernel encodes it (0: none)
 	Flags     uint64
 	StartTime uint64 // field 22: clock ticks since boot; with Pid it identifies a process across PID reuse
 }
@@ -94,6 +95,11 @@ func ParseStat(b []byte) (Stat, error) {
 			s.Pgrp, err = atoi(tok)
 		case 6:
 			s.Session, err = atoi(tok)
+		case 7:
+			// Printed as a signed int; the encoding fits in 32 bits.
+			var n int
+			n, err = atoi(tok)
+			s.TtyNr = uint64(uint32(n))
 		case 9:
 			s.Flags, err = strconv.ParseUint(string(tok), 10, 64)
 		case 22:
@@ -466,6 +472,31 @@ func (fs FS) GroupMembers(pgid int) ([]Stat, error) {
 			return nil, err
 		}
 		if st.Pgrp == pgid {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// TerminalHolders lists the processes whose controlling terminal is the
+// terminal dev (as the kernel encodes it: TIOCGDEV, st_rdev), as
+// GroupMembers lists a group: vanished processes skipped, any other read
+// error returned.
+func (fs FS) TerminalHolders(dev uint64) ([]Stat, error) {
+	pids, err := fs.Pids()
+	if err != nil {
+		return nil, err
+	}
+	var out []Stat
+	for _, pid := range pids {
+		st, err := fs.Stat(pid)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		if dev != 0 && st.TtyNr == dev {
 			out = append(out, st)
 		}
 	}

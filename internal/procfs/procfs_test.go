@@ -10,9 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/ptytest"
 )
 
 func TestParseStat(t *testing.T) {
@@ -25,6 +28,8 @@ func TestParseStat(t *testing.T) {
 	}{
 		{"plain", "42 (sleep) S 7 42 7 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1000 2" + tail,
 			Stat{Pid: 42, Comm: "sleep", State: 'S', PPid: 7, Pgrp: 42, Session: 7, Flags: 4194560, StartTime: 987654}, false},
+		{"on a terminal", "42 (bash) S 7 42 42 34821 42 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1000 2" + tail,
+			Stat{Pid: 42, Comm: "bash", State: 'S', PPid: 7, Pgrp: 42, Session: 42, TtyNr: 34821, Flags: 4194560, StartTime: 987654}, false},
 		{"comm with spaces and parens", "9 (a) b (c) d) R 1 9 9 0 -1 2097216 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0" + tail,
 			Stat{Pid: 9, Comm: "a) b (c) d", State: 'R', PPid: 1, Pgrp: 9, Session: 9, Flags: 2097216, StartTime: 55}, false},
 		{"no comm", "9 sleep S 1", Stat{}, true},
@@ -229,5 +234,41 @@ func TestFdPidOfProcDirAndPidfd(t *testing.T) {
 	}
 	if got, err := fs.FdPid(self, pidfd); err != nil || got != -1 {
 		t.Errorf("FdPid(pidfd of reaped process) = %d, %v; want -1", got, err)
+	}
+}
+
+// TestTerminalHolders: a process whose controlling terminal is a pty is
+// listed among its holders, with tty_nr the pty's st_rdev; another pty
+// has none.
+func TestTerminalHolders(t *testing.T) {
+	_, slave := ptytest.Open(t)
+	_, other := ptytest.Open(t)
+	cmd := exec.Command("sleep", "30")
+	cmd.Stdin = slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	rdev := func(f *os.File) uint64 {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Rdev
+	}
+	fs := Default()
+	holders, err := fs.TerminalHolders(rdev(slave))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(holders) != 1 || holders[0].Pid != cmd.Process.Pid || holders[0].TtyNr != rdev(slave) {
+		t.Errorf("holders of the pty = %+v, want only sleep %d", holders, cmd.Process.Pid)
+	}
+	if holders, err := fs.TerminalHolders(rdev(other)); err != nil || len(holders) != 0 {
+		t.Errorf("holders of an unused pty = %+v, %v; want none", holders, err)
+	}
+	if holders, err := fs.TerminalHolders(0); err != nil || len(holders) != 0 {
+		t.Errorf("holders of no terminal = %d processes, %v; want none", len(holders), err)
 	}
 }

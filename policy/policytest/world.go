@@ -21,14 +21,16 @@ var ErrBroken = errors.New("read /proc/x/stat: input/output error")
 // World is a table-driven policy.World. The zero value is an empty world;
 // nil maps read as empty.
 type World struct {
-	Procs    map[int]policy.Target // processes by pid
-	Groups   map[int]int           // pid -> process group
-	Sessions map[int]int           // pid -> session, where not its process group
-	Threads  map[int]int           // tid -> pid, for non-leader threads only
-	Fds      map[[2]int]int        // (tid, fd) -> pid a pidfd refers to (-1: reaped)
-	Ttys     map[[2]int]int        // (tid, fd) -> foreground process group of the pty
-	Absent   map[string]bool       // paths that do not exist
-	Broken   map[int]bool          // Lookup and Pgrp fail for these pids
+	Procs    map[int]policy.Target  // processes by pid
+	Groups   map[int]int            // pid -> process group
+	Sessions map[int]int            // pid -> session, where not its process group
+	Threads  map[int]int            // tid -> pid, for non-leader threads only
+	Fds      map[[2]int]int         // (tid, fd) -> pid a pidfd refers to (-1: reaped)
+	Ttys     map[[2]int]int         // (tid, fd) -> foreground process group of the pty
+	Terms    map[[2]int]policy.Term // (tid, fd) -> the terminal it reaches; absent: not open
+	Admins   map[int]bool           // tids holding CAP_SYS_ADMIN
+	Absent   map[string]bool        // paths that do not exist
+	Broken   map[int]bool           // Lookup and Pgrp fail for these pids
 	// OwnGroups are the process groups GroupOwned answers true for: groups
 	// in a session only the agent's processes can be in.
 	OwnGroups map[int]bool
@@ -130,6 +132,27 @@ func (w World) TermPgrp(tid, fd int) (int, error) {
 		return pgrp, nil
 	}
 	return 0, errors.New("inappropriate ioctl for device")
+}
+
+// Terminal implements policy's world: a descriptor not in Terms is not
+// open (EBADF); one of a pid in Broken cannot be read.
+func (w World) Terminal(tid, fd int) (policy.Term, error) {
+	if w.Broken[tid] {
+		return policy.Term{}, ErrBroken
+	}
+	if t, ok := w.Terms[[2]int{tid, fd}]; ok {
+		return t, nil
+	}
+	return policy.Term{}, fmt.Errorf("pidfd_getfd(%d, %d): %w", tid, fd, syscall.EBADF)
+}
+
+// SysAdmin implements policy's world from Admins; a pid in Broken cannot
+// be read.
+func (w World) SysAdmin(tid int) (bool, error) {
+	if w.Broken[tid] {
+		return false, ErrBroken
+	}
+	return w.Admins[tid], nil
 }
 
 // VRAM implements policy's world.

@@ -11,6 +11,16 @@
 //	sleep SECONDS | setown PID SIG | setown-ex PID SIG | fiosetown PID SIG |
 //	tiocsti FD | tiocsig-own-pty SIG | vhangup
 //
+// And: agenthelper termctl WHICH harm|same makes the terminal ioctls that
+// change a terminal for everyone on it, printing "WHICH NAME ok" or "WHICH
+// NAME err ERRNO" for each, on the terminal WHICH names: a PID, that
+// process's terminal opened by its path (from the tty_nr of its stat line:
+// an agent's shell finds the user's terminal from paddock's, $PPID), shown
+// as "user"; tty, /dev/tty; pty, a pty it opens itself. "harm" stops the
+// output (TCXONC TCOOFF), sets exclusive mode and the line discipline
+// N_NULL, the attack that leaves a terminal dead; "same" sets back what
+// each reads (harmless).
+//
 // And: agenthelper shadow-kill PID SIG tries to step around paddock with a
 // listener of its own: a filter that sends kill to a listener this process
 // answers with CONTINUE from another thread, then kill(PID, SIG).
@@ -24,12 +34,14 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,6 +74,13 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println("ok")
+		return
+	}
+	if os.Args[1] == "termctl" && len(os.Args) == 4 {
+		if err := termctl(os.Args[2], os.Args[3] == "harm"); err != nil {
+			fmt.Printf("err %v\n", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if os.Args[1] == "listen-exec" {
@@ -321,5 +340,100 @@ func tiocsigOwnPty(sig unix.Signal) error {
 	}
 	err = cmd.Wait()
 	fmt.Printf("child: %v\n", err)
+	return nil
+}
+
+// termctl opens the terminal which names (see the package comment) and
+// makes each terminal ioctl on it, printing how each went.
+func termctl(which string, harm bool) error {
+	var fd int
+	switch which {
+	case "tty", "pty":
+	default:
+		// The terminal of process WHICH, as an agent finds paddock's:
+		// from its tty_nr.
+		b, err := os.ReadFile("/proc/" + which + "/stat")
+		if err != nil {
+			return err
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 5 {
+			return fmt.Errorf("short stat line %q", b)
+		}
+		dev, err := strconv.ParseUint(f[4], 10, 32) // tty_nr, field 7
+		if err != nil || dev == 0 {
+			return fmt.Errorf("no terminal in %q (%v)", f[4], err)
+		}
+		major, minor := unix.Major(dev), unix.Minor(dev)
+		if major < 136 || major > 143 {
+			return fmt.Errorf("terminal %d:%d is not a pty", major, minor)
+		}
+		path := "/dev/pts/" + strconv.Itoa(int((major-136)*256+minor))
+		fmt.Printf("path %s\n", path)
+		if fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOCTTY, 0); err != nil {
+			return fmt.Errorf("open %s: %w", path, err)
+		}
+		which = "user"
+	}
+	switch which {
+	case "tty":
+		var err error
+		if fd, err = unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY, 0); err != nil {
+			return fmt.Errorf("open /dev/tty: %w", err)
+		}
+	case "pty":
+		master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY, 0)
+		if err != nil {
+			return fmt.Errorf("open /dev/ptmx: %w", err)
+		}
+		if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+			return fmt.Errorf("unlockpt: %w", err)
+		}
+		n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
+		if err != nil {
+			return fmt.Errorf("ptsname: %w", err)
+		}
+		if fd, err = unix.Open("/dev/pts/"+strconv.Itoa(n), unix.O_RDWR|unix.O_NOCTTY, 0); err != nil {
+			return err
+		}
+	}
+	tio, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return fmt.Errorf("TCGETS: %w", err)
+	}
+	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+	if err != nil {
+		return fmt.Errorf("TIOCGWINSZ: %w", err)
+	}
+	ldisc, err := unix.IoctlGetInt(fd, unix.TIOCGETD)
+	if err != nil {
+		return fmt.Errorf("TIOCGETD: %w", err)
+	}
+	flow, excl := unix.TCOON, unix.TIOCNXCL
+	if harm {
+		flow, excl, ldisc = unix.TCOOFF, unix.TIOCEXCL, 27 // N_NULL
+	}
+	report := func(name string, err error) {
+		if err == nil {
+			fmt.Printf("%s %s ok\n", which, name)
+			return
+		}
+		var errno unix.Errno
+		if errors.As(err, &errno) {
+			fmt.Printf("%s %s err %s\n", which, name, unix.ErrnoName(errno))
+			return
+		}
+		fmt.Printf("%s %s err %v\n", which, name, err)
+	}
+	report("TCSETS", unix.IoctlSetTermios(fd, unix.TCSETS, tio))
+	report("TIOCSWINSZ", unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, ws))
+	report("TCXONC", unix.IoctlSetInt(fd, unix.TCXONC, flow))
+	name := "TIOCNXCL"
+	if harm {
+		name = "TIOCEXCL"
+	}
+	report(name, unix.IoctlSetInt(fd, uint(excl), 0))
+	report("TIOCSETD", unix.IoctlSetPointerInt(fd, unix.TIOCSETD, ldisc))
 	return nil
 }

@@ -1,0 +1,136 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/policy"
+	"github.com/paddock-dev/paddock/terminal"
+)
+
+// termSet is what a session knows of terminals from its start, for the
+// terminal ioctls (policy.Term): the session's own terminals (the pty
+// between the agent and the user; without one, the terminals the agent's
+// standard descriptors are on) and those paddock itself runs on (its
+// standard descriptors and its controlling terminal), by device number as
+// the kernel encodes it.
+type termSet struct {
+	session, supervisor []uint64
+}
+
+// newTermSet reads the session's terminals and paddock's own from cfg and
+// this process.
+func newTermSet(cfg Config, fs procfs.FS) *termSet {
+	ts := &termSet{}
+	add := func(to *[]uint64, dev uint64) {
+		if dev != 0 && !slices.Contains(*to, dev) {
+			*to = append(*to, dev)
+		}
+	}
+	if cfg.Terminal != nil {
+		add(&ts.session, uint64(terminal.DeviceBehind(int(cfg.Terminal.Fd()))))
+	} else {
+		for i, f := range []*os.File{cfg.Stdin, cfg.Stdout, cfg.Stderr} {
+			if f == nil {
+				f = []*os.File{os.Stdin, os.Stdout, os.Stderr}[i]
+			}
+			add(&ts.session, uint64(terminal.DeviceBehind(int(f.Fd()))))
+		}
+	}
+	for _, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		add(&ts.supervisor, uint64(terminal.DeviceBehind(int(f.Fd()))))
+	}
+	if st, err := fs.Stat(os.Getpid()); err == nil {
+		add(&ts.supervisor, st.TtyNr)
+	}
+	return ts
+}
+
+// maxForeignHolders bounds the processes a terminal's reading lists.
+const maxForeignHolders = 6
+
+// ptmx is the device number of /dev/ptmx (and /dev/pts/ptmx): a descriptor
+// with it is a pty's master.
+var ptmx = unix.Mkdev(5, 2)
+
+// takeFd takes a copy of descriptor fd of thread tid (pidfd_getfd): the
+// same open file, which the caller must close. pidfd_getfd's EBADF (fd
+// not open) stays in the error.
+func (w *liveWorld) takeFd(tid, fd int) (int, error) {
+	pid, err := w.fs.Tgid(tid)
+	if err != nil {
+		return -1, err
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pidfd_open(%d): %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	local, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pidfd_getfd(%d, %d): %w", pid, fd, err)
+	}
+	return local, nil
+}
+
+// terminal says which terminal descriptor fd of thread tid reaches and
+// whose it is (policy.Terminals.Terminal), from a copy of the descriptor:
+// the device it reaches (TIOCGDEV), whether it is a pty's master, whether
+// the session or paddock is on it, and otherwise which processes outside
+// the session have it as their controlling terminal.
+func (w *liveWorld) terminal(tid, fd int) (policy.Term, error) {
+	if w.terms == nil {
+		return policy.Term{}, errors.New("this front end does not know the session's terminals")
+	}
+	local, err := w.takeFd(tid, fd)
+	if err != nil {
+		return policy.Term{}, err
+	}
+	defer unix.Close(local)
+	dev := uint64(terminal.DeviceBehind(local))
+	if dev == 0 {
+		return policy.Term{}, nil
+	}
+	t := policy.Term{Dev: dev}
+	var st unix.Stat_t
+	if unix.Fstat(local, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == ptmx {
+		t.Master = true
+		return t, nil
+	}
+	t.Session = slices.Contains(w.terms.session, dev)
+	if t.Session {
+		return t, nil
+	}
+	// Not the agent's own: the name is for the message of a refusal.
+	if name, err := os.Readlink(procfs.FdPath(local)); err == nil {
+		t.Name = name
+	}
+	if t.Supervisor = slices.Contains(w.terms.supervisor, dev); t.Supervisor {
+		return t, nil
+	}
+	holders, err := w.fs.TerminalHolders(dev)
+	if err != nil {
+		return t, fmt.Errorf("the processes on %s: %w", t.Name, err)
+	}
+	for _, h := range holders {
+		rel, err := w.tree.ClassifyStat(h)
+		if err != nil {
+			return t, fmt.Errorf("pid %d on %s: %w", h.Pid, t.Name, err)
+		}
+		switch rel {
+		case audit.RelOwned, audit.RelAgentRoot, audit.RelGone:
+			continue
+		}
+		t.Foreign = append(t.Foreign, policy.Target{Pid: h.Pid, Comm: h.Comm, StartTime: h.StartTime, Rel: rel})
+		if len(t.Foreign) == maxForeignHolders {
+			break
+		}
+	}
+	return t, nil
+}
