@@ -339,12 +339,22 @@ func checkDeb(t *testing.T, deb, dir string) {
 			t.Skipf("needs lintian (apt-get install lintian): %v", err)
 		}
 		out, err := exec.Command("lintian", deb).CombinedOutput()
+		own := false
 		for _, line := range strings.Split(string(out), "\n") {
+			if lintianOwnFailure(line) {
+				// lintian lost its own groff pipeline (seen once, in the
+				// fourth of the runs beside two busy loops); the man pages
+				// are rendered with warnings on by the man check above,
+				// which stands.
+				own = true
+				t.Logf("lintian's own failure, not the package's: %s", line)
+				continue
+			}
 			if strings.HasPrefix(line, "E: ") || strings.HasPrefix(line, "W: ") {
 				t.Errorf("lintian: %s", line)
 			}
 		}
-		if err != nil {
+		if err != nil && !own {
 			t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
 		}
 	})
@@ -639,4 +649,12 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// lintianOwnFailure says a lintian line reports a failure of lintian's own
+// tools rather than of the package: its groff check's pipeline lost
+// (waitpid failed) or not run (status 127).
+func lintianOwnFailure(line string) bool {
+	return strings.Contains(line, " groff-message ") &&
+		(strings.Contains(line, "waitpid failed") || strings.Contains(line, "command exited with status 127"))
 }
