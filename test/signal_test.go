@@ -283,11 +283,12 @@ func pkillMatchingOwnedAndForeign(t *testing.T, b backend) {
 	b.require(t)
 	marker := "paddock-pkill-marker-" + itoa(os.Getpid())
 	// exec -a puts the marker in argv[0]: one process each, no children
-	// left behind. The owned one matches from its fork on (a copy of the
-	// agent, whose script holds the marker, then bash -c, then sleep), so
-	// pkill needs no wait for its exec.
+	// left behind. pkill runs once the owned one is sleep (its comm): a
+	// process in the middle of an exec shows pkill no command line, and
+	// one pkill missed so waited its 300 s out (1 in a few loaded runs).
 	f := startForeign(t, "bash", "-c", "exec -a "+marker+" sleep 300")
 	r := b.sh(t, `bash -c 'exec -a `+marker+` sleep 300' & o=$!
+until read -r c </proc/$o/comm && [ "$c" = sleep ]; do :; done
 pkill -f `+marker+`; echo pkill=$?
 wait $o; echo owned=$?
 echo agent-survived`)
