@@ -361,14 +361,21 @@ func (s *Server) serveOne(fd int, c *container) {
 			fd = dup
 		}
 	}
+	if after == nil {
+		s.send(c, fd, n.ID, a) // the common case: no closure, no goroutine
+		return
+	}
 	report.After(after, func() {
-		if after != nil {
-			defer unix.Close(fd)
-		}
-		if err := seccomp.Send(fd, n.ID, a.Errno); err != nil && !errors.Is(err, unix.ENOENT) {
-			s.Log.Error().Err(err).Str("container", c.id).Msg("seccomp notify answer failed")
-		}
+		defer unix.Close(fd)
+		s.send(c, fd, n.ID, a)
 	})
+}
+
+// send answers notification id of container c on listener fd with a.
+func (s *Server) send(c *container, fd int, id uint64, a answer.Answer) {
+	if err := seccomp.Send(fd, id, a.Errno); err != nil && !errors.Is(err, unix.ENOENT) {
+		s.Log.Error().Err(err).Str("container", c.id).Msg("seccomp notify answer failed")
+	}
 }
 
 // decide decides notification n of container c: the answer, the event to

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/policy"
@@ -108,16 +109,24 @@ func (s *Session) sendAnswer(c *call) {
 	if !waiting {
 		return
 	}
+	if after == nil {
+		// The common case, on the hottest path: no closure, no goroutine.
+		s.send(c.listener, c.id, r)
+		return
+	}
 	listener, id := c.listener, c.id
-	report.After(after, func() {
-		send := seccomp.Send
-		if r.Done {
-			send = seccomp.Done
-		}
-		if err := send(listener, id, r.Errno); err != nil {
-			s.cfg.Log.Error().Err(err).Uint64("id", id).Msg("seccomp notify answer failed")
-		}
-	})
+	report.After(after, func() { s.send(listener, id, r) })
+}
+
+// send answers notification id on listener with r.
+func (s *Session) send(listener int, id uint64, r answer.Answer) {
+	send := seccomp.Send
+	if r.Done {
+		send = seccomp.Done
+	}
+	if err := send(listener, id, r.Errno); err != nil {
+		s.cfg.Log.Error().Err(err).Uint64("id", id).Msg("seccomp notify answer failed")
+	}
 }
 
 // offload has a worker decide c and hand it to done. With every worker
