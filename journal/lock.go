@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,6 +181,8 @@ func lockHolders(root string, dev, ino uint64) (taker int, holders []Holder) {
 			break
 		}
 	}
+	// In pid order: ReadDir's is the names', which puts 10000 before 9993.
+	slices.SortFunc(holders, func(a, b Holder) int { return a.Pid - b.Pid })
 	return taker, holders
 }
 

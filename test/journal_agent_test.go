@@ -37,8 +37,10 @@ func TestJournalLockHeldByAgent(t *testing.T) {
 			j := filepath.Join(dir, "j.jsonl")
 			victim := nobodyStart(t, "sleep", "300")
 			V := itoa(victim.pid())
+			// The adoption's client gets no copy of descriptor 9: the
+			// shell alone holds the lock (a copy would be named too).
 			script := `exec 9>>` + j + `; flock -x 9; echo "holder=$$"
-"$PADDOCK_BIN" adopt ` + V + ` --reason "while the agent holds the journal's lock" > ` + dir + `/adopt.out 2>&1 & a=$!
+"$PADDOCK_BIN" adopt ` + V + ` --reason "while the agent holds the journal's lock" 9>&- > ` + dir + `/adopt.out 2>&1 & a=$!
 tries=0
 while kill -0 $a 2>/dev/null; do
   if kill -TERM ` + V + ` 2>/dev/null; then echo killed; break; fi
