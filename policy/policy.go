@@ -99,6 +99,8 @@ func PtrArg(sc filter.Syscall, args [6]uint64) (addr uint64, size int) {
 		return args[2], 8 // struct f_owner_ex { int type; pid_t pid; }
 	case sc == filter.Ioctl && (cmd == filter.FIOSETOWN || cmd == filter.SIOCSPGRP):
 		return args[2], 4 // int
+	case sc == filter.Ioctl && cmd == filter.TIOCSWINSZ:
+		return args[2], WinsizeLen // struct winsize, for Decision.Resize
 	}
 	return 0, 0
 }
@@ -283,7 +285,16 @@ type Decision struct {
 	Action audit.Action
 	// Exec is the request's exec, for the journal's exec_denied and opt_in_used records.
 	Exec *Exec
+	// Resize says an allowed call sets the window size of the session's
+	// own terminal to the struct winsize in Request.Mem: a front end that
+	// relays that terminal to the user's carries it out itself, in order
+	// with its copies of the user's size (terminal.Relay.AgentResize).
+	Resize bool
 }
+
+// WinsizeLen is the size of the kernel's struct winsize (four unsigned
+// shorts, the same in every ABI), which TIOCSWINSZ's argument points to.
+const WinsizeLen = 8
 
 // pidfdSignalProcessGroup is pidfd_send_signal's PIDFD_SIGNAL_PROCESS_GROUP
 // flag (linux/pidfd.h, Linux 6.9+): signal the target's whole process group.
@@ -678,6 +689,8 @@ func decideTerminal(r Request, w World, d Decision) Decision {
 		return d
 	case t.Master || t.Session || (!t.Supervisor && len(t.Foreign) == 0):
 		d.Allow, d.Rule = true, audit.RuleOwned
+		// Unread, the kernel answers (EFAULT) as it would.
+		d.Resize = t.Session && !t.Master && uint32(r.Args[1]) == filter.TIOCSWINSZ && r.MemErr == nil && len(r.Mem) == WinsizeLen
 		return d
 	}
 	whose := "a terminal paddock runs on: the user's"

@@ -88,6 +88,7 @@ func TestDecide(t *testing.T) {
 		target  int
 		pin     int
 		message []string // substrings the refusal message must hold
+		resize  bool     // Decision.Resize
 	}{
 		{name: "kill owned child", r: req(100, filter.Kill, 102, sigterm), allow: true, rule: audit.RuleOwned, target: 102, pin: 102},
 		{name: "kill foreign", r: req(101, filter.Kill, 200, sigterm), errno: syscall.EPERM, rule: audit.RuleNotOwned, target: 200,
@@ -204,7 +205,10 @@ func TestDecide(t *testing.T) {
 			message: []string{"ioctl(TIOCEXCL) on /dev/pts/7", "controlling terminal of pid 50 (bash)"}},
 		{name: "TCXONC on a terminal named by its number", r: req(101, filter.Ioctl, 35, filter.TCXONC, 0), errno: syscall.EPERM, rule: audit.RuleTerminalControl,
 			message: []string{"ioctl(TCXONC) on terminal 136:1"}},
-		{name: "TIOCSWINSZ on a pty the agent opened", r: req(101, filter.Ioctl, 32, filter.TIOCSWINSZ, 0x1000), allow: true, rule: audit.RuleOwned},
+		{name: "TIOCSWINSZ on a pty the agent opened", r: mem(req(101, filter.Ioctl, 32, filter.TIOCSWINSZ, 0x1000), 40, 0, 100, 0, 0, 0, 0, 0), allow: true, rule: audit.RuleOwned},
+		{name: "TIOCSWINSZ on the session's pty: the relay carries it out", r: mem(req(101, filter.Ioctl, 0, filter.TIOCSWINSZ, 0x1000), 40, 0, 100, 0, 0, 0, 0, 0), allow: true, rule: audit.RuleOwned, resize: true},
+		{name: "TIOCSWINSZ on the session's pty, unread: the kernel's", r: req(101, filter.Ioctl, 0, filter.TIOCSWINSZ, 0x1000), allow: true, rule: audit.RuleOwned},
+		{name: "TIOCSWINSZ through a pty's master: not the session's", r: mem(req(101, filter.Ioctl, 33, filter.TIOCSWINSZ, 0x1000), 40, 0, 100, 0, 0, 0, 0, 0), allow: true, rule: audit.RuleOwned},
 		{name: "TCSETS2 through a pty's master", r: req(101, filter.Ioctl, 33, filter.TCSETS2, 0x1000), allow: true, rule: audit.RuleOwned},
 		{name: "TCSETS on a file", r: req(101, filter.Ioctl, 34, filter.TCSETS, 0x1000), allow: true, rule: audit.RuleSelf},
 		{name: "TIOCSCTTY without stealing, unread", r: req(666, filter.Ioctl, 30, filter.TIOCSCTTY, 0), allow: true, rule: audit.RuleSelf},
@@ -238,6 +242,9 @@ func TestDecide(t *testing.T) {
 			}
 			if d.Pin != tc.pin {
 				t.Errorf("pin = %d, want %d", d.Pin, tc.pin)
+			}
+			if d.Resize != tc.resize {
+				t.Errorf("Resize = %v, want %v", d.Resize, tc.resize)
 			}
 			// A vanished target (ESRCH), a malformed call (EINVAL) or a
 			// descriptor that is no pidfd (EBADF) is not a refusal.

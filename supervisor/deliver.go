@@ -54,8 +54,16 @@ const siQueue = 0xffffffff
 const pidfdThread = unix.O_EXCL
 
 // deliver carries out an allowed call: the answer to send, which lets the
-// call run unless the supervisor did what it asked for itself.
+// call run unless the supervisor did what it asked for itself (a signal
+// through its pin, a setting of the session's pty's size through the
+// relay).
 func (c *call) deliver(d policy.Decision) answer.Answer {
+	if d.Resize {
+		if errno, ok := c.w.resize(c.req.Mem); ok {
+			return answer.Completed(errno)
+		}
+		return answer.Continue()
+	}
 	if _, isSignal := c.req.Syscall.SignalArg(); !isSignal {
 		return answer.Continue()
 	}

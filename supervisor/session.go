@@ -85,6 +85,11 @@ type Config struct {
 	// relayed to the user's terminal: a refusal message written on it counts
 	// as shown on LogFile's terminal.
 	Terminal *os.File
+	// Resize, with Terminal, carries out the agent's settings of
+	// Terminal's window size (TIOCSWINSZ, which the supervisor traps) in
+	// order with the relay's copies of the user's size
+	// (terminal.Relay.AgentResize); nil: the kernel carries them out.
+	Resize func(*unix.Winsize) error
 	// Init gives paddock PID 1's duties even when it is not PID 1: forward
 	// every signal tini forwards, not only the interactive set. It is on by
 	// itself when paddock is PID 1 of its PID namespace.

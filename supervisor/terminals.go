@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -22,12 +23,18 @@ import (
 // the kernel encodes it.
 type termSet struct {
 	session, supervisor []uint64
+	// resize carries out a setting of the session's pty's size
+	// (Config.Resize; nil: the kernel does).
+	resize func(*unix.Winsize) error
 }
 
 // newTermSet reads the session's terminals and paddock's own from cfg and
 // this process.
 func newTermSet(cfg Config, fs procfs.FS) *termSet {
 	ts := &termSet{}
+	if cfg.Terminal != nil {
+		ts.resize = cfg.Resize
+	}
 	add := func(to *[]uint64, dev uint64) {
 		if dev != 0 && !slices.Contains(*to, dev) {
 			*to = append(*to, dev)
@@ -133,4 +140,27 @@ func (w *liveWorld) terminal(tid, fd int) (policy.Term, error) {
 		}
 	}
 	return t, nil
+}
+
+// resize carries out an allowed TIOCSWINSZ on the session's pty
+// (policy.Decision.Resize) through the relay, which orders it with its
+// copies of the user's size; ok is false when there is no relay to.
+func (w *liveWorld) resize(mem []byte) (errno unix.Errno, ok bool) {
+	if w.terms == nil || w.terms.resize == nil || len(mem) != policy.WinsizeLen {
+		return 0, false
+	}
+	ws := unix.Winsize{
+		Row:    binary.NativeEndian.Uint16(mem[0:]),
+		Col:    binary.NativeEndian.Uint16(mem[2:]),
+		Xpixel: binary.NativeEndian.Uint16(mem[4:]),
+		Ypixel: binary.NativeEndian.Uint16(mem[6:]),
+	}
+	err := w.terms.resize(&ws)
+	if err == nil {
+		return 0, true
+	}
+	if !errors.As(err, &errno) {
+		errno = unix.EIO
+	}
+	return errno, true
 }

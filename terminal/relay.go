@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -87,7 +88,21 @@ type Relay struct {
 	// wake tells the input loop that paddock was continued.
 	wake      chan struct{}
 	closeOnce sync.Once
+
+	// size orders the relay's copies of the user's window size with the
+	// agent's own settings of the pty's size (AgentResize).
+	size struct {
+		sync.Mutex
+		// replaced are the sizes the relay's copies replaced on the pty
+		// since the agent last set one (a few at most; see AgentResize).
+		replaced []unix.Winsize
+	}
 }
+
+// maxReplaced bounds Relay.size.replaced: the resizes remembered between
+// two settings of the agent's (an interactive shell sets the size at each
+// prompt).
+const maxReplaced = 8
 
 // New opens a pty for an agent whose standard descriptors are stdin,
 // stdout and stderr (nil: this process's), when any of them is a terminal;
@@ -167,6 +182,11 @@ func (r *Relay) Start() error {
 		}
 	}
 	r.copySize()
+	// The size the pty had before the agent existed is nothing the agent
+	// could echo.
+	r.size.Lock()
+	r.size.replaced = r.size.replaced[:0]
+	r.size.Unlock()
 	r.saveShared()
 	if err := r.raw(); err != nil {
 		return err
@@ -290,11 +310,49 @@ func stopped(pid int) bool {
 }
 
 // copySize gives the pty the user's terminal's window size; the kernel
-// then signals SIGWINCH to the pty's foreground job when it changed.
+// then signals SIGWINCH to the pty's foreground job when it changed. The
+// size it replaces is remembered for AgentResize.
 func (r *Relay) copySize() {
-	if ws, err := pty.GetsizeFull(r.ref); err == nil {
-		_ = pty.Setsize(r.slave, ws)
+	r.size.Lock()
+	defer r.size.Unlock()
+	ws, err := unix.IoctlGetWinsize(int(r.ref.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return
 	}
+	if old, err := unix.IoctlGetWinsize(int(r.slave.Fd()), unix.TIOCGWINSZ); err == nil && *old != *ws {
+		if len(r.size.replaced) == maxReplaced {
+			r.size.replaced = r.size.replaced[1:]
+		}
+		r.size.replaced = append(r.size.replaced, *old)
+	}
+	_ = unix.IoctlSetWinsize(int(r.slave.Fd()), unix.TIOCSWINSZ, ws)
+}
+
+// AgentResize carries out a setting of the pty's window size by the agent
+// (TIOCSWINSZ on its terminal, which paddock's supervisor traps) in order
+// with the relay's copies of the user's size, and drops one that sets a
+// size the relay replaced since the agent's last setting.
+//
+// Readline sets the size it has just read at every prompt (a "dummy call
+// to force a backgrounded readline to stop"): a resize of the user's
+// terminal copied between its read and its write would be undone by the
+// write, and never copied again, the user's terminal being unchanged
+// since. The trap widens that window from microseconds to a round trip
+// through the supervisor, which lost the resize of a shell's prompt in
+// one run of four. A size the pty no longer has because the user's
+// terminal changed is such an echo, and the pty keeps the user's size;
+// the one deliberate setting dropped with it is a program's going back,
+// before any other setting of its own, to a size the user's terminal had
+// earlier, which the user's terminal would not show either (docs/limits.md).
+func (r *Relay) AgentResize(ws *unix.Winsize) error {
+	r.size.Lock()
+	defer r.size.Unlock()
+	echo := slices.Contains(r.size.replaced, *ws)
+	r.size.replaced = r.size.replaced[:0]
+	if echo {
+		return nil
+	}
+	return unix.IoctlSetWinsize(int(r.slave.Fd()), unix.TIOCSWINSZ, ws)
 }
 
 // background reports whether paddock's group is in the background of the

@@ -304,3 +304,55 @@ func TestCloseRestoresSharedState(t *testing.T) {
 	}
 	readUntil(t, master, "flowing")
 }
+
+// TestAgentResize: the agent's settings of the pty's size are carried out
+// in order with the relay's copies of the user's size, and one that echoes
+// a size a copy replaced since the agent's last setting (readline's read
+// and write of the size at each prompt, around a resize) leaves the pty
+// at the user's size; a setting of the agent's own stands.
+func TestAgentResize(t *testing.T) {
+	ws := func(r, c uint16) unix.Winsize { return unix.Winsize{Row: r, Col: c} }
+	type step struct {
+		user  *unix.Winsize // resize the user's terminal to this, and copy it
+		agent *unix.Winsize // else the agent sets this
+	}
+	user := func(w unix.Winsize) step { return step{user: &w} }
+	agent := func(w unix.Winsize) step { return step{agent: &w} }
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  unix.Winsize
+	}{
+		{"an echo of the size before a resize", []step{user(ws(40, 100)), user(ws(50, 120)), agent(ws(40, 100))}, ws(50, 120)},
+		{"an echo across two resizes", []step{user(ws(40, 100)), user(ws(50, 120)), user(ws(60, 130)), agent(ws(40, 100))}, ws(60, 130)},
+		{"the new size, read after the resize", []step{user(ws(40, 100)), user(ws(50, 120)), agent(ws(50, 120))}, ws(50, 120)},
+		{"a size of the agent's own", []step{user(ws(40, 100)), user(ws(50, 120)), agent(ws(33, 90))}, ws(33, 90)},
+		{"the old size after a setting of the agent's", []step{user(ws(40, 100)), user(ws(50, 120)), agent(ws(50, 120)), agent(ws(40, 100))}, ws(40, 100)},
+		{"a resize after the agent's own size", []step{user(ws(40, 100)), agent(ws(33, 90)), user(ws(50, 120))}, ws(50, 120)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, u := ptytest.Open(t)
+			relay, err := New(u, u, u)
+			if err != nil || relay == nil {
+				t.Fatalf("New: %v, %v", relay, err)
+			}
+			defer relay.Close()
+			for _, s := range tc.steps {
+				if s.user != nil {
+					if err := unix.IoctlSetWinsize(int(u.Fd()), unix.TIOCSWINSZ, s.user); err != nil {
+						t.Fatal(err)
+					}
+					relay.copySize()
+					continue
+				}
+				if err := relay.AgentResize(s.agent); err != nil {
+					t.Fatalf("AgentResize(%+v): %v", *s.agent, err)
+				}
+			}
+			got, err := unix.IoctlGetWinsize(int(relay.Slave().Fd()), unix.TIOCGWINSZ)
+			if err != nil || *got != tc.want {
+				t.Errorf("the pty's size is %+v (%v), want %+v", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/journal"
@@ -319,9 +321,10 @@ func runRun(f runFlags, args []string) error {
 	}
 	var stdio [3]*os.File
 	var ctty *os.File
+	var resize func(*unix.Winsize) error
 	if relay != nil {
 		stdio[0], stdio[1], stdio[2] = relay.Agent()
-		ctty = relay.Slave()
+		ctty, resize = relay.Slave(), relay.AgentResize
 		if err := relay.Start(); err != nil {
 			return err
 		}
@@ -334,7 +337,7 @@ func runRun(f runFlags, args []string) error {
 		journalPath, head = j.Path(), j.Head()
 	}
 	s, err := supervisor.Start(supervisor.Config{
-		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], Terminal: ctty,
+		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], Terminal: ctty, Resize: resize,
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
