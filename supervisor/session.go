@@ -300,11 +300,6 @@ func Start(cfg Config) (*Session, error) {
 			cfg.Log.Debug().Int("oom_score_adj", min(prev, cfg.OOMScoreAdj)).Int("agent_keeps", prev).Msg("the supervisor is the OOM killer's late choice")
 		}
 	}
-	// Once more now that the launch is over: the early call closes the
-	// window before the agent's first exec; without this one the relay's
-	// copy of a new window size to the agent's pty was lost from then on
-	// (InteractiveShellOnPty, every run), for a reason not yet found.
-	s.agentForked()
 	go s.sweepLeases(time.Second)
 	go s.forward()
 	return s, nil
