@@ -505,17 +505,20 @@ func (st sharedState) restore(bound time.Duration) {
 func (r *Relay) input() {
 	buf := make([]byte, 4096)
 	for {
-		if r.background() {
-			for r.background() {
-				select {
-				case <-r.quit:
-					return
-				case <-r.wake:
-				case <-time.After(bgPoll):
-				}
+		for r.background() {
+			select {
+			case <-r.quit:
+				return
+			case <-r.wake:
+			case <-time.After(bgPoll):
 			}
-			_ = r.raw()
 		}
+		// Before every read, not only after a wait above: paddock may have
+		// been brought to the foreground after Start found it in the
+		// background and before this loop first looked (a quick fg), and
+		// a read in the user's cooked mode would end the loop on the ^D
+		// meant for the agent. Nothing is done when the terminal is raw.
+		_ = r.raw()
 		_ = r.inRead.SetReadDeadline(time.Time{})
 		n, err := r.inRead.Read(buf)
 		if errors.Is(err, os.ErrDeadlineExceeded) {

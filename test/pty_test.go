@@ -507,6 +507,7 @@ func agentRootStopsWithPaddock(t *testing.T, b backend) {
 	}
 	p.send("fg\r")
 	catPid := awaitForeground(t, cmd.Process.Pid, "cat")
+	awaitRaw(t, p)
 	p.send("again\r")
 	p.expect(`again[\s\S]*again`)
 	if b != "ptrace" {
@@ -564,13 +565,23 @@ func paddockInTheBackground(t *testing.T, b backend) {
 	p.send(shellQuote(args[:len(args)-2]) + " &\r")
 	awaitForeground(t, p.cmd.Process.Pid, "cat")
 	p.send("fg\r")
-	waitFor(t, "paddock in the foreground to make the terminal raw", func() bool {
-		tio, err := unix.IoctlGetTermios(int(p.slave.Fd()), unix.TCGETS)
-		return err == nil && tio.Lflag&unix.ICANON == 0
-	})
+	awaitRaw(t, p)
 	p.send("hello\r")
 	p.expect(`hello[\s\S]*hello`)
 	endCat(t, p, settings, before)
+}
+
+// awaitRaw waits for paddock, brought to the foreground of the terminal
+// on p, to have put it in raw mode: keys typed before then go to the user's
+// line discipline (a ^D there ends paddock's input). Raw as paddock makes
+// it: without ISIG too, which readline's mode at the shell's prompt keeps,
+// so that the mode of a shell yet to run fg does not pass for it.
+func awaitRaw(t *testing.T, p *onPty) {
+	t.Helper()
+	waitFor(t, "paddock in the foreground to make the terminal raw", func() bool {
+		tio, err := unix.IoctlGetTermios(int(p.slave.Fd()), unix.TCGETS)
+		return err == nil && tio.Lflag&(unix.ICANON|unix.ISIG) == 0
+	})
 }
 
 // endCat ends a `paddock run -- cat` in the shell on p with EOF, and checks
