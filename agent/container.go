@@ -47,6 +47,7 @@ type container struct {
 	listing    []policy.Target
 	listingAt  time.Time
 	listingMax int
+	listingAll int // how many processes the listing counted
 
 	// report carries out what follows each decision (Server.startReporting),
 	// and names are the labels its events carry.
@@ -315,20 +316,20 @@ const listedFor = 250 * time.Millisecond
 // "active owned PIDs" (never for a decision), from a listing at most
 // listedFor old: a listing reads every process of the node, and a storm
 // of refusals would otherwise read them all once per refusal.
-func (c *container) listed(max int, list func(max int) []policy.Target) []policy.Target {
+func (c *container) listed(max int, list func(max int) ([]policy.Target, int)) ([]policy.Target, int) {
 	now := time.Now()
 	c.mu.Lock()
 	if c.listingMax == max && now.Sub(c.listingAt) < listedFor {
-		l := c.listing
+		l, n := c.listing, c.listingAll
 		c.mu.Unlock()
-		return l
+		return l, n
 	}
 	c.mu.Unlock()
-	l := list(max)
+	l, n := list(max)
 	c.mu.Lock()
-	c.listing, c.listingAt, c.listingMax = l, now, max
+	c.listing, c.listingAt, c.listingMax, c.listingAll = l, now, max, n
 	c.mu.Unlock()
-	return l
+	return l, n
 }
 
 // criAnnotations are the annotations that name a container's pod, as

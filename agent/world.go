@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -210,21 +211,20 @@ func (w *world) FdPid(tid, fd int) (int, error) {
 }
 
 // Owned implements policy.Processes.
-func (w *world) Owned(max int) []policy.Target {
+func (w *world) Owned(max int) ([]policy.Target, int) {
 	return w.c.listed(max, w.owned)
 }
 
-// owned lists at most max of the container's processes.
-func (w *world) owned(max int) []policy.Target {
+// owned lists at most max of the container's processes, its first
+// process first, then by pid, and counts them all.
+func (w *world) owned(max int) ([]policy.Target, int) {
 	hosts, err := w.c.members()
 	if err != nil {
-		return nil
+		return nil, 0
 	}
-	var out []policy.Target
+	var first, out []policy.Target
+	total := 0
 	for _, h := range hosts {
-		if len(out) >= max {
-			break
-		}
 		st, err := w.c.fs.Stat(h)
 		if err != nil {
 			continue
@@ -233,11 +233,16 @@ func (w *world) owned(max int) []policy.Target {
 		if err != nil || n == 0 {
 			continue
 		}
-		rel := audit.RelOwned
+		total++
+		t := policy.Target{Pid: n, Comm: st.Comm, StartTime: st.StartTime, Rel: audit.RelOwned}
 		if w.c.lifeline(h, st.StartTime) {
-			rel = audit.RelAgentRoot
+			t.Rel = audit.RelAgentRoot
+			first = append(first, t)
+			continue
 		}
-		out = append(out, policy.Target{Pid: n, Comm: st.Comm, StartTime: st.StartTime, Rel: rel})
+		out = append(out, t)
 	}
-	return out
+	slices.SortFunc(out, func(a, b policy.Target) int { return a.Pid - b.Pid })
+	out = append(first, out...)
+	return out[:min(len(out), max)], total
 }

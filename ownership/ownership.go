@@ -335,18 +335,30 @@ func (t *Tree) walk(st procfs.Stat, root Identity) (rel audit.Relation, retry bo
 	return audit.RelForeign, false, fmt.Errorf("ownership: ancestry of pid %d deeper than %d", st.Pid, maxDepth)
 }
 
-// Owned lists up to max processes the session owns right now (the agent root
-// included), for messages that tell the agent what it may signal.
-func (t *Tree) Owned(max int) ([]Identity, error) {
-	var out []Identity
-	err := t.ScanOwned(func(_ audit.Relation, st procfs.Stat) bool {
-		if len(out) >= max {
-			return false
+// Owned lists up to max processes the session owns right now, for
+// messages that tell the agent what it may signal: the agent root first,
+// then the others in pid order; total counts them all, so that a message
+// can say how many it left out.
+func (t *Tree) Owned(max int) (list []Identity, total int, err error) {
+	var root *Identity
+	err = t.ScanOwned(func(rel audit.Relation, st procfs.Stat) bool {
+		total++
+		id := IdentityOf(st)
+		switch {
+		case rel == audit.RelAgentRoot:
+			root = &id
+		case len(list) < max:
+			list = append(list, id)
 		}
-		out = append(out, IdentityOf(st))
 		return true
 	})
-	return out, err
+	if root != nil && max > 0 {
+		list = append([]Identity{*root}, list...)
+		if len(list) > max {
+			list = list[:max]
+		}
+	}
+	return list, total, err
 }
 
 // ScanOwned calls fn for every process the session owns now (the agent

@@ -1011,9 +1011,15 @@ func TestOwned(t *testing.T) {
 			// Noise that must be skipped: a garbled and an unreadable stat.
 			f.putRaw(880, "garbage")
 			f.unreadable(881)
-			got, err := tr.Owned(tc.max)
+			got, total, err := tr.Owned(tc.max)
 			if err != nil {
 				t.Fatalf("Owned(%d): %v", tc.max, err)
+			}
+			if total != len(all) {
+				t.Errorf("Owned(%d) counts %d processes, want %d", tc.max, total, len(all))
+			}
+			if tc.want > 0 && got[0] != rootID {
+				t.Errorf("Owned(%d) lists %+v first, want the agent root %+v", tc.max, got[0], rootID)
 			}
 			if len(got) != tc.want {
 				t.Fatalf("Owned(%d) = %d processes %v, want %d", tc.max, len(got), identities(got), tc.want)
@@ -1043,7 +1049,7 @@ func TestOwned(t *testing.T) {
 
 	t.Run("root included, lifelines and foreign excluded", func(t *testing.T) {
 		_, tr := newSession(t)
-		got, err := tr.Owned(1000)
+		got, _, err := tr.Owned(1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1055,7 +1061,7 @@ func TestOwned(t *testing.T) {
 		f, tr := newSession(t)
 		f.remove(pidRoot)
 		f.put(proc{pid: pidChild, ppid: pidSupervisor, start: 201, comm: "python3", filtered: true}) // re-parented
-		got, err := tr.Owned(1000)
+		got, _, err := tr.Owned(1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1069,7 +1075,7 @@ func TestOwned(t *testing.T) {
 		if err := os.RemoveAll(f.root); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := tr.Owned(10); err == nil {
+		if got, _, err := tr.Owned(10); err == nil {
 			t.Errorf("audit.RelOwned on a missing /proc = %v, nil error", got)
 		}
 	})
@@ -1279,7 +1285,7 @@ func TestRealProc(t *testing.T) {
 	t.Run("direct child sleep", func(t *testing.T) { expect(t, direct.Process.Pid, childRel(t, direct.Process.Pid)) })
 
 	t.Run("audit.RelOwned lists the root", func(t *testing.T) {
-		ids, err := tr.Owned(1 << 16)
+		ids, _, err := tr.Owned(1 << 16)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -175,8 +175,9 @@ type Processes interface {
 	// is not open or not a pidfd (what the kernel answers then), another
 	// error when that could not be read.
 	FdPid(tid, fd int) (int, error)
-	// Owned lists up to max owned processes, for messages.
-	Owned(max int) []Target
+	// Owned lists up to max owned processes, for messages: the agent root
+	// first, then by pid; total counts every owned process.
+	Owned(max int) (list []Target, total int)
 }
 
 // Sessions answers for process groups without listing them.
@@ -226,8 +227,9 @@ type Term struct {
 	Supervisor bool
 	// Foreign lists processes the session does not own whose controlling
 	// terminal it is (a few at most; read only when neither Master,
-	// Session nor Supervisor holds).
-	Foreign []Target
+	// Session nor Supervisor holds), and ForeignTotal counts them all.
+	Foreign      []Target
+	ForeignTotal int
 }
 
 // Execs is what an exec decision reads of the caller's view of the host.
@@ -695,7 +697,7 @@ func decideTerminal(r Request, w World, d Decision) Decision {
 	}
 	whose := "a terminal paddock runs on: the user's"
 	if !t.Supervisor {
-		whose = "the controlling terminal of pid " + targetList(t.Foreign, maxListed) + ", outside this session"
+		whose = "the controlling terminal of pid " + targetList(t.Foreign, max(t.ForeignTotal, len(t.Foreign)), maxListed) + ", outside this session"
 	}
 	name := t.Name
 	if name == "" {
@@ -983,11 +985,11 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 	// process once, not the group and then every owned process again.
 	ownedMembers := "none"
 	if len(owned) > 0 {
-		ownedMembers = targetList(owned, maxListed)
+		ownedMembers = targetList(owned, len(owned), maxListed)
 	}
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleGroup, true
 	d.Message = fmt.Sprintf("paddock refused %s of process group %d from pid %d (%s): the group holds processes not owned by this session: %s. Way out: signal the group's owned members by PID (owned members: %s), or give the agent's jobs a process group of their own (setsid, or set -m in a shell).",
-		describe(r, d), pgid, r.Tid, commOf(w, r.Tid), targetList(foreign, 5), ownedMembers)
+		describe(r, d), pgid, r.Tid, commOf(w, r.Tid), targetList(foreign, len(foreign), maxListed), ownedMembers)
 	return d
 }
 
@@ -1067,25 +1069,33 @@ func commOf(w World, tid int) string {
 // maxListed bounds the processes a message names.
 const maxListed = 5
 
+// ownedList names the session's owned processes for a message, the agent
+// first (Processes.Owned).
 func ownedList(w World) string {
-	owned := w.Owned(maxListed + 1)
+	owned, total := w.Owned(maxListed)
 	if len(owned) == 0 {
 		return "none"
 	}
-	return targetList(owned, maxListed)
+	return targetList(owned, total, maxListed)
 }
 
-func targetList(ts []Target, max int) string {
+// targetList names up to max of ts, "pid 12 (comm)" each, and says how
+// many of total it left out: "100 (agent), 101 (worker), and 7 more".
+func targetList(ts []Target, total, max int) string {
 	var b strings.Builder
+	shown := 0
 	for i, t := range ts {
 		if i == max {
-			b.WriteString(", ...")
 			break
 		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "%d (%s)", t.Pid, t.Comm)
+		shown++
+	}
+	if more := total - shown; more > 0 {
+		fmt.Fprintf(&b, ", and %d more", more)
 	}
 	return b.String()
 }

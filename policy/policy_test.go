@@ -526,3 +526,27 @@ func TestTerminalCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnedListInMessages: a refusal names the owned processes the agent
+// first, then by pid, and says how many it left out, not "...".
+func TestOwnedListInMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra []int
+		want  string
+	}{
+		{"all shown", nil, "Active owned PIDs: 100 (agent), 101 (worker), 102 (sleep), 103 (server). "},
+		{"cut", []int{9993, 10000, 104, 105}, "Active owned PIDs: 100 (agent), 101 (worker), 102 (sleep), 103 (server), 104 (w), and 3 more. "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world()
+			for _, pid := range tc.extra {
+				w.Procs[pid] = Target{Pid: pid, Comm: "w", Rel: audit.RelOwned}
+			}
+			d := Decide(req(101, filter.Kill, 200, 15), w.Full())
+			if !strings.Contains(d.Message, tc.want) {
+				t.Errorf("message lacks %q:\n%s", tc.want, d.Message)
+			}
+		})
+	}
+}

@@ -414,7 +414,7 @@ func (c *call) SysAdmin(tid int) (bool, error) {
 }
 
 // Owned implements policy.World.
-func (c *call) Owned(max int) []policy.Target { return c.w.ownedList(max) }
+func (c *call) Owned(max int) ([]policy.Target, int) { return c.w.ownedList(max) }
 
 // world is the call as the world policy.Decide consults: all of it.
 func (c *call) world() policy.World {

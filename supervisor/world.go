@@ -52,9 +52,9 @@ type liveWorld struct {
 	cur call
 	// owned caches the last listing of owned processes, for messages.
 	owned struct {
-		at   time.Time
-		max  int
-		list []policy.Target
+		at         time.Time
+		max, total int
+		list       []policy.Target
 	}
 }
 
@@ -160,27 +160,27 @@ func (w *liveWorld) termPgrp(tid, fd int) (int, error) {
 	return pgrp, nil
 }
 
-// ownedList lists up to max owned processes, for messages. A listing scans
-// all of /proc, so one listing serves the refusals of ownedListTTL: a
-// refusal storm does not rescan /proc for every refusal (the list may then
-// be that much stale).
-func (w *liveWorld) ownedList(max int) []policy.Target {
+// ownedList lists up to max owned processes, for messages, and counts
+// them all (policy.Processes.Owned). A listing scans all of /proc, so one
+// listing serves the refusals of ownedListTTL: a refusal storm does not
+// rescan /proc for every refusal (the list may then be that much stale).
+func (w *liveWorld) ownedList(max int) ([]policy.Target, int) {
 	now := time.Now()
 	if w.owned.at.IsZero() || now.Sub(w.owned.at) > ownedListTTL || w.owned.max < max {
-		ids, err := w.tree.Owned(max)
+		ids, total, err := w.tree.Owned(max)
 		if err != nil {
-			return nil
+			return nil, 0
 		}
 		out := make([]policy.Target, len(ids))
 		for i, id := range ids {
 			out[i] = policy.Target{Pid: id.Pid, Comm: id.Comm, StartTime: id.StartTime, Rel: audit.RelOwned}
 		}
-		w.owned.at, w.owned.max, w.owned.list = now, max, out
+		w.owned.at, w.owned.max, w.owned.list, w.owned.total = now, max, out, total
 	}
 	if len(w.owned.list) > max {
-		return w.owned.list[:max]
+		return w.owned.list[:max], w.owned.total
 	}
-	return w.owned.list
+	return w.owned.list, w.owned.total
 }
 
 // ownedListTTL is how long one listing of the owned processes serves messages.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -434,7 +435,9 @@ func (fs FS) Threads(pid int) ([]int, error) {
 	return tids, err
 }
 
-// ids lists the numeric entries of directory dir: a /proc or task listing.
+// ids lists the numeric entries of directory dir, a /proc or task
+// listing, in number order (ReadDir's is the names', which puts 10000
+// before 9993).
 func ids(dir string) ([]int, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -450,6 +453,7 @@ func ids(dir string) ([]int, error) {
 			out = append(out, id)
 		}
 	}
+	slices.Sort(out)
 	return out, nil
 }
 

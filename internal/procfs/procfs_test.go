@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -270,5 +271,21 @@ func TestTerminalHolders(t *testing.T) {
 	}
 	if holders, err := fs.TerminalHolders(0); err != nil || len(holders) != 0 {
 		t.Errorf("holders of no terminal = %d processes, %v; want none", len(holders), err)
+	}
+}
+
+// TestPidsInNumberOrder: a listing of /proc is in number order, so that
+// what is listed from it (the owned processes a message names) is too;
+// the directory's own order is the names', 10000 before 9993.
+func TestPidsInNumberOrder(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"10000", "9993", "1", "self", "200", "net"} {
+		if err := os.Mkdir(filepath.Join(root, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := FS{Root: root}.Pids()
+	if want := []int{1, 200, 9993, 10000}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Pids() = %v, %v; want %v", got, err, want)
 	}
 }

@@ -161,14 +161,22 @@ func (w World) VRAM() *vram.Budget { return w.Budget }
 // Files implements policy's world: no files.
 func (w World) Files(int) vram.Files { return vram.Files{} }
 
-// Owned implements policy's world: the agent root and owned processes, in
-// pid order.
-func (w World) Owned(max int) []policy.Target {
-	var out []policy.Target
+// Owned implements policy's world: the agent root, then the owned
+// processes in pid order, and how many there are.
+func (w World) Owned(max int) ([]policy.Target, int) {
+	var root, out []policy.Target
+	total := 0
 	for _, pid := range w.pids() {
-		if t := w.Procs[pid]; len(out) < max && (t.Rel == audit.RelOwned || t.Rel == audit.RelAgentRoot) {
+		switch t := w.Procs[pid]; t.Rel {
+		case audit.RelAgentRoot:
+			root = append(root, t)
+		case audit.RelOwned:
 			out = append(out, t)
+		default:
+			continue
 		}
+		total++
 	}
-	return out
+	out = append(root, out...)
+	return out[:min(len(out), max)], total
 }
