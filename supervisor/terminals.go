@@ -127,6 +127,10 @@ func (w *liveWorld) terminal(tid, fd int) (policy.Term, error) {
 	}
 	for _, h := range holders {
 		rel, err := w.tree.ClassifyStat(h)
+		if err != nil && len(t.Foreign) > 0 {
+			t.ForeignTotal = 0 // refused either way; the count is not known
+			break
+		}
 		if err != nil {
 			return t, fmt.Errorf("pid %d on %s: %w", h.Pid, t.Name, err)
 		}
@@ -134,9 +138,9 @@ func (w *liveWorld) terminal(tid, fd int) (policy.Term, error) {
 		case audit.RelOwned, audit.RelAgentRoot, audit.RelGone:
 			continue
 		}
-		t.Foreign = append(t.Foreign, policy.Target{Pid: h.Pid, Comm: h.Comm, StartTime: h.StartTime, Rel: rel})
-		if len(t.Foreign) == maxForeignHolders {
-			break
+		t.ForeignTotal++
+		if len(t.Foreign) < maxForeignHolders {
+			t.Foreign = append(t.Foreign, policy.Target{Pid: h.Pid, Comm: h.Comm, StartTime: h.StartTime, Rel: rel})
 		}
 	}
 	return t, nil
