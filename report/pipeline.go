@@ -114,6 +114,14 @@ type Pipeline struct {
 	limitMu sync.Mutex
 	limits  map[int]*callerLimit
 	told    callerLimit // all callers together (under limitMu)
+	// exitWatches counts the callers watched (under limitMu, watchExit);
+	// watches are their goroutines, which end when closing (a pipe's read
+	// end, whose write end closingW Close closes) is readable. nil: no
+	// exit watches.
+	exitWatches       int
+	watches           sync.WaitGroup
+	closing, closingW *os.File
+	closeClosing      sync.Once
 
 	// logged rate-limits the per-refusal log lines (run goroutine only).
 	logged callerLimit
@@ -153,6 +161,9 @@ func New(o Options) *Pipeline {
 		tells: make(chan *tellJob, tellQueueLen)}
 	if p.fs.Root == "" {
 		p.fs = procfs.Default()
+	}
+	if r, w, err := os.Pipe(); err == nil {
+		p.closing, p.closingW = r, w
 	}
 	if o.Pace > 0 {
 		p.pace = time.Second / time.Duration(o.Pace)
@@ -286,9 +297,18 @@ func (p *Pipeline) Close() {
 		p.closed = true
 		close(p.queue)
 		close(p.tells)
+		if p.closingW != nil {
+			p.closingW.Close() // ends the exit watches
+		}
 	}
 	p.closeMu.Unlock()
 	<-p.ended
+	p.watches.Wait()
+	p.closeClosing.Do(func() {
+		if p.closing != nil {
+			p.closing.Close()
+		}
+	})
 }
 
 // run logs, journals and counts each event, off the front end's loop.

@@ -1,12 +1,14 @@
 package report
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/callerio"
 	"github.com/paddock-dev/paddock/terminal"
 )
@@ -69,7 +71,10 @@ func (p *Pipeline) tell(ev Event) (Event, <-chan struct{}) {
 	if !p.notifyStderr || ev.Quiet || !ev.Decision.Refusal {
 		return ev, nil
 	}
-	msg, ok := p.limit(ev)
+	msg, ok, watch := p.limit(ev)
+	if watch != nil {
+		p.watchExit(ev.Caller, watch)
+	}
 	if !ok {
 		return ev, nil
 	}
@@ -150,6 +155,12 @@ type callerLimit struct {
 	windowStart time.Time
 	sent        int
 	suppressed  int
+	// rules are those the caller was told of in this window: the first
+	// refusal under each rule always gets its message.
+	rules []audit.Rule
+	// watched: an exit watch holds the caller's stderr, to say what was
+	// suppressed if the caller exits first (watchExit).
+	watched bool
 }
 
 // roll starts a new window at now when the current one is over, and
@@ -158,12 +169,17 @@ func (l *callerLimit) roll(now time.Time) bool {
 	if now.Sub(l.windowStart) < Window {
 		return false
 	}
-	l.windowStart, l.sent = now, 0
+	l.windowStart, l.sent, l.rules = now, 0, l.rules[:0]
 	return true
 }
 
-// limit applies the rate limits and returns the text to write.
-func (p *Pipeline) limit(ev Event) (string, bool) {
+// limit applies the rate limits and returns the text to write; watch, when
+// not nil, is the caller's limit, whose first suppressed message in a while
+// asks for an exit watch (watchExit). A lifeline's refusal (the agent
+// itself, paddock) and the first refusal under each rule in a window are
+// always written: a pkill that matches five processes before the agent
+// must not use up the budget on them.
+func (p *Pipeline) limit(ev Event) (msg string, ok bool, watch *callerLimit) {
 	p.limitMu.Lock()
 	defer p.limitMu.Unlock()
 	lim := p.limits[ev.Caller]
@@ -176,16 +192,91 @@ func (p *Pipeline) limit(ev Event) (string, bool) {
 	}
 	lim.roll(ev.When)
 	p.told.roll(ev.When)
-	if lim.sent >= BurstPerCaller || p.told.sent >= BurstTotal {
+	rule := ev.Decision.Rule
+	always := rule == audit.RuleLifeline || !slices.Contains(lim.rules, rule)
+	if !always && (lim.sent >= BurstPerCaller || p.told.sent >= BurstTotal) {
 		lim.suppressed++
-		return "", false
+		if !lim.watched && p.exitWatches < maxExitWatches {
+			lim.watched = true
+			p.exitWatches++
+			watch = lim
+		}
+		return "", false, watch
+	}
+	if !slices.Contains(lim.rules, rule) {
+		lim.rules = append(lim.rules, rule)
 	}
 	p.told.sent++
 	lim.sent++
-	msg := ev.Decision.Message + "\n"
+	msg = ev.Decision.Message + "\n"
 	if lim.suppressed > 0 {
-		msg = "paddock: " + strconv.Itoa(lim.suppressed) + " more refusals to this process were not shown; see the journal\n" + msg
+		msg = suppressedNote(lim.suppressed) + msg
 		lim.suppressed = 0
 	}
-	return msg, true
+	return msg, true, nil
+}
+
+// suppressedNote says that n messages to a caller were not written.
+func suppressedNote(n int) string {
+	return "paddock: " + strconv.Itoa(n) + " more refusals to this process were not shown; see the journal\n"
+}
+
+// maxExitWatches bounds the callers watched at once (watchExit); past it
+// the count of suppressed messages waits for the caller's next message.
+const maxExitWatches = 16
+
+// watchExit takes the stderr of caller, whose message lim has just
+// suppressed, while the caller still waits for its answer, and says on it
+// how many of its messages were suppressed once the caller's process
+// exits, unless a later message said so first: a pkill that exits after
+// its last refusal would otherwise never hear of them. The watch ends
+// with the process or with Close.
+func (p *Pipeline) watchExit(caller int, lim *callerLimit) {
+	unwatch := func() {
+		p.limitMu.Lock()
+		lim.watched = false
+		p.exitWatches--
+		p.limitMu.Unlock()
+	}
+	if p.closing == nil {
+		unwatch()
+		return
+	}
+	fd, err := callerio.Stderr(p.fs, caller)
+	if err != nil {
+		unwatch()
+		return
+	}
+	pidfd := -1
+	if pid, err := p.fs.Tgid(caller); err == nil {
+		pidfd, _ = unix.PidfdOpen(pid, 0)
+	}
+	if pidfd < 0 {
+		unix.Close(fd)
+		unwatch()
+		return
+	}
+	closing := p.closing.Fd()
+	p.watches.Add(1)
+	go func() {
+		defer p.watches.Done()
+		defer unix.Close(fd)
+		defer unix.Close(pidfd)
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}, {Fd: int32(closing), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); err != unix.EINTR {
+				break
+			}
+		}
+		p.limitMu.Lock()
+		n := lim.suppressed
+		lim.suppressed = 0
+		lim.watched = false
+		p.exitWatches--
+		p.limitMu.Unlock()
+		if n > 0 {
+			// Not waited on: a stderr nobody reads gets nothing.
+			_ = callerio.WriteNow(fd, []byte(suppressedNote(n)))
+		}
+	}()
 }

@@ -5,11 +5,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/ptytest"
 	"github.com/paddock-dev/paddock/policy"
@@ -86,5 +88,64 @@ func TestTellReachesCallerGoneBeforeTheWrite(t *testing.T) {
 				t.Errorf("the gone caller's stderr got nothing (10 s, a safety)")
 			}
 		})
+	}
+}
+
+// TestMessagesUnderPkill: pkill sends one kill per match. Six refusals of
+// foreign processes use up the caller's budget (the sixth is suppressed),
+// but the refusal of the agent itself (a lifeline, which says how many
+// were not shown) and the first refusal under another rule still get their
+// messages; and when the caller exits with refusals suppressed since, its
+// stderr gets their count before EOF.
+// The caller is a real process (sleep) whose stderr is a pipe.
+func TestMessagesUnderPkill(t *testing.T) {
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	caller := exec.Command("sleep", "300")
+	caller.Stderr = wr
+	if err := caller.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wr.Close() // EOF once the caller and paddock's copies are gone
+	defer func() { _ = caller.Process.Kill(); _ = caller.Wait() }()
+	p := New(Options{Log: zerolog.Nop(), NotifyStderr: true})
+	defer p.Close()
+	now := time.Now()
+	refuse := func(rule audit.Rule, msg string) {
+		t.Helper()
+		w := p.Decided(Event{When: now, Caller: caller.Process.Pid, Decision: policy.Decision{Refusal: true, Rule: rule, Message: msg}})
+		if w != nil {
+			<-w
+		}
+	}
+	for i := range BurstPerCaller + 1 {
+		refuse(audit.RuleNotOwned, "foreign "+strconv.Itoa(i))
+	}
+	refuse(audit.RuleLifeline, "the agent itself")
+	refuse(audit.RuleGroup, "a mixed group")
+	refuse(audit.RuleNotOwned, "foreign again")
+	refuse(audit.RuleNotOwned, "foreign once more")
+	_ = caller.Process.Kill()
+	_ = caller.Wait()
+	got := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(rd)
+		got <- string(b)
+	}()
+	var out string
+	select {
+	case out = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the caller's stderr never ended (10 s, a safety): the exit watch holds it")
+	}
+	want := "foreign 0\nforeign 1\nforeign 2\nforeign 3\nforeign 4\n" +
+		"paddock: 1 more refusals to this process were not shown; see the journal\nthe agent itself\n" +
+		"a mixed group\n" +
+		"paddock: 2 more refusals to this process were not shown; see the journal\n"
+	if out != want {
+		t.Errorf("the caller's stderr got\n%s\nwant\n%s", out, want)
 	}
 }
