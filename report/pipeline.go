@@ -13,6 +13,7 @@ package report
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/policy"
@@ -114,6 +116,9 @@ type Pipeline struct {
 	limitMu sync.Mutex
 	limits  map[int]*callerLimit
 	told    callerLimit // all callers together (under limitMu)
+	// lastExec is each caller's last reported exec refusal (under
+	// limitMu; sameCommand).
+	lastExec map[int]execRefused
 	// exitWatches counts the callers watched (under limitMu, watchExit);
 	// watches are their goroutines, which end when closing (a pipe's read
 	// end, whose write end closingW Close closes) is readable. nil: no
@@ -193,6 +198,9 @@ func (p *Pipeline) Decided(ev Event) (answerAfter <-chan struct{}) {
 	if ev.When.IsZero() {
 		ev.When = time.Now()
 	}
+	if p.sameCommand(ev) {
+		return nil
+	}
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if ev.Decision.Refusal {
@@ -217,6 +225,38 @@ func (p *Pipeline) Decided(ev Event) (answerAfter <-chan struct{}) {
 		wait = p.paced(ev.When, wait)
 	}
 	return wait
+}
+
+// sameCommand reports whether ev refuses the exec of a command that the
+// same caller was refused at another path just before (within Window),
+// under the same rule and with the same arguments: a shell or execvp
+// trying each PATH entry for one command (dash tries them all, whatever
+// the error). One command is one refusal, one message and one record;
+// each later try gets the same errno, unreported.
+func (p *Pipeline) sameCommand(ev Event) bool {
+	d := ev.Decision
+	if !d.Refusal || d.Exec == nil {
+		return false
+	}
+	p.limitMu.Lock()
+	defer p.limitMu.Unlock()
+	last, ok := p.lastExec[ev.Caller]
+	if ok && last.rule == d.Rule && last.path != d.Exec.Path && ev.When.Sub(last.when) < Window && slices.Equal(last.argv, d.Exec.Argv) {
+		return true
+	}
+	if p.lastExec == nil || len(p.lastExec) > 4096 {
+		p.lastExec = map[int]execRefused{}
+	}
+	p.lastExec[ev.Caller] = execRefused{when: ev.When, rule: d.Rule, path: d.Exec.Path, argv: slices.Clone(d.Exec.Argv)}
+	return false
+}
+
+// execRefused is the exec refusal last reported for a caller (sameCommand).
+type execRefused struct {
+	when time.Time
+	rule audit.Rule
+	path string
+	argv []string
 }
 
 // paceBurst is how many refusals over the pace are answered at once after

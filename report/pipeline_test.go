@@ -109,3 +109,37 @@ func TestSummaryCountsAdoptionsAndOptIns(t *testing.T) {
 		t.Error("refusals alone count as a widening")
 	}
 }
+
+// One command is one refusal: dash tries `systemctl reboot` at every PATH
+// entry, and the tries after the first refused one (the same caller, the
+// same arguments and rule, another path) are neither journaled nor counted;
+// another caller's, or the same caller's other command, are.
+func TestOneCommandOneRefusal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	p := New(Options{Log: zerolog.Nop(), Journal: j})
+	exec := func(caller int, path string, argv ...string) {
+		p.Decided(Event{Caller: caller, Decision: policy.Decision{Refusal: true, Syscall: "execve", Rule: audit.Rule("power_control"),
+			Action: audit.ExecDenied, Message: "refused " + path, Exec: &policy.Exec{Path: path, Argv: argv}}})
+	}
+	for _, dir := range []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"} {
+		exec(500, dir+"/systemctl", "systemctl", "reboot")
+	}
+	exec(501, "/usr/bin/systemctl", "systemctl", "reboot")
+	exec(500, "/usr/bin/systemctl", "systemctl", "poweroff")
+	p.Close()
+	if s := p.Summary(); s.Refusals != 3 {
+		t.Errorf("summary counts %d refusals, want 3", s.Refusals)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"); len(recs) != 3 {
+		t.Errorf("journal has %d records, want 3:\n%s", len(recs), b)
+	}
+}
