@@ -17,6 +17,7 @@ var scenarios = []struct {
 	{"SignalZeroProbeIsAllowed", signalZeroProbeIsAllowed},
 	{"OwnedProcessesCanBeSignalled", ownedProcessesCanBeSignalled},
 	{"PkillMatchingOwnedAndForeign", pkillMatchingOwnedAndForeign},
+	{"PkillPastTheMessageBudget", pkillPastTheMessageBudget},
 	{"KillallMatchingOwnedAndForeign", killallMatchingOwnedAndForeign},
 	{"KillMinusOneInPidNamespace", killMinusOneInPidNamespace},
 	{"KillZeroFromAgentRoot", killZeroFromAgentRoot},

@@ -306,6 +306,39 @@ echo agent-survived`)
 	r.denial(t, f.pid())
 }
 
+// pkillPastTheMessageBudget: a pkill -f whose pattern matches six foreign
+// processes, started before the agent (pkill goes in pid order), and the
+// agent's own command line: the six refusals use up pkill's message budget
+// (five a second), and the refusal of the agent itself still reaches
+// pkill's stderr, with the count of those not shown said before it
+// (issue 33, item 4).
+func pkillPastTheMessageBudget(t *testing.T, b backend) {
+	b.require(t)
+	marker := "paddock-budget-marker-" + itoa(os.Getpid())
+	var fs []*proc
+	for range 6 {
+		f := startForeign(t, "bash", "-c", "exec -a "+marker+" sleep 300")
+		fs = append(fs, f)
+		// pkill sees no command line in the middle of an exec.
+		waitFor(t, "a foreign process to show the marker", func() bool {
+			return strings.HasPrefix(readFile("/proc/"+itoa(f.pid())+"/cmdline"), marker)
+		})
+	}
+	r := b.sh(t, `: `+marker+`; pkill -f `+marker+`; echo pkill=$?; echo agent-survived`)
+	for _, f := range fs {
+		if !f.alive(t) {
+			t.Fatalf("a foreign process matching the pattern died\n%s", r)
+		}
+	}
+	if !strings.Contains(r.stdout, "agent-survived") {
+		t.Errorf("the agent did not survive its pkill\n%s", r)
+	}
+	caller := r.callerStderr()
+	if !strings.Contains(caller, "critical session lifeline") || !strings.Contains(caller, "1 more refusals to this process were not shown") {
+		t.Errorf("pkill's stderr lacks the refusal of the agent itself, or the count of those not shown\n%s", r)
+	}
+}
+
 // killallMatchingOwnedAndForeign: killall NAME, where NAME is the comm of
 // an owned and a foreign process, kills only the owned one.
 func killallMatchingOwnedAndForeign(t *testing.T, b backend) {
