@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/paddock-dev/paddock/internal/textwrap"
 )
 
 // A command's documentation is written once, on the command: its Short and
@@ -56,7 +58,7 @@ func (m manual) apply(c *cobra.Command) *cobra.Command {
 		if i > 0 {
 			ex.WriteString("\n")
 		}
-		for _, line := range wrapText(e.Text, 80-4) {
+		for _, line := range textwrap.Lines(e.Text, 80-4) {
 			fmt.Fprintf(&ex, "  # %s\n", line)
 		}
 		fmt.Fprintf(&ex, "  %s\n", e.Name)
@@ -105,7 +107,10 @@ func writeHelpManual(w io.Writer, m manual) {
 		}
 		col += 4 // two spaces before, two after
 		for _, t := range sec.terms {
-			lines := wrapText(t.Text, 80-col)
+			lines := textwrap.Lines(t.Text, 80-col)
+			if len(lines) == 0 {
+				lines = []string{""} // the name alone
+			}
 			if len(t.Name)+4 > col {
 				fmt.Fprintf(&b, "  %s\n", t.Name)
 				for _, l := range lines {
@@ -123,24 +128,6 @@ func writeHelpManual(w io.Writer, m manual) {
 		}
 	}
 	_, _ = io.WriteString(w, b.String())
-}
-
-// wrapText breaks text into lines of at most width columns at spaces.
-func wrapText(text string, width int) []string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(text) {
-		switch {
-		case line == "":
-			line = w
-		case len(line)+1+len(w) <= width:
-			line += " " + w
-		default:
-			lines = append(lines, line)
-			line = w
-		}
-	}
-	return append(lines, line)
 }
 
 // writeManPages writes a page for c and each of its visible subcommands

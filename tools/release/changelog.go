@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/textwrap"
 )
 
 // changelogName is the changelog in the repository's root, from which the
@@ -173,7 +175,7 @@ func debianChangelog(entries []changeEntry, maintainer string) []byte {
 		}
 		fmt.Fprintf(&b, "paddock (%s) unstable; urgency=medium\n\n", debVersion(e.version))
 		for _, item := range e.items {
-			for j, line := range wrap(item, 80-4) {
+			for j, line := range textwrap.Lines(item, 80-4) {
 				if j == 0 {
 					fmt.Fprintf(&b, "  * %s\n", line)
 				} else {
@@ -208,31 +210,9 @@ func rpmChangelog(entries []changeEntry, maintainer string) ([]byte, error) {
 	for _, e := range entries {
 		ce := chglogEntry{Semver: rpmVersion(e.version), Date: e.date.UTC(), Packager: maintainer}
 		for _, item := range e.items {
-			ce.Changes = append(ce.Changes, chglogChange{Note: strings.Join(wrap(item, 78-2), "\n  ")})
+			ce.Changes = append(ce.Changes, chglogChange{Note: strings.Join(textwrap.Lines(item, 78-2), "\n  ")})
 		}
 		out = append(out, ce)
 	}
 	return json.MarshalIndent(out, "", "  ")
-}
-
-// wrap breaks text into lines of at most width columns at spaces (a word
-// longer than width gets a line of its own).
-func wrap(text string, width int) []string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(text) {
-		switch {
-		case line == "":
-			line = w
-		case len(line)+1+len(w) <= width:
-			line += " " + w
-		default:
-			lines = append(lines, line)
-			line = w
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }
