@@ -373,7 +373,7 @@ func (s *Server) serveOne(fd int, c *container) {
 
 // send answers notification id of container c on listener fd with a.
 func (s *Server) send(c *container, fd int, id uint64, a answer.Answer) {
-	if err := seccomp.Send(fd, id, a.Errno); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := seccomp.Answer(fd, id, a); err != nil {
 		s.Log.Error().Err(err).Str("container", c.id).Msg("seccomp notify answer failed")
 	}
 }

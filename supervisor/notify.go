@@ -120,11 +120,7 @@ func (s *Session) sendAnswer(c *call) {
 
 // send answers notification id on listener with r.
 func (s *Session) send(listener int, id uint64, r answer.Answer) {
-	send := seccomp.Send
-	if r.Done {
-		send = seccomp.Done
-	}
-	if err := send(listener, id, r.Errno); err != nil {
+	if err := seccomp.Answer(listener, id, r); err != nil {
 		s.cfg.Log.Error().Err(err).Uint64("id", id).Msg("seccomp notify answer failed")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/answer"
 	"github.com/paddock-dev/paddock/internal/sys"
 )
 
@@ -46,6 +47,16 @@ func Send(fd int, id uint64, errno unix.Errno) error {
 // for itself (a signal it delivered through its own pin on the target).
 func Done(fd int, id uint64, errno unix.Errno) error {
 	return send(fd, &NotifResp{ID: id, Error: -int32(errno)})
+}
+
+// Answer sends a: Send's answer for a call paddock lets run or fails,
+// Done's for one it carried out itself. Every front end answers through
+// it, so that none can let a call run that paddock has already carried out.
+func Answer(fd int, id uint64, a answer.Answer) error {
+	if a.Done {
+		return Done(fd, id, a.Errno)
+	}
+	return Send(fd, id, a.Errno)
 }
 
 func send(fd int, r *NotifResp) error {
