@@ -148,6 +148,24 @@ type World struct {
 	// Execs reads what an exec decision looks at: the path, model files,
 	// the GPU budget.
 	Execs Execs
+	// Lineage walks a caller's ancestry, for the rule that keeps the
+	// processes between the agent root and a caller alive (nil: no such
+	// rule; fleet mode, whose containers keep the kernel's semantics).
+	Lineage Lineage
+}
+
+// Lineage says which processes stand between the agent and a caller: the
+// harness behind the launchers in front of it (a node entry point that
+// starts the native binary, a CLI that relaunches itself), the shell that
+// runs a tool's command.
+type Lineage interface {
+	// Stat is pid's parent and pid's start time (with pid, its
+	// identity); found is false when pid is gone. An error means the
+	// facts could not be read.
+	Stat(pid int) (ppid int, start uint64, found bool, err error)
+	// Dispositions are the signals pid catches and those it ignores (bit
+	// N-1 for signal N).
+	Dispositions(pid int) (caught, ignored uint64, err error)
 }
 
 // Processes is the read-only view of processes every decision about
@@ -887,6 +905,9 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 	d.Pin = pid
 	switch {
 	case t.Rel == audit.RelOwned:
+		if dd, refused := decideAncestor(r, w, d, t); refused {
+			return dd
+		}
 		d.Allow, d.Rule = true, audit.RuleOwned
 		return d
 	case t.Rel == audit.RelGone:
@@ -925,6 +946,119 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w), wayVerb(r), pid)
 	}
 	return d
+}
+
+// decideAncestor refuses a signal that would end or stop an owned process
+// standing between the agent root and the caller (an ancestor of the
+// caller's): that process is the agent itself, as the root is, when a
+// launcher started it (Codex's npm entry point, Gemini CLI's relaunch),
+// and a tool's `pkill -f HARNESS` or `kill -9 $PPID` would end the
+// session. What a signal does to the ancestor decides, with no list of
+// harnesses:
+//   - SIGKILL and SIGSTOP, which no process can catch, and the requests
+//     to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT), which a harness that
+//     catches them answers by ending: refused;
+//   - the signals whose default is to be ignored, or to continue
+//     (SIGCHLD, SIGURG, SIGWINCH, SIGCONT): allowed;
+//   - any other (SIGUSR1 to ask a parent to reload, SIGALRM, the
+//     real-time signals, SIGTSTP): allowed when the ancestor catches or
+//     ignores it, refused when its default action would end or stop it.
+//
+// Only the signal calls: ptrace and the calls that harm without a signal
+// stay decided on ownership (docs/limits.md). The walk is the caller's
+// parents, stopped at the first that started before the target (a
+// parent never starts after its child), so a signal to a child costs no
+// read.
+func decideAncestor(r Request, w World, d Decision, t Target) (Decision, bool) {
+	if w.Lineage == nil {
+		return d, false
+	}
+	if _, ok := r.Syscall.SignalArg(); !ok || ancestorHarmless(d.Signal) {
+		return d, false
+	}
+	caller, err := w.Tgid(r.Tid)
+	if err != nil {
+		return undecidable(r, w, d, err), true
+	}
+	up, err := isAncestor(w.Lineage, caller, t)
+	if err != nil {
+		return undecidable(r, w, d, err), true
+	}
+	if !up {
+		return d, false
+	}
+	ends := ancestorEnds(d.Signal)
+	if !ends {
+		caught, ignored, err := w.Lineage.Dispositions(t.Pid)
+		if err != nil {
+			return undecidable(r, w, d, err), true
+		}
+		bit := uint64(1) << (d.Signal - 1)
+		if d.Signal > 64 || caught&bit != 0 || ignored&bit != 0 {
+			return d, false
+		}
+	}
+	why := "its default action for it would end or stop it"
+	if ends {
+		why = "it would end or stop it, whether it catches it or not"
+	}
+	d.Errno, d.Rule, d.Refusal, d.Pin = syscall.EPERM, audit.RuleLifeline, true, 0
+	d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is the agent itself: it stands between the agent's first process and the caller (a harness behind its launcher, or the shell running this command), and %s (a pkill -f or killall whose pattern matched the agent's own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+		describe(r, d), t.Pid, t.Comm, r.Tid, commOf(w, r.Tid), t.Pid, why, wayVerb(r), ownedList(w))
+	return d, true
+}
+
+// ancestorHarmless are the signals whose default action is to be ignored,
+// or to continue a stopped process: harmless to an ancestor.
+func ancestorHarmless(sig int) bool {
+	switch syscall.Signal(sig) {
+	case syscall.SIGCHLD, syscall.SIGURG, syscall.SIGWINCH, syscall.SIGCONT:
+		return true
+	}
+	return false
+}
+
+// ancestorEnds are the signals refused to an ancestor whatever its
+// dispositions: the uncatchable ones and the requests to end.
+func ancestorEnds(sig int) bool {
+	switch syscall.Signal(sig) {
+	case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT:
+		return true
+	}
+	return false
+}
+
+// maxLineage bounds the walk up a caller's parents.
+const maxLineage = 64
+
+// isAncestor reports whether t is an ancestor of process pid: met walking
+// pid's parents, by pid and start time, before a parent that started
+// before t (none above it can be t).
+func isAncestor(l Lineage, pid int, t Target) (bool, error) {
+	if pid == t.Pid {
+		return false, nil // itself
+	}
+	ppid, start, found, err := l.Stat(pid)
+	if err != nil || !found {
+		return false, err
+	}
+	if start < t.StartTime {
+		return false, nil // t started after the caller: a child, never a parent
+	}
+	for cur, n := ppid, 0; cur > 0 && n < maxLineage; n++ {
+		next, start, found, err := l.Stat(cur)
+		if err != nil || !found {
+			return false, err
+		}
+		if cur == t.Pid {
+			return start == t.StartTime, nil
+		}
+		if start < t.StartTime {
+			return false, nil
+		}
+		cur = next
+	}
+	return false, nil
 }
 
 // decideTraceme decides PTRACE_TRACEME: the caller offers itself to its

@@ -38,9 +38,13 @@ func world() policytest.World {
 			200: {Pid: 200, Comm: "code", Rel: audit.RelForeign},
 			301: {Pid: 301, Comm: "editor", Rel: audit.RelForeign},
 		},
-		Groups:  map[int]int{1: 1, 50: 50, 60: 50, 100: 100, 101: 100, 102: 102, 103: 300, 200: 200, 301: 300},
+		Groups: map[int]int{1: 1, 50: 50, 60: 50, 100: 100, 101: 100, 102: 102, 103: 300, 200: 200, 301: 300},
+		// The agent root 100 started worker 101, which started sleep 102
+		// and server 103; paddock 60 started the root.
+		Parents: map[int]int{60: 50, 100: 60, 101: 100, 102: 101, 103: 101},
+		Signals: map[int][2]uint64{101: {1 << (10 - 1), 0}}, // worker catches SIGUSR1
 		Threads: map[int]int{111: 101},
-		Fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103},
+		Fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103, {102, 10}: 101},
 		Ttys:    map[[2]int]int{{101, 20}: 102, {101, 21}: 300, {101, 22}: 0},
 		Terms: map[[2]int]Term{
 			{101, 0}:  {Dev: 0x8803, Name: "/dev/pts/3", Session: true},
@@ -94,6 +98,19 @@ func TestDecide(t *testing.T) {
 		{name: "kill foreign", r: req(101, filter.Kill, 200, sigterm), errno: syscall.EPERM, rule: audit.RuleNotOwned, target: 200,
 			message: []string{"kill(SIGTERM)", "pid 200 (code)", "not owned by this session", "paddock adopt 200 --reason", "Active owned PIDs: 100 (agent), 101 (worker)", "by their PID"}},
 		{name: "kill foreign signal 0 probe", r: req(101, filter.Kill, 200, 0), allow: true, rule: audit.RuleSignalZero},
+		// The processes between the agent root and the caller are the agent
+		// too (a harness behind its launcher): decideAncestor.
+		{name: "kill its parent, an owned ancestor", r: req(102, filter.Kill, 101, sigterm), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101,
+			message: []string{"pid 101 is the agent itself", "whether it catches it or not", "pgrep -a PATTERN"}},
+		{name: "SIGKILL to an ancestor", r: req(102, filter.Kill, 101, 9), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101},
+		{name: "SIGUSR1 to an ancestor that catches it", r: req(102, filter.Kill, 101, 10), allow: true, rule: audit.RuleOwned, target: 101, pin: 101},
+		{name: "SIGUSR2 to an ancestor that does not catch it", r: req(102, filter.Kill, 101, 12), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101,
+			message: []string{"its default action for it would end or stop it"}},
+		{name: "SIGCHLD to an ancestor", r: req(102, filter.Kill, 101, 17), allow: true, rule: audit.RuleOwned, target: 101, pin: 101},
+		{name: "SIGTERM to a sibling", r: req(102, filter.Kill, 103, sigterm), allow: true, rule: audit.RuleOwned, target: 103, pin: 103},
+		{name: "SIGTERM to its child", r: req(101, filter.Kill, 102, sigterm), allow: true, rule: audit.RuleOwned, target: 102, pin: 102},
+		{name: "tgkill of an ancestor's thread", r: req(102, filter.Tgkill, 101, 111, sigterm), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101},
+		{name: "pidfd_send_signal to an ancestor", r: req(102, filter.PidfdSendSignal, 10, sigterm), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101},
 		// Harm without a signal (filter.Affecting), decided like kill(2).
 		{name: "prlimit64 foreign", r: req(101, filter.Prlimit64, 200, 0, 0x7000, 0), errno: syscall.EPERM, rule: audit.RuleNotOwned, target: 200,
 			message: []string{"prlimit64 of pid 200 (code)", "paddock adopt 200", "Way out: aim prlimit64 at the processes the agent started by their PID"}},
@@ -549,4 +566,37 @@ func TestOwnedListInMessages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAncestorUnreadable: when the caller's parents cannot be read, a
+// signal that would end an owned process is refused as undecidable, not
+// let through; without a Lineage (fleet mode) it is decided on ownership.
+func TestAncestorUnreadable(t *testing.T) {
+	w := world()
+	w.Broken = map[int]bool{}
+	w.Parents[104] = 102
+	w.Procs[104] = Target{Pid: 104, Comm: "probe", Rel: audit.RelOwned}
+	w.Signals[103] = [2]uint64{}
+	// 102's stat fails from the walk only (Lookup of 103 and 104 works).
+	lin := brokenStat{World: w, broken: 102}
+	d := Decide(req(104, filter.Kill, 103, 15), World{Processes: w, Guard: w.Policy, Sessions: w, Terminals: w, Execs: w, Lineage: lin})
+	if d.Allow || d.Rule != audit.RuleUndecidable {
+		t.Errorf("with the caller's parent unreadable: allow %v rule %q, want refused as undecidable", d.Allow, d.Rule)
+	}
+	if d := Decide(req(102, filter.Kill, 101, 15), World{Processes: w, Guard: w.Policy, Sessions: w, Terminals: w, Execs: w}); !d.Allow {
+		t.Errorf("without a Lineage, an owned parent's kill is refused: %s", d.Message)
+	}
+}
+
+// brokenStat is a Lineage whose Stat of one pid fails.
+type brokenStat struct {
+	policytest.World
+	broken int
+}
+
+func (b brokenStat) Stat(pid int) (int, uint64, bool, error) {
+	if pid == b.broken {
+		return 0, 0, false, policytest.ErrBroken
+	}
+	return b.World.Stat(pid)
 }

@@ -396,6 +396,24 @@ func (c *call) TermPgrp(tid, fd int) (int, error) {
 	return c.w.termPgrp(tid, fd)
 }
 
+// Stat implements policy.Lineage.
+func (c *call) Stat(pid int) (ppid int, start uint64, found bool, err error) {
+	c.touch(pid)
+	st, err := c.w.fs.Stat(pid)
+	if errors.Is(err, procfs.ErrNotFound) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return st.PPid, st.StartTime, true, nil
+}
+
+// Dispositions implements policy.Lineage.
+func (c *call) Dispositions(pid int) (caught, ignored uint64, err error) {
+	return c.w.fs.Dispositions(pid)
+}
+
 // Terminal implements policy.World.
 func (c *call) Terminal(tid, fd int) (policy.Term, error) {
 	c.touch(tid)
@@ -418,7 +436,7 @@ func (c *call) Owned(max int) ([]policy.Target, int) { return c.w.ownedList(max)
 
 // world is the call as the world policy.Decide consults: all of it.
 func (c *call) world() policy.World {
-	return policy.World{Processes: c, Guard: c.w.guard, Sessions: c, Terminals: c, Execs: c}
+	return policy.World{Processes: c, Guard: c.w.guard, Sessions: c, Terminals: c, Execs: c, Lineage: c}
 }
 
 // VRAM implements policy.World.

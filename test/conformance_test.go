@@ -18,6 +18,7 @@ var scenarios = []struct {
 	{"OwnedProcessesCanBeSignalled", ownedProcessesCanBeSignalled},
 	{"PkillMatchingOwnedAndForeign", pkillMatchingOwnedAndForeign},
 	{"PkillPastTheMessageBudget", pkillPastTheMessageBudget},
+	{"HarnessBehindALauncher", harnessBehindALauncher},
 	{"KillallMatchingOwnedAndForeign", killallMatchingOwnedAndForeign},
 	{"KillMinusOneInPidNamespace", killMinusOneInPidNamespace},
 	{"KillZeroFromAgentRoot", killZeroFromAgentRoot},

@@ -339,6 +339,39 @@ func pkillPastTheMessageBudget(t *testing.T, b backend) {
 	}
 }
 
+// harnessBehindALauncher: the agent root is a launcher (bash) that runs
+// the real harness as its child (a bash, as Gemini CLI relaunches itself
+// and Codex's npm entry point starts its binary), and the harness runs a
+// tool's command. The tool's `kill -9 $PPID`, `kill $PPID` and `pkill -f`
+// of the harness's name are refused, with the message saying it is the
+// agent itself, and the harness finishes its work; a `kill -USR1` the
+// harness traps (a parent asked to reload) reaches it (issue 33, item 1).
+func harnessBehindALauncher(t *testing.T, b backend) {
+	b.require(t)
+	marker := "paddock-harness-" + itoa(os.Getpid())
+	dir := t.TempDir()
+	harness := filepath.Join(dir, "harness.sh")
+	if err := os.WriteFile(harness, []byte(`trap 'echo got-usr1' USR1
+h=$$
+sh -c 'kill -9 "$1"; echo kill9=$?' tool $h
+sh -c 'kill "$1"; echo term=$?' tool $h
+sh -c 'pkill -f "$1"; echo pkill=$?' tool "$1"
+sh -c 'kill -USR1 "$1"; echo usr1=$?' tool $h
+echo harness-done
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := b.sh(t, `bash `+harness+` `+marker+`; echo launcher=$?`)
+	for _, want := range []string{"kill9=1", "term=1", "usr1=0", "got-usr1", "harness-done", "launcher=0"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q: the harness behind its launcher was not kept alive, or a harmless signal was refused\n%s", want, r)
+		}
+	}
+	if caller := r.callerStderr(); !strings.Contains(caller, "is the agent itself: it stands between") {
+		t.Errorf("the tool's stderr lacks the refusal saying the harness is the agent itself\n%s", r)
+	}
+}
+
 // killallMatchingOwnedAndForeign: killall NAME, where NAME is the comm of
 // an owned and a foreign process, kills only the owned one.
 func killallMatchingOwnedAndForeign(t *testing.T, b backend) {

@@ -30,6 +30,8 @@ type World struct {
 	Terms    map[[2]int]policy.Term // (tid, fd) -> the terminal it reaches; absent: not open
 	Admins   map[int]bool           // tids holding CAP_SYS_ADMIN
 	Absent   map[string]bool        // paths that do not exist
+	Parents  map[int]int            // pid -> parent pid (policy.Lineage; absent: 0)
+	Signals  map[int][2]uint64      // pid -> caught, ignored signal masks
 	Broken   map[int]bool           // Lookup and Pgrp fail for these pids
 	// OwnGroups are the process groups GroupOwned answers true for: groups
 	// in a session only the agent's processes can be in.
@@ -40,7 +42,29 @@ type World struct {
 
 // Full is w as the whole world Decide consults: every part of it.
 func (w World) Full() policy.World {
-	return policy.World{Processes: w, Guard: w.Policy, Sessions: w, Terminals: w, Execs: w}
+	return policy.World{Processes: w, Guard: w.Policy, Sessions: w, Terminals: w, Execs: w, Lineage: w}
+}
+
+// Stat implements policy.Lineage: a process of Procs, with its parent from
+// Parents; a thread reads as gone.
+func (w World) Stat(pid int) (ppid int, start uint64, found bool, err error) {
+	if w.Broken[pid] {
+		return 0, 0, false, ErrBroken
+	}
+	t, ok := w.Procs[pid]
+	if !ok || t.Rel == audit.RelGone {
+		return 0, 0, false, nil
+	}
+	return w.Parents[pid], t.StartTime, true, nil
+}
+
+// Dispositions implements policy.Lineage, from Signals.
+func (w World) Dispositions(pid int) (caught, ignored uint64, err error) {
+	if w.Broken[pid] {
+		return 0, 0, ErrBroken
+	}
+	m := w.Signals[pid]
+	return m[0], m[1], nil
 }
 
 // Lookup implements policy's world: a thread reads as its process with its
