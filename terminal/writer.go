@@ -34,10 +34,14 @@ type termWriter struct {
 	nb *os.File // a non-blocking open of it, or nil
 
 	// bound is how long a write may go without progress (0: no bound);
-	// limited is closed when limit sets it.
-	bound     atomic.Int64
-	limited   chan struct{}
-	limitOnce sync.Once
+	// limited is closed when limit sets it. deadlineMu orders the setting
+	// of the bound with the renewal of nb's deadline from it: a write that
+	// read no bound must not clear the deadline limit has just set (the
+	// write would then wait on a stopped terminal for ever).
+	bound      atomic.Int64
+	limited    chan struct{}
+	limitOnce  sync.Once
+	deadlineMu sync.Mutex
 
 	mu sync.Mutex // one write at a time; guards the rest
 	// stalled: the last write gave up, and the terminal has taken nothing
@@ -66,11 +70,27 @@ func newTermWriter(f *os.File, bound time.Duration) *termWriter {
 
 // limit bounds every write from now on, the one under way included.
 func (w *termWriter) limit(bound time.Duration) {
+	w.deadlineMu.Lock()
 	w.bound.Store(int64(bound))
 	if w.nb != nil {
 		_ = w.nb.SetWriteDeadline(time.Now().Add(bound))
 	}
+	w.deadlineMu.Unlock()
 	w.limitOnce.Do(func() { close(w.limited) })
+}
+
+// renewDeadline sets nb's write deadline a bound from now, or none while
+// writes are not bounded, and returns the bound.
+func (w *termWriter) renewDeadline() time.Duration {
+	w.deadlineMu.Lock()
+	defer w.deadlineMu.Unlock()
+	d := time.Duration(w.bound.Load())
+	if d > 0 {
+		_ = w.nb.SetWriteDeadline(time.Now().Add(d))
+	} else {
+		_ = w.nb.SetWriteDeadline(time.Time{})
+	}
+	return d
 }
 
 // close closes the writer's own open of the terminal (not the file as
@@ -116,11 +136,7 @@ func (w *termWriter) writeNonBlocking(p []byte) (int, error) {
 		w.stalled = false
 		done = n
 	}
-	if d := time.Duration(w.bound.Load()); d > 0 {
-		_ = w.nb.SetWriteDeadline(time.Now().Add(d))
-	} else {
-		_ = w.nb.SetWriteDeadline(time.Time{})
-	}
+	w.renewDeadline()
 	for done < len(p) {
 		n, err := w.nb.Write(p[done:])
 		done += n
@@ -130,15 +146,13 @@ func (w *termWriter) writeNonBlocking(p []byte) (int, error) {
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			return done, err
 		}
-		d := time.Duration(w.bound.Load())
-		switch {
-		case d == 0:
-			_ = w.nb.SetWriteDeadline(time.Time{}) // not bounded (yet)
-		case n > 0:
-			_ = w.nb.SetWriteDeadline(time.Now().Add(d)) // it moves: wait on
-		default:
+		// Not bounded (yet), or it moves: wait on, the deadline renewed
+		// from the bound as it is now. A bound set meanwhile by limit is
+		// kept, whatever the write had read before.
+		if n == 0 && time.Duration(w.bound.Load()) > 0 {
 			return done, errStalled
 		}
+		w.renewDeadline()
 	}
 	return done, nil
 }

@@ -2,6 +2,7 @@ package test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,7 +135,7 @@ func frozenTerminalDoesNotHoldPaddock(t *testing.T, b backend) {
 		p.done <- err
 	case <-time.After(time.Minute):
 		_ = p.cmd.Process.Kill()
-		t.Fatalf("paddock did not exit in a minute after its agent, on a terminal whose output is stopped")
+		t.Fatalf("paddock did not exit in a minute after its agent, on a terminal whose output is stopped; the terminal shows:\n%q\n%s", p.output(), threads(p.cmd.Process.Pid))
 	}
 	// The terminal takes output again: a write that must not wait goes through.
 	nb, err := os.OpenFile(p.slave.Name(), os.O_WRONLY|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
@@ -156,4 +157,25 @@ func frozenTerminalDoesNotHoldPaddock(t *testing.T, b backend) {
 	if !strings.Contains(readFile(p.journal), `"session_ended"`) {
 		t.Errorf("no session_ended in the journal:\n%s", readFile(p.journal))
 	}
+}
+
+// threads describes each thread of pid (its state and where it waits in
+// the kernel), for the message of a test that found the process hung.
+func threads(pid int) string {
+	var b strings.Builder
+	tasks, _ := os.ReadDir("/proc/" + itoa(pid) + "/task")
+	for _, tk := range tasks {
+		dir := "/proc/" + itoa(pid) + "/task/" + tk.Name()
+		fmt.Fprintf(&b, "thread %s: %s, waiting in %s\n", tk.Name(), strings.Fields(statLine(dir))[0], strings.TrimSpace(readFile(dir+"/wchan")))
+	}
+	return b.String()
+}
+
+// statLine is the part of a stat file after the command name.
+func statLine(dir string) string {
+	s := readFile(dir + "/stat")
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2:]
+	}
+	return "?"
 }
