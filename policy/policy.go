@@ -976,11 +976,9 @@ func decideAncestor(r Request, w World, d Decision, t Target) (Decision, bool) {
 	if _, ok := r.Syscall.SignalArg(); !ok || ancestorHarmless(d.Signal) {
 		return d, false
 	}
-	caller, err := w.Tgid(r.Tid)
-	if err != nil {
-		return undecidable(r, w, d, err), true
-	}
-	up, err := isAncestor(w.Lineage, caller, t)
+	// The calling thread's stat line names its process's parent, and its
+	// start time is no earlier than its process's: the walk needs no Tgid.
+	up, err := isAncestor(w.Lineage, r.Tid, t)
 	if err != nil {
 		return undecidable(r, w, d, err), true
 	}
@@ -1031,12 +1029,12 @@ func ancestorEnds(sig int) bool {
 // maxLineage bounds the walk up a caller's parents.
 const maxLineage = 64
 
-// isAncestor reports whether t is an ancestor of process pid: met walking
-// pid's parents, by pid and start time, before a parent that started
-// before t (none above it can be t).
+// isAncestor reports whether t is an ancestor of the process of thread
+// pid: met walking its parents, by pid and start time, before a parent
+// that started before t (none above it can be t).
 func isAncestor(l Lineage, pid int, t Target) (bool, error) {
 	if pid == t.Pid {
-		return false, nil // itself
+		return false, nil // itself (raise, kill of its own pid)
 	}
 	ppid, start, found, err := l.Stat(pid)
 	if err != nil || !found {
