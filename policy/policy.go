@@ -956,13 +956,15 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 // session. What a signal does to the ancestor decides, with no list of
 // harnesses:
 //   - SIGKILL and SIGSTOP, which no process can catch, and the requests
-//     to end (SIGTERM, SIGINT, SIGHUP, SIGQUIT), which a harness that
-//     catches them answers by ending: refused;
+//     to end (SIGTERM, pkill's and kill's default, SIGINT, SIGQUIT), which
+//     a harness that catches them answers by ending: refused;
 //   - the signals whose default is to be ignored, or to continue
 //     (SIGCHLD, SIGURG, SIGWINCH, SIGCONT): allowed;
-//   - any other (SIGUSR1 to ask a parent to reload, SIGALRM, the
-//     real-time signals, SIGTSTP): allowed when the ancestor catches or
-//     ignores it, refused when its default action would end or stop it.
+//   - any other (SIGHUP or SIGUSR1 to ask a parent to reload, SIGALRM,
+//     the real-time signals, SIGTSTP): allowed when the ancestor catches
+//     or ignores it, refused when its default action would end or stop
+//     it. (CPython's test_signal has a child send its parent SIGHUP,
+//     which the parent catches, and waits for it without a bound.)
 //
 // Only the signal calls: ptrace and the calls that harm without a signal
 // stay decided on ownership (docs/limits.md). The walk is the caller's
@@ -1020,7 +1022,7 @@ func ancestorHarmless(sig int) bool {
 // dispositions: the uncatchable ones and the requests to end.
 func ancestorEnds(sig int) bool {
 	switch syscall.Signal(sig) {
-	case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT:
+	case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT:
 		return true
 	}
 	return false

@@ -42,7 +42,7 @@ func world() policytest.World {
 		// The agent root 100 started worker 101, which started sleep 102
 		// and server 103; paddock 60 started the root.
 		Parents: map[int]int{60: 50, 100: 60, 101: 100, 102: 101, 103: 101},
-		Signals: map[int][2]uint64{101: {1 << (10 - 1), 0}}, // worker catches SIGUSR1
+		Signals: map[int][2]uint64{101: {1<<(10-1) | 1<<(1-1) | 1<<(2-1), 0}}, // worker catches SIGUSR1, SIGHUP and SIGINT
 		Threads: map[int]int{111: 101},
 		Fds:     map[[2]int]int{{101, 5}: 102, {101, 6}: 200, {101, 7}: -1, {101, 8}: 103, {102, 10}: 101},
 		Ttys:    map[[2]int]int{{101, 20}: 102, {101, 21}: 300, {101, 22}: 0},
@@ -107,6 +107,8 @@ func TestDecide(t *testing.T) {
 		{name: "SIGUSR2 to an ancestor that does not catch it", r: req(102, filter.Kill, 101, 12), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101,
 			message: []string{"its default action for it would end or stop it"}},
 		{name: "SIGCHLD to an ancestor", r: req(102, filter.Kill, 101, 17), allow: true, rule: audit.RuleOwned, target: 101, pin: 101},
+		{name: "SIGHUP to an ancestor that catches it (reload)", r: req(102, filter.Kill, 101, 1), allow: true, rule: audit.RuleOwned, target: 101, pin: 101},
+		{name: "SIGINT to an ancestor that catches it", r: req(102, filter.Kill, 101, 2), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101},
 		{name: "SIGTERM to a sibling", r: req(102, filter.Kill, 103, sigterm), allow: true, rule: audit.RuleOwned, target: 103, pin: 103},
 		{name: "SIGTERM to its child", r: req(101, filter.Kill, 102, sigterm), allow: true, rule: audit.RuleOwned, target: 102, pin: 102},
 		{name: "tgkill of an ancestor's thread", r: req(102, filter.Tgkill, 101, 111, sigterm), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101},
