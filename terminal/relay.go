@@ -64,6 +64,8 @@ type Relay struct {
 
 	mu    sync.Mutex
 	saved *term.State // the user's settings while raw, else nil
+	// closing: Close has begun, and the terminal is not made raw again.
+	closing bool
 	// shared is what Start found of the user's terminals that everyone on
 	// them shares (line discipline, exclusive mode), put back by Restore.
 	shared []sharedState
@@ -393,7 +395,7 @@ func (r *Relay) raw() error {
 	fd := int(r.in.Fd())
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.saved != nil {
+	if r.saved != nil || r.closing {
 		return nil
 	}
 	st, err := term.MakeRaw(fd)
@@ -504,21 +506,26 @@ func (st sharedState) restore(bound time.Duration) {
 // paddock is in the foreground.
 func (r *Relay) input() {
 	buf := make([]byte, 4096)
-	for {
-		for r.background() {
-			select {
-			case <-r.quit:
-				return
-			case <-r.wake:
-			case <-time.After(bgPoll):
+	for first := true; ; first = false {
+		if first || r.background() {
+			for r.background() {
+				select {
+				case <-r.quit:
+					return
+				case <-r.wake:
+				case <-time.After(bgPoll):
+				}
 			}
+			// On the first pass too, not only after a wait: paddock may
+			// have been brought to the foreground after Start found it in
+			// the background and before this loop first looked (a quick
+			// fg), and a read in the user's cooked mode would end the loop
+			// on the ^D meant for the agent. Nothing is done when the
+			// terminal is raw already. Not before every read: while
+			// paddock stops with its agent (suspend), the terminal must
+			// stay as the user's shell gets it back.
+			_ = r.raw()
 		}
-		// Before every read, not only after a wait above: paddock may have
-		// been brought to the foreground after Start found it in the
-		// background and before this loop first looked (a quick fg), and
-		// a read in the user's cooked mode would end the loop on the ^D
-		// meant for the agent. Nothing is done when the terminal is raw.
-		_ = r.raw()
 		_ = r.inRead.SetReadDeadline(time.Time{})
 		n, err := r.inRead.Read(buf)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -624,6 +631,9 @@ func (r *Relay) discard(stalled bool) {
 func (r *Relay) Close() error {
 	var note error
 	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.closing = true
+		r.mu.Unlock()
 		if r.cont != nil {
 			signal.Stop(r.cont)
 			signal.Stop(r.winch)
