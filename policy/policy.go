@@ -969,8 +969,8 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 // Only the signal calls: ptrace and the calls that harm without a signal
 // stay decided on ownership (docs/limits.md). The walk is the caller's
 // parents, stopped at the first that started before the target (a
-// parent never starts after its child), so a signal to a child costs no
-// read.
+// parent never starts after its child), so a signal to a child costs one
+// read, of the caller's own stat line.
 func decideAncestor(r Request, w World, d Decision, t Target) (Decision, bool) {
 	if w.Lineage == nil {
 		return d, false
