@@ -39,13 +39,7 @@ func TestPace(t *testing.T) {
 // labels and in the summary; Close ends it, and a decision after Close is
 // counted, not reported, and does not panic.
 func TestPipelineReportsAndCloses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.jsonl")
-	j, err := journal.Open(path, journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	p := New(Options{Log: zerolog.Nop(), Journal: j})
+	p, path := journaled(t)
 	d := policy.Decision{Refusal: true, Syscall: "kill", Target: 1, Signal: 9, Rule: audit.RuleLifeline,
 		Action: audit.SignalDenied, Message: "paddock refused kill(SIGKILL) of pid 1: a test's message"}
 	if w := p.Decided(Event{Caller: 4242, ABI: "x86_64", Decision: d, Labels: []Label{{Key: "container", Value: "c1", Logged: true}}}); w != nil {
@@ -115,13 +109,7 @@ func TestSummaryCountsAdoptionsAndOptIns(t *testing.T) {
 // same arguments and rule, another path) are neither journaled nor counted;
 // another caller's, or the same caller's other command, are.
 func TestOneCommandOneRefusal(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.jsonl")
-	j, err := journal.Open(path, journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	p := New(Options{Log: zerolog.Nop(), Journal: j})
+	p, path := journaled(t)
 	exec := func(caller int, path string, argv ...string) {
 		p.Decided(Event{Caller: caller, Decision: policy.Decision{Refusal: true, Syscall: "execve", Rule: audit.Rule("power_control"),
 			Action: audit.ExecDenied, Message: "refused " + path, Exec: &policy.Exec{Path: path, Argv: argv}}})
@@ -142,4 +130,17 @@ func TestOneCommandOneRefusal(t *testing.T) {
 	if recs := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"); len(recs) != 3 {
 		t.Errorf("journal has %d records, want 3:\n%s", len(recs), b)
 	}
+}
+
+// journaled is a pipeline whose journal is a file in the test's temporary
+// directory, at path.
+func journaled(t *testing.T) (p *Pipeline, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "journal.jsonl")
+	j, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return New(Options{Log: zerolog.Nop(), Journal: j}), path
 }
