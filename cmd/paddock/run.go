@@ -241,9 +241,16 @@ func runRun(f runFlags, args []string) error {
 	}
 	errs := &errorCount{}
 	logFile := os.Stderr
+	// What paddock says on stderr itself when its log is in a file: on a
+	// terminal, never waiting on one that takes nothing for longer than
+	// the relay's bound.
+	var say io.Writer = os.Stderr
+	if relay != nil {
+		say = relay.LogWriter(os.Stderr)
+	}
 	switch {
 	case rl.file != nil:
-		defer rl.file.Close()
+		defer rl.close()
 		logFile = rl.file
 		if log, err = newLoggerTo(rl.file, false, f.logFormat, f.logLevel); err != nil {
 			return err
@@ -419,7 +426,7 @@ func runRun(f runFlags, args []string) error {
 			if rl.file != nil {
 				// About the terminal itself: said there, the terminal
 				// being the user's again.
-				fmt.Fprintf(os.Stderr, "paddock: the agent's last output was cut short: %v\n", err)
+				fmt.Fprintf(say, "paddock: the agent's last output was cut short: %v\n", err)
 			}
 		}
 	}
@@ -463,7 +470,7 @@ func runRun(f runFlags, args []string) error {
 		if j != nil {
 			jp = j.Path()
 		}
-		fmt.Fprintln(os.Stderr, closingLine(summaryLine(sum), errs.n.Load(), session, jp, rl.path, home))
+		fmt.Fprintln(say, closingLine(summaryLine(sum), errs.n.Load(), session, jp, rl.path, home))
 	}
 	return exitError{code: code}
 }

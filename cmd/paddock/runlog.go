@@ -44,6 +44,21 @@ type runLog struct {
 	// fallback says why the default file could not be had, when the log
 	// went to stderr instead of it.
 	fallback error
+	// own: file is the session's own (the default), made for this run.
+	own bool
+}
+
+// close closes the log file; the session's own file is removed when
+// nothing was written to it (paddock stopped before its first line: a
+// command not found, a bad flag).
+func (l runLog) close() {
+	if l.file == nil {
+		return
+	}
+	if fi, err := l.file.Stat(); l.own && err == nil && fi.Size() == 0 {
+		_ = os.Remove(l.path)
+	}
+	_ = l.file.Close()
 }
 
 // logDir is the directory session logs go in by default: paddock's state
@@ -92,7 +107,7 @@ func openRunLog(flagValue, session string, stderrTTY bool, getenv func(string) s
 		return runLog{fallback: err}, nil
 	}
 	pruneLogs(dir, keepLogs)
-	return runLog{file: f, path: path}, nil
+	return runLog{file: f, path: path, own: true}, nil
 }
 
 // openLogFile opens path for writing (created 0600, no symbolic link

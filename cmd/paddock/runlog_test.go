@@ -41,7 +41,11 @@ func TestOpenRunLog(t *testing.T) {
 	if fi, err := os.Stat(want); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the log file: %v, %v; want mode 0600", fi, err)
 	}
-	rl.file.Close()
+	// Nothing written (paddock stopped before its first line): removed.
+	rl.close()
+	if _, err := os.Stat(want); !os.IsNotExist(err) {
+		t.Errorf("an empty log of the session's own stays: %v", err)
+	}
 
 	// Without XDG_STATE_HOME: under HOME.
 	home := filepath.Join(dir, "home")
@@ -72,7 +76,7 @@ func TestOpenRunLog(t *testing.T) {
 	if _, err := rl.file.WriteString("after\n"); err != nil {
 		t.Fatal(err)
 	}
-	rl.file.Close()
+	rl.close()
 	if b, _ := os.ReadFile(named); string(b) != "before\nafter\n" {
 		t.Errorf("--log-file did not append: %q", b)
 	}
