@@ -83,7 +83,11 @@ func openRunLog(flagValue, session string, stderrTTY bool, getenv func(string) s
 	case flagValue == logStderr:
 		return runLog{}, nil
 	case flagValue != "":
-		f, err := openLogFile(flagValue, unix.O_APPEND)
+		err := journal.CheckDir(filepath.Dir(flagValue))
+		var f *os.File
+		if err == nil {
+			f, err = openLogFile(flagValue, unix.O_APPEND)
+		}
 		if err != nil {
 			return runLog{}, fmt.Errorf("--log-file %s: %w", flagValue, err)
 		}
@@ -110,21 +114,29 @@ func openRunLog(flagValue, session string, stderrTTY bool, getenv func(string) s
 	return runLog{file: f, path: path, own: true}, nil
 }
 
-// openLogFile opens path for writing (created 0600, no symbolic link
-// followed, a regular file only), with extra flags (O_APPEND, O_EXCL), and
-// holds a shared lock on it while paddock runs: pruneLogs leaves a
-// locked log alone.
+// openLogFile opens path for writing (created 0600), with extra flags
+// (O_APPEND, O_EXCL), under the rules of every file paddock writes
+// (docs/journal.md): no symbolic link followed, and only a regular file of
+// paddock's effective uid with one link. It holds a shared lock on it while
+// paddock runs: pruneLogs leaves a locked log alone.
 func openLogFile(path string, extra int) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|extra, 0o600)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	err = unix.Fstat(fd, &st)
+	switch {
+	case err != nil:
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		err = errors.New("not a regular file")
+	case int(st.Uid) != os.Geteuid():
+		err = fmt.Errorf("owned by uid %d, not by paddock's effective uid %d: refusing a file another user controls", st.Uid, os.Geteuid())
+	case st.Nlink != 1:
+		err = fmt.Errorf("%d links: refusing a file with another name", st.Nlink)
+	}
+	if err != nil {
 		unix.Close(fd)
-		if err == nil {
-			err = errors.New("not a regular file")
-		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	// Back to blocking: O_NONBLOCK only kept the open from waiting on a FIFO.

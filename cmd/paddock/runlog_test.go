@@ -107,6 +107,14 @@ func TestOpenRunLog(t *testing.T) {
 	if _, err := openRunLog(link, session, true, env, home); err == nil {
 		t.Errorf("--log-file followed a symbolic link")
 	}
+	// Nor a hard link to another file.
+	hard := filepath.Join(dir, "hard.log")
+	if err := os.Link(named, hard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openRunLog(hard, session, true, env, home); err == nil || !strings.Contains(err.Error(), "2 links") {
+		t.Errorf("--log-file opened a file with two links: %v", err)
+	}
 }
 
 // The log directory keeps the newest session logs; a log whose session
