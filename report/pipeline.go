@@ -46,8 +46,9 @@ type Event struct {
 	// log line.
 	Labels []Label
 
-	// shown: the message went to the caller's stderr on the terminal the
-	// log goes to, so the log line would repeat it there.
+	// shown: the message went to the caller's stderr on the stream the
+	// log goes to (the same terminal, pipe, socket or file), so the log
+	// line would repeat it there.
 	shown bool
 	// flushed, when set, marks a flush request instead of an event.
 	flushed chan struct{}
@@ -82,9 +83,12 @@ type Options struct {
 	// (fleet mode's other containers). 0: no pace.
 	Pace int
 	// LogFile is the file Log writes to, when known, and Relayed a pty
-	// relayed onto it: a message written to the caller's stderr on either
-	// terminal gets no log line of its own, since the user would read it
-	// twice there.
+	// relayed onto it: a message written to the caller's stderr on the
+	// stream the log goes to gets no log line of its own, since the user
+	// would read it twice there. That stream is LogFile's terminal (or
+	// Relayed), or the very pipe, socket or file LogFile is: without a
+	// terminal, where paddock's stderr and the agent's are one pipe (a CI
+	// log), each refusal shows once, as the caller's message.
 	LogFile, Relayed *os.File
 }
 
@@ -98,6 +102,9 @@ type Pipeline struct {
 	// logTTY is the terminal the log goes to (0: none, or not known), and
 	// relayedTTY the pty relayed onto it (0: none).
 	logTTY, relayedTTY terminal.Device
+	// logStream is the pipe, socket or regular file the log goes to (zero:
+	// none, or a terminal, which logTTY covers).
+	logStream streamID
 
 	// closeMu guards closed and the sends on queue and tells, so that a
 	// decision reported after Close is dropped instead of panicking.
@@ -176,6 +183,8 @@ func New(o Options) *Pipeline {
 	p.logTTY = terminal.DeviceOf(o.LogFile)
 	if p.logTTY != 0 {
 		p.relayedTTY = terminal.DeviceOf(o.Relayed)
+	} else if o.LogFile != nil {
+		p.logStream = streamOf(int(o.LogFile.Fd()))
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)

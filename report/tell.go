@@ -86,16 +86,14 @@ func (p *Pipeline) tell(ev Event) (Event, <-chan struct{}) {
 		p.log.Debug().Err(err).Int("caller", ev.Caller).Msg("refusal message not written to the caller's standard error")
 		return ev, nil
 	}
+	// Known now, whatever the write's timing: the message goes where the
+	// log goes, so the log line would only repeat it there.
+	ev.shown = p.onLog(fd)
 	rest := callerio.WriteNow(fd, []byte(msg))
 	if len(rest) == 0 {
-		// A pipe or a socket, never the log's terminal.
+		// A pipe or a socket (the log's own one, maybe), never a terminal.
 		unix.Close(fd)
 		return ev, nil
-	}
-	// Known now, whatever the write's timing: the message goes to the
-	// log's terminal, so the log line would only repeat it there.
-	if tty := terminal.DeviceOfFd(fd); tty != 0 && (tty == p.logTTY || tty == p.relayedTTY) {
-		ev.shown = true
 	}
 	job := &tellJob{caller: ev.Caller, fd: fd, msg: string(rest), ready: make(chan struct{})}
 	select {
@@ -107,6 +105,36 @@ func (p *Pipeline) tell(ev Event) (Event, <-chan struct{}) {
 	}
 	time.AfterFunc(TellWait, job.release)
 	return ev, job.ready
+}
+
+// onLog reports whether fd, a copy of a caller's stderr, reaches the stream
+// the log goes to: the log's terminal (however the caller opened it: its
+// pty, /dev/tty), the pty relayed onto it, or the log's very pipe, socket
+// or file.
+func (p *Pipeline) onLog(fd int) bool {
+	if tty := terminal.DeviceOfFd(fd); tty != 0 {
+		return tty == p.logTTY || tty == p.relayedTTY
+	}
+	return p.logStream != (streamID{}) && streamOf(fd) == p.logStream
+}
+
+// streamID names a pipe, a socket or a regular file by its inode: two
+// descriptors with the same streamID write into one stream, whatever
+// process holds them.
+type streamID struct{ dev, ino uint64 }
+
+// streamOf is fd's streamID, or the zero one when fd is none of those
+// (a terminal, /dev/null, a descriptor that cannot be read).
+func streamOf(fd int) streamID {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return streamID{}
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFREG:
+		return streamID{dev: st.Dev, ino: st.Ino}
+	}
+	return streamID{}
 }
 
 // teller writes the messages, one at a time, off the front end's loop.

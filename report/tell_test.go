@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,5 +148,71 @@ func TestMessagesUnderPkill(t *testing.T) {
 		"paddock: 2 more refusals to this process were not shown; see the journal\n"
 	if out != want {
 		t.Errorf("the caller's stderr got\n%s\nwant\n%s", out, want)
+	}
+}
+
+// TestRefusalOnceOnASharedStream: without a terminal, where paddock's log
+// and the refused caller's stderr are one pipe (a CI log, a harness that
+// reads both from one pipe), the refusal shows once there, as the caller's
+// message, with no log line repeating it; where they are two pipes, the
+// log has its line. The caller is a real process (sleep).
+func TestRefusalOnceOnASharedStream(t *testing.T) {
+	const msg = "paddock refused kill(SIGTERM) of pid 1 (init): a test's message"
+	for _, shared := range []bool{true, false} {
+		t.Run(map[bool]string{true: "one pipe", false: "two pipes"}[shared], func(t *testing.T) {
+			logR, logW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer logR.Close()
+			errR, errW := logR, logW
+			if !shared {
+				if errR, errW, err = os.Pipe(); err != nil {
+					t.Fatal(err)
+				}
+				defer errR.Close()
+			}
+			caller := exec.Command("sleep", "300")
+			caller.Stderr = errW
+			if err := caller.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if !shared {
+				errW.Close()
+			}
+			p := New(Options{Log: zerolog.New(logW), LogFile: logW, NotifyStderr: true})
+			if w := p.Decided(Event{Caller: caller.Process.Pid, Decision: policy.Decision{Refusal: true, Rule: audit.RuleNotOwned,
+				Syscall: "kill", Target: 1, Signal: 15, Message: msg}}); w != nil {
+				<-w
+			}
+			p.Close()
+			_ = caller.Process.Kill()
+			_ = caller.Wait()
+			logW.Close()
+			read := func(f *os.File) string {
+				got := make(chan string, 1)
+				go func() { b, _ := io.ReadAll(f); got <- string(b) }()
+				select {
+				case s := <-got:
+					return s
+				case <-time.After(10 * time.Second):
+					t.Fatal("a pipe never ended (10 s, a safety)")
+					return ""
+				}
+			}
+			logOut := read(logR)
+			if shared {
+				if n := strings.Count(logOut, msg); n != 1 || !strings.HasPrefix(logOut, msg+"\n") {
+					t.Errorf("the shared pipe shows the refusal %d times, want once, as the caller's message:\n%s", n, logOut)
+				}
+				return
+			}
+			if callerOut := read(errR); callerOut != msg+"\n" {
+				t.Errorf("the caller's stderr got %q, want the message", callerOut)
+			}
+			if !strings.Contains(logOut, `"level":"warn"`) || !strings.Contains(logOut, msg) {
+				t.Errorf("the log, a pipe of its own, lacks the refusal's line:\n%s", logOut)
+			}
+		})
 	}
 }

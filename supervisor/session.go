@@ -39,8 +39,9 @@ type Config struct {
 	Log zerolog.Logger
 	// LogFile is the file Log writes to, when it writes to one (nil: not
 	// known). A refusal whose message went to the caller's stderr on the
-	// same terminal gets no log line of its own there: the user would
-	// read it twice. The journal has every refusal either way.
+	// same stream (the same terminal, or the very pipe, socket or file)
+	// gets no log line of its own there: the user would read it twice.
+	// The journal has every refusal either way.
 	LogFile *os.File
 	// NotifyStderr writes each refusal's message to the caller's stderr.
 	NotifyStderr bool

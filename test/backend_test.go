@@ -22,7 +22,7 @@ func TestAutoFallsBackToPtraceUnderListener(t *testing.T) {
 	dir := t.TempDir()
 	journal, marker := filepath.Join(dir, "j.jsonl"), filepath.Join(dir, "ran")
 	run := func(b string, script string) (string, error) {
-		cmd := exec.Command(bins.helper, "listen-exec", bins.paddock, "run", "--backend", b, "--log-format", "json",
+		cmd := exec.Command(bins.helper, "listen-exec", bins.paddock, "run", "--backend", b, "--log-format", "json", "--log-level", "debug",
 			"--journal", journal, "--", "bash", "-c", script)
 		out, err := cmd.CombinedOutput()
 		return string(out), err

@@ -77,6 +77,7 @@ var scenarios = []struct {
 	// The agent's own pty between it and the user's terminal.
 	{"InteractiveShellOnPty", interactiveShellOnPty},
 	{"KillZeroOnTerminal", killZeroOnTerminal},
+	{"TerminalBelongsToTheAgent", terminalBelongsToTheAgent},
 	{"TerminalOutOfAgentsReach", terminalOutOfAgentsReach},
 	{"SharedTerminalNoPty", sharedTerminalNoPty},
 	{"AgentRootStopsWithPaddock", agentRootStopsWithPaddock},

@@ -69,7 +69,7 @@ func powerControlRefusedAtExec(t *testing.T, b backend) {
 				t.Fatalf("the stand-in ran: %q\n%s", m, r)
 			}
 			for _, want := range []string{"power-control commands", "require explicit user intent", "PADDOCK_ALLOW_POWER_CONTROL=1"} {
-				if !strings.Contains(r.stderr, want) {
+				if !strings.Contains(r.callerStderr(), want) {
 					t.Errorf("message lacks %q\n%s", want, r)
 				}
 			}
@@ -117,7 +117,7 @@ services_to_survive = ["display-manager", "sway", "hyprland", "pipewire", "gdm",
 			if m := markerLines(marker); m != "" {
 				t.Fatalf("the stand-in ran: %q\n%s", m, r)
 			}
-			if !strings.Contains(r.stderr, "PADDOCK_ALLOW_POWER_CONTROL=1") || !(strings.Contains(r.stderr, "protected desktop service") || strings.Contains(r.stderr, "isolate")) {
+			if e := r.callerStderr(); !strings.Contains(e, "PADDOCK_ALLOW_POWER_CONTROL=1") || !(strings.Contains(e, "protected desktop service") || strings.Contains(e, "isolate")) {
 				t.Errorf("message lacks the protected service and the opt-in\n%s", r)
 			}
 		})
@@ -192,7 +192,7 @@ func vramPreflightAtExec(t *testing.T, b backend) {
 			}
 			if !tc.allowed {
 				for _, want := range []string{"VRAM preflight rejected", "exceeds host VRAM budget", "20.0 GB available", "4.0 GB desktop headroom reserved", "24.0 GB total", "PADDOCK_ALLOW_OVERBUDGET_VRAM=1"} {
-					if !strings.Contains(r.stderr, want) {
+					if !strings.Contains(r.callerStderr(), want) {
 						t.Errorf("message lacks %q\n%s", want, r)
 					}
 				}
@@ -249,7 +249,7 @@ func agentCommandRefusedAtExec(t *testing.T, b backend) {
 		t.Errorf("exit %d, want 126\n%s", r.code, r)
 	}
 	for _, want := range []string{"power-control commands", "PADDOCK_ALLOW_POWER_CONTROL=1", "operation not permitted"} {
-		if !strings.Contains(r.stderr, want) {
+		if !strings.Contains(r.callerStderr(), want) {
 			t.Errorf("stderr lacks %q\n%s", want, r)
 		}
 	}

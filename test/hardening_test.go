@@ -39,8 +39,8 @@ $AGENTHELPER tiocsig-own-pty 2
 		}
 	}
 	for _, want := range []string{"fcntl(F_SETOWN) of pid " + F, "fcntl(F_SETOWN_EX) of pid " + F, "ioctl(FIOSETOWN) of pid " + F, "ioctl(TIOCSTI)"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks the refusal %q\n%s", want, r)
+		if !strings.Contains(r.callerStderr(), want) {
+			t.Errorf("the agent's stderr lacks the refusal %q\n%s", want, r)
 		}
 	}
 	n := 0

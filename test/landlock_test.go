@@ -28,10 +28,10 @@ sleep 300 & c=$!
 exec 4<>/proc/$c/mem && echo own-mem=open
 kill $c
 kill -0 ` + fp + ` && echo probe=ok`
-	out, lines := b.nobodyRun(t, bins.paddock, dir, script)
+	out, lines := b.nobodyRun(t, bins.paddock, dir, script, "--log-level", "debug")
 	wantLines(t, out, lines, "foreign-mem=closed", "own-mem=open", "probe=ok")
 	if !strings.Contains(out, "kernel_wall=\"landlock:") {
-		t.Errorf("the start line does not say the kernel's wall is up\n%s", out)
+		t.Errorf("the start's details do not say the kernel's wall is up\n%s", out)
 	}
 	if !f.alive(t) {
 		t.Errorf("the foreign process died")
@@ -68,11 +68,11 @@ echo "tgkill=$($AGENTHELPER tgkill ` + fp + ` ` + fp + ` 9)"
 echo "sigqueue=$($AGENTHELPER sigqueue ` + fp + ` 9)"
 echo "pidfd=$($AGENTHELPER pidfd ` + fp + ` 9)"
 echo "probe=$($AGENTHELPER kill ` + fp + ` 0)"`
-	out, lines := b.nobodyRun(t, bins.forceAllow, dir, script)
+	out, lines := b.nobodyRun(t, bins.forceAllow, dir, script, "--log-level", "debug")
 	wantLines(t, out, lines, "attach=err EPERM", "getfd=err EPERM", "mem=closed", "renice=ok",
 		"kill=err EPERM", "tgkill=err EPERM", "sigqueue=err EPERM", "pidfd=err EPERM", "probe=ok")
 	if !strings.Contains(out, "TEST BUILD (paddock_forceallow)") {
-		t.Errorf("the start line does not say the decisions are forced\n%s", out)
+		t.Errorf("the start's details do not say the decisions are forced\n%s", out)
 	}
 	if !f.alive(t) {
 		t.Errorf("the foreign process died")

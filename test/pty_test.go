@@ -644,3 +644,69 @@ func terminalRestoredOnEveryExit(t *testing.T, b backend) {
 		})
 	}
 }
+
+// terminalBelongsToTheAgent: while the agent has the user's terminal (a
+// TUI, here a script that is refused a kill and then waits for a key),
+// paddock writes nothing of its own on it: no start line, no log line for
+// the refusal, only the refused process's own message (the agent's tool
+// output); its log goes to the session's file in the state directory
+// ($XDG_STATE_HOME, the test's own), which has them; at exit one line says
+// what was refused and where the journal and the log are. Before, the
+// start line and the refusal's log line were drawn over the agent's screen.
+func terminalBelongsToTheAgent(t *testing.T, b backend) {
+	b.require(t)
+	requireBash(t)
+	f := startForeign(t, "sleep", "300")
+	state := t.TempDir()
+	master, slave := ptytest.Open(t)
+	cmd, journal := b.paddockCmd(t, "--", "bash", "-c", `printf 'TUI-START\n'; kill -TERM `+itoa(f.pid())+`; echo R$((1+1))E; read -r k; echo "got-$k"`)
+	cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state)
+	p := startCmdOnPty(t, cmd, journal, master, slave)
+	p.expect("R2E")
+	// The refusal is journaled after its log line is written; then all
+	// paddock wrote on the terminal so far is in the output.
+	waitFor(t, "the refusal in the journal", func() bool { return strings.Contains(readFile(journal), `"action":"signal_denied"`) })
+	p.drain()
+	during := p.output()
+	if strings.Contains(during, `"component":"paddock"`) || strings.Contains(during, `"level":`) {
+		t.Errorf("while the agent runs, paddock wrote on its terminal:\n%q", during)
+	}
+	if n := strings.Count(during, refusalMessage(f.pid())); n != 1 {
+		t.Errorf("the terminal shows the refused process's message %d times, want once:\n%q", n, during)
+	}
+	p.send("q\r")
+	p.expect("got-q")
+	if code := p.wait(); code != 0 {
+		t.Fatalf("paddock exited %d:\n%q", code, p.output())
+	}
+	out := p.output()
+	logs, _ := filepath.Glob(filepath.Join(state, "paddock", "log", "*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("want one log in %s/paddock/log, have %q; the terminal shows:\n%q", state, logs, out)
+	}
+	after := out[strings.Index(out, "got-q"):]
+	closing := regexp.MustCompile(`(?m)^paddock: 1 refusal \(not_owned 1\); paddock journal shows them\. Session [0-9a-f]{12}: journal (\S+), log (\S+)\r?$`).FindStringSubmatch(after)
+	if closing == nil || closing[1] != journal || closing[2] != logs[0] {
+		t.Errorf("want one closing line naming the journal %s and the log %s after the agent's last output:\n%q", journal, logs[0], out)
+	}
+	if strings.Contains(out, `"component":"paddock"`) || strings.Count(out, "paddock: ") != 1 {
+		t.Errorf("paddock wrote more than its closing line on the terminal:\n%q", out)
+	}
+	log := readFile(logs[0])
+	for _, want := range []string{`"message":"agent started"`, `"level":"warn"`, refusalMessage(f.pid()), `"message":"1 refusal (not_owned 1)`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+
+	// A fatal error still reaches the terminal: a log file that cannot be
+	// opened stops paddock before the agent runs, saying so there.
+	bad := filepath.Join(t.TempDir(), "nodir", "paddock.log")
+	master, slave = ptytest.Open(t)
+	cmd, journal = b.paddockCmd(t, "--log-file", bad, "--", "bash", "-c", "echo AGENT-$((1+1))-RAN")
+	cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state)
+	p = startCmdOnPty(t, cmd, journal, master, slave)
+	if code := p.wait(); code != 2 || !strings.Contains(p.output(), "paddock: --log-file "+bad+": ") || strings.Contains(p.output(), "AGENT-2-RAN") {
+		t.Errorf("an unusable --log-file: exit %d, want 2, the error on the terminal and no agent:\n%q", code, p.output())
+	}
+}

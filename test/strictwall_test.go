@@ -39,13 +39,13 @@ func strictWallSealsProcFiles(t *testing.T, b backend) {
 echo 900 > /proc/self/oom_score_adj 2>/dev/null && echo own-oom=written || echo own-oom=refused
 mkdir -p "$HOME/a" "$HOME/b" && echo data > "$HOME/a/f" && : > "$HOME/a/f" && echo data > "$HOME/a/f" && mv "$HOME/a/f" "$HOME/b/f" && echo files=ok
 unshare -rm true 2>/dev/null && echo mount=ok || echo mount=refused`
-	out, lines := b.nobodyRun(t, bins.paddock, dir, script, "--strict-wall")
+	out, lines := b.nobodyRun(t, bins.paddock, dir, script, "--strict-wall", "--log-level", "debug")
 	wantLines(t, out, lines, "foreign-oom=refused", "own-oom=refused", "files=ok", "mount=refused")
 	if got := readTrim(t, adj); got != "0" {
 		t.Errorf("the foreign process's oom_score_adj is %s after the strict run, want 0\n%s", got, out)
 	}
 	if !strings.Contains(out, `kernel_wall="landlock, strict:`) {
-		t.Errorf("the start line does not say the strict wall is up\n%s", out)
+		t.Errorf("the start's details do not say the strict wall is up\n%s", out)
 	}
 	// The profile's strict_wall = true does what the flag does.
 	if err := os.MkdirAll(filepath.Join(dir, "paddock"), 0o755); err != nil {

@@ -113,7 +113,8 @@ func manuals() map[string]manual {
 				{"127", "CMD was not found"},
 			},
 			Env: []term{
-				envProfile(), envConfigHome(), envJournal(), envStateHome(),
+				envProfile(), envConfigHome(), envJournal(),
+				{"XDG_STATE_HOME", "the audit journal is $XDG_STATE_HOME/paddock/journal.jsonl when neither --journal nor PADDOCK_JOURNAL names one, and paddock's log, while paddock's stderr is a terminal, $XDG_STATE_HOME/paddock/log/SESSION.log unless --log-file names another (default ~/.local/state)"},
 				{"PADDOCK_JOURNAL_MIRROR", "journald or syslog: as --journal-mirror"},
 				{"PADDOCK_BACKEND", "auto, seccomp or ptrace: as --backend"},
 				envRuntimeDir(), envTmpdir(),
@@ -124,9 +125,12 @@ func manuals() map[string]manual {
 				{"PADDOCK_BIN", "set for CMD: the paddock binary (a link to it is also first on CMD's PATH)"},
 				envAllowPower(), envAllowVRAM(),
 			},
-			Files: []term{fileProfile(), fileJournal(), fileSessionDir()},
+			Files: []term{fileProfile(), fileJournal(),
+				{"~/.local/state/paddock/log/SESSION.log", "paddock's log of one session, while its stderr is a terminal (which CMD then has); mode 0600, the newest 100 kept ($XDG_STATE_HOME/paddock/log; --log-file puts it elsewhere)"},
+				fileSessionDir()},
 			Examples: []term{
 				{"paddock run -- bash", "a shell whose processes can only signal what they started"},
+				{"paddock run --log-file - -- bash", "the same, with paddock's log lines on the terminal, among the shell's output"},
 				{"paddock run --journal ~/agent.jsonl -- claude --continue", "an agent harness, with the journal in a file of your choice"},
 				{"paddock run --strict --report refusals.xml --report-format junit -- make test", "a CI job that fails when anything was refused, with a JUnit report"},
 				{`ENTRYPOINT ["/usr/local/bin/paddock", "run", "--"]`, "a container's init, in a Dockerfile (docs/container.md)"},

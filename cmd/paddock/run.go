@@ -36,6 +36,7 @@ type runFlags struct {
 	journalMirror  string
 	journalLock    time.Duration
 	logFormat      string
+	logFile        string
 	logLevel       string
 	noNotifyStderr bool
 	init           bool
@@ -72,7 +73,19 @@ is not CMD's to change either: its settings, line discipline, exclusive mode,
 flow and size stay yours (refused, rule terminal_control), and paddock puts
 them back when it exits; a terminal that takes no output does not hold
 paddock's exit up (what it does not take within 3s is given up, with a note).
---no-pty (or the profile's pty = false) keeps CMD on your terminal.`,
+--no-pty (or the profile's pty = false) keeps CMD on your terminal.
+
+While CMD has your terminal (paddock's stderr is a terminal), paddock writes
+nothing of its own on it but a fatal error: its log (a line per refusal, the
+start line, warnings) goes to $XDG_STATE_HOME/paddock/log/SESSION.log
+(~/.local/state/paddock/log/SESSION.log, beside the default journal; the
+newest 100 are kept), and at exit one line on stderr says what was refused
+and where the journal and the log are. A refused process still gets the
+refusal's message on its own stderr. --log-file FILE puts the log in FILE,
+--log-file - on stderr (on the terminal, as without one); where the state
+directory cannot take the log, it goes on stderr, after a line saying why.
+Without a terminal the log goes to stderr, and a refusal whose message went to
+that same pipe or file gets no log line repeating it.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("run: no command given\nusage: paddock run [flags] -- CMD [ARG...]   (paddock run --help lists the flags; paddock run -- bash starts a supervised shell)")
@@ -94,7 +107,8 @@ paddock's exit up (what it does not take within 3s is given up, with a note).
 	cmd.Flags().StringVar(&f.journalMirror, "journal-mirror", "", "also send every journal record to `LOG`: journald or syslog (/dev/log), a copy an agent running as your user cannot rewrite (default $PADDOCK_JOURNAL_MIRROR, else none)")
 	cmd.Flags().DurationVar(&f.journalLock, "journal-lock-wait", journal.DefaultLockWait, "wait at most `DURATION` for the journal's lock (another process holding it): past it the record is not written to the file (the mirror still gets it), an adoption is refused unless the mirror took its record, and paddock names the holder; at start, CMD is not started")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format: json or console")
-	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error (debug adds the start's details: backend reason, profile, socket, journal head, kernel wall)")
+	cmd.Flags().StringVar(&f.logFile, "log-file", "", "write paddock's log to `FILE` (appended), or - for stderr (default: stderr, or $XDG_STATE_HOME/paddock/log/SESSION.log while paddock's stderr is a terminal, which CMD then has)")
 	cmd.Flags().BoolVar(&f.noNotifyStderr, "no-notify-stderr", false, "do not write refusal messages to the refused process's stderr")
 	cmd.Flags().BoolVar(&f.init, "init", false, "act as a container init even when not PID 1: forward every signal tini forwards (on by itself as PID 1)")
 	cmd.Flags().BoolVarP(&f.forwardToGroup, "forward-to-group", "g", false, "start CMD in its own process group and forward signals to the whole group (tini -g; also $TINI_KILL_PROCESS_GROUP)")
@@ -117,14 +131,13 @@ paddock's exit up (what it does not take within 3s is given up, with a note).
 const vramPrefetchDelay = 100 * time.Millisecond
 
 // newLogger builds the supervisor's logger from the flags, rejecting values
-// it does not know.
+// it does not know; it writes to stderr.
 func newLogger(format, level string) (zerolog.Logger, error) {
-	return newLoggerTo(os.Stderr, format, level)
+	return newLoggerTo(os.Stderr, colour(os.Stderr, os.Getenv), format, level)
 }
 
-// newLoggerTo is newLogger writing to w, which stands for this process's
-// standard error (colours are for whether that is a terminal).
-func newLoggerTo(w io.Writer, format, level string) (zerolog.Logger, error) {
+// newLoggerTo is newLogger writing to w, with colours or not (console).
+func newLoggerTo(w io.Writer, colours bool, format, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
 		return zerolog.Logger{}, fmt.Errorf("--log-level %q: want one of debug, info, warn, error", level)
@@ -134,7 +147,7 @@ func newLoggerTo(w io.Writer, format, level string) (zerolog.Logger, error) {
 	case "json":
 		l = zerolog.New(w)
 	case "console":
-		l = zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !colour(os.Stderr, os.Getenv), FormatPrepare: printableMessage})
+		l = zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !colours, FormatPrepare: printableMessage})
 	default:
 		return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json or console", format)
 	}
@@ -214,10 +227,43 @@ func runRun(f runFlags, args []string) error {
 	if relay != nil {
 		// Restores the user's terminal on every way out of here.
 		defer relay.Close()
-		// paddock's own lines, while the terminal is raw, need "\r\n".
-		if log, err = newLoggerTo(relay.LogWriter(os.Stderr), f.logFormat, f.logLevel); err != nil {
+	}
+	session, err := newSessionID()
+	if err != nil {
+		return err
+	}
+	// The log: a file of the session's own while CMD has the terminal
+	// (runlog.go), else stderr.
+	home, _ := os.UserHomeDir()
+	rl, err := openRunLog(f.logFile, session, stderrIsTerminal(), os.Getenv, home)
+	if err != nil {
+		return err
+	}
+	errs := &errorCount{}
+	logFile := os.Stderr
+	// What paddock says on stderr itself when its log is in a file: on a
+	// terminal, never waiting on one that takes nothing for longer than
+	// the relay's bound.
+	var say io.Writer = os.Stderr
+	if relay != nil {
+		say = relay.LogWriter(os.Stderr)
+	}
+	switch {
+	case rl.file != nil:
+		defer rl.close()
+		logFile = rl.file
+		if log, err = newLoggerTo(rl.file, false, f.logFormat, f.logLevel); err != nil {
 			return err
 		}
+		log = log.Hook(errs)
+	case relay != nil:
+		// paddock's own lines, while the terminal is raw, need "\r\n".
+		if log, err = newLoggerTo(relay.LogWriter(os.Stderr), colour(os.Stderr, os.Getenv), f.logFormat, f.logLevel); err != nil {
+			return err
+		}
+	}
+	if rl.fallback != nil {
+		log.Warn().Err(rl.fallback).Msg("paddock's log cannot go to its file in the state directory; it goes to this terminal instead (--log-file FILE puts it elsewhere)")
 	}
 	// GPU detection (nvidia-smi, sysfs, a scan for display servers) runs
 	// in the background from vramPrefetchDelay after the start (so that a
@@ -301,10 +347,6 @@ func runRun(f runFlags, args []string) error {
 			return fmt.Errorf("--report %s: %w", f.report, err)
 		}
 	}
-	session, err := newSessionID()
-	if err != nil {
-		return err
-	}
 	j, err := openJournal(f.journal, journal.Options{
 		Session:  session,
 		MaxBytes: f.journalMax, Keep: f.journalKeep, Mirror: mirror, LockWait: f.journalLock,
@@ -339,7 +381,7 @@ func runRun(f runFlags, args []string) error {
 	s, err := supervisor.Start(supervisor.Config{
 		Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2], Terminal: ctty, Resize: resize,
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
-		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: os.Stderr,
+		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: logFile,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
 		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 		OOMScoreAdj: supervisor.SupervisorOOMScoreAdj,
@@ -367,9 +409,12 @@ func runRun(f runFlags, args []string) error {
 	if f.strictExec {
 		unreadExec = "refused (--strict-exec)"
 	}
-	log.Info().Str("session", session).Int("pid", s.Pid()).Str("backend", string(used)).Str("backend_reason", why).Str("profile", profName).
-		Str("socket", s.SocketPath()).Str("journal", journalPath).Str("journal_head", head).Str("unreadable_execs", unreadExec).Str("kernel_wall", s.KernelWall()).
+	// A short line; the details at debug (paddock doctor explains the
+	// backend and the kernel's wall).
+	log.Info().Str("session", session).Int("pid", s.Pid()).Str("backend", string(used)).Str("journal", journalPath).
 		Str("command", strings.Join(args, " ")).Msg(msg)
+	log.Debug().Str("session", session).Str("backend_reason", why).Str("profile", profName).Str("socket", s.SocketPath()).
+		Str("journal_head", head).Str("unreadable_execs", unreadExec).Str("kernel_wall", s.KernelWall()).Msg("session details")
 	started := time.Now()
 	status := s.Wait()
 	if relay != nil {
@@ -378,6 +423,11 @@ func runRun(f runFlags, args []string) error {
 		// terminal that takes nothing.
 		if err := relay.Close(); err != nil {
 			log.Warn().Err(err).Msg("the agent's last output was cut short")
+			if rl.file != nil {
+				// About the terminal itself: said there, the terminal
+				// being the user's again.
+				fmt.Fprintf(say, "paddock: the agent's last output was cut short: %v\n", err)
+			}
 		}
 	}
 	swept()
@@ -412,6 +462,15 @@ func runRun(f runFlags, args []string) error {
 				code = 1
 			}
 		}
+	}
+	if rl.file != nil {
+		// The log is in its file; the user's terminal (stderr) gets one line,
+		// last.
+		jp := ""
+		if j != nil {
+			jp = j.Path()
+		}
+		fmt.Fprintln(say, closingLine(summaryLine(sum), errs.n.Load(), session, jp, rl.path, home))
 	}
 	return exitError{code: code}
 }
