@@ -40,6 +40,9 @@ type liveWorld struct {
 	// scoped says the agent's Landlock domain scopes signals, and probes
 	// that its filter traps signal 0 (deliver.go).
 	scoped, probes bool
+	// selfNS is paddock's own PID namespace (selfPidNS), which a caller's
+	// is compared with before its pid arguments are read (names.go).
+	selfNS uint64
 	// buf is scratch space for reading a caller's memory.
 	buf [execBufSize]byte
 	// terms are the session's terminals and paddock's own, for the
@@ -59,7 +62,7 @@ type liveWorld struct {
 }
 
 func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b func() *vram.Budget) *liveWorld {
-	w := &liveWorld{tree: tree, fs: fs, guard: g, vram: b}
+	w := &liveWorld{tree: tree, fs: fs, guard: g, vram: b, selfNS: selfPidNS(fs)}
 	w.cur.looked = make([]pinned, 0, 4)
 	return w
 }
