@@ -8,6 +8,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/paddock-dev/paddock/internal/pidns"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/report"
@@ -33,6 +34,11 @@ type container struct {
 	pidns  uint64
 	shared bool
 	cgroup string
+	// ns is the container's PID namespace, held open (nil where it
+	// shares the node's): the translation of its numbers, the one
+	// paddock run uses for a caller in a namespace of its own (package
+	// pidns). closeNS releases it when the container is gone.
+	ns *pidns.NS
 
 	mu sync.Mutex
 	// lifelines maps the host pid of each session's first process to its
@@ -89,10 +95,27 @@ func newContainer(fs procfs.FS, st specs.ContainerProcessState) (*container, err
 	if c.cgroup, err = fs.Cgroup(st.Pid); err != nil {
 		return nil, fmt.Errorf("container %s: %w", c.id, err)
 	}
+	if !c.shared {
+		if c.ns, err = pidns.Of(fs, st.Pid); err != nil {
+			return nil, fmt.Errorf("container %s: %w", c.id, err)
+		}
+		if c.ns.Ino != c.pidns {
+			c.closeNS()
+			return nil, fmt.Errorf("container %s: its first process %d left (its pid names another process now)", c.id, st.Pid)
+		}
+	}
 	if err := c.addSession(st.Pid); err != nil {
+		c.closeNS()
 		return nil, err
 	}
 	return c, nil
+}
+
+// closeNS releases the container's PID namespace.
+func (c *container) closeNS() {
+	if c.ns != nil {
+		c.ns.Close()
+	}
 }
 
 // addSession records the first process of a session (the container's own,
@@ -259,9 +282,36 @@ func (c *container) remember(n, h int) {
 	c.hosts[n] = h
 }
 
-// scan finds the host id of the container's process or thread n by
-// reading /proc: the processes first, then their threads.
+// reopenNS opens the PID namespace of a container taken over from
+// another agent, which handed over its inode only: through one of its
+// sessions' first processes still in it. Where none is, ns stays nil and
+// scan reads /proc alone.
+func (c *container) reopenNS() {
+	if c.shared || c.ns != nil {
+		return
+	}
+	for pid, start := range c.lifelines {
+		ns, err := pidns.Of(c.fs, pid)
+		if err != nil {
+			continue
+		}
+		if st, err := c.fs.Stat(pid); err == nil && st.StartTime == start && ns.Ino == c.pidns {
+			c.ns = ns
+			return
+		}
+		ns.Close()
+	}
+}
+
+// scan finds the host id of the container's process or thread n (0: the
+// container has none), through the translation paddock run uses too
+// (pidns.NS.Host: the kernel's, or /proc's where the kernel has none);
+// where the namespace is not held open, by reading /proc: the processes
+// first, then their threads.
 func (c *container) scan(n int) (int, error) {
+	if c.ns != nil {
+		return c.ns.Host(n)
+	}
 	pids, err := c.fs.Pids()
 	if err != nil {
 		return 0, err

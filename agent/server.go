@@ -82,6 +82,7 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	if s.Taken != nil {
 		for id, c := range s.Taken.containers {
 			c.fs = s.FS
+			c.reopenNS()
 			s.startReporting(c)
 			s.byID[id] = c
 		}
@@ -331,6 +332,7 @@ func (s *Server) drop(fd int, c *container) {
 	s.mu.Unlock()
 	unix.Close(fd)
 	if gone {
+		c.closeNS()
 		c.report.Close()
 		s.Log.Info().Str("container", c.id).Msg("container gone")
 	}

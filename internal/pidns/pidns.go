@@ -30,15 +30,13 @@ type NS struct {
 	// Ino identifies the namespace (the inode of its ns/pid file).
 	Ino uint64
 	// level is how many namespaces it lies below the reader's: the index
-	// of its numbers in NSpid lists read from the reader's /proc (-1: not
-	// read yet).
+	// of its numbers in NSpid lists read from the reader's /proc.
 	level int
-	// levelOf is the thread whose status gives level.
-	levelOf int
 }
 
-// Of opens the PID namespace of process (or thread) pid, as fs names it.
-// An error wrapping procfs.ErrNotFound means pid is gone.
+// Of opens the PID namespace of process (or thread) pid, as fs names it
+// (0: the reader's own). An error wrapping procfs.ErrNotFound means pid is
+// gone. An NS does not change once made: goroutines may share it.
 func Of(fs procfs.FS, pid int) (*NS, error) {
 	p := fs.Root + "/" + strconv.Itoa(pid) + "/ns/pid"
 	if pid == 0 {
@@ -56,7 +54,17 @@ func Of(fs procfs.FS, pid int) (*NS, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("fstat %s: %w", p, err)
 	}
-	return &NS{fs: fs, fd: fd, Ino: st.Ino, level: -1, levelOf: pid}, nil
+	n := &NS{fs: fs, fd: fd, Ino: st.Ino}
+	if pid != 0 {
+		cr, err := fs.Creds(pid)
+		if err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("the depth of PID namespace %d: %w", st.Ino, err)
+		}
+		// ns/pid is the thread's own namespace, the last of its NSpid.
+		n.level = len(cr.NSpid) - 1
+	}
+	return n, nil
 }
 
 // Close releases the namespace's descriptor.
@@ -111,10 +119,7 @@ func (n *NS) Local(h int) (int, error) {
 		return 0, fmt.Errorf("translate pid %d into PID namespace %d: %w", h, n.Ino, err)
 	}
 	// A kernel before 6.11: h's NSpid line, where h is within n.
-	lv, err := n.depth()
-	if err != nil {
-		return 0, err
-	}
+	lv := n.level
 	cr, err := n.fs.Creds(h)
 	if errors.Is(err, procfs.ErrNotFound) {
 		return 0, nil
@@ -144,26 +149,6 @@ func ioctlArg(fd int, req uint, arg int) (int, error) {
 	return int(r), nil
 }
 
-// depth reads how many namespaces n lies below the reader's, from the
-// NSpid line of the thread it was opened from.
-func (n *NS) depth() (int, error) {
-	if n.level >= 0 {
-		return n.level, nil
-	}
-	if n.levelOf == 0 {
-		n.level = 0
-		return 0, nil
-	}
-	cr, err := n.fs.Creds(n.levelOf)
-	if err != nil {
-		return 0, fmt.Errorf("the depth of PID namespace %d: %w", n.Ino, err)
-	}
-	// The thread may itself lie in n or, if it moved its children's
-	// namespace, n is still its own: ns/pid is the thread's namespace.
-	n.level = len(cr.NSpid) - 1
-	return n.level, nil
-}
-
 // scope says what scan looks for.
 type scope int
 
@@ -176,10 +161,7 @@ const (
 // process, thread, group or session (sc) of a process within n. 0 when
 // none.
 func (n *NS) scan(id int, sc scope) (int, error) {
-	lv, err := n.depth()
-	if err != nil {
-		return 0, err
-	}
+	lv := n.level
 	pids, err := n.fs.Pids()
 	if err != nil {
 		return 0, fmt.Errorf("translate pid %d of PID namespace %d: %w", id, n.Ino, err)
