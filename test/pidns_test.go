@@ -37,7 +37,8 @@ func requireSandbox(t *testing.T, argv []string) {
 // killInNestedPidNamespace: `sleep 30 & kill $!` inside a PID namespace
 // the agent made names the sleep by its number there (2 or 3, which in
 // paddock's namespace are kernel threads): paddock reads it there, and
-// the kill succeeds. As root (the issue's `paddock run -- unshare -Urpf
+// the kill succeeds; so does a kill of a process group by its number
+// there (setsid makes the sleep lead one). As root (the issue's `paddock run -- unshare -Urpf
 // --mount-proc ...`) and as nobody, with unshare and with bubblewrap.
 func killInNestedPidNamespace(t *testing.T, b backend) {
 	b.require(t)
@@ -45,14 +46,15 @@ func killInNestedPidNamespace(t *testing.T, b backend) {
 	for _, sb := range sandboxes {
 		t.Run(sb.name, func(t *testing.T) {
 			requireSandbox(t, sb.argv)
-			inner := `sleep 30 & s=$!; kill $s; echo kill=$?; wait $s; echo status=$?`
+			inner := `sleep 30 & s=$!; kill $s; echo kill=$?; wait $s; echo status=$?; ` +
+				`setsid sleep 30 & g=$!; kill -TERM -- -$g; echo group=$?; wait $g; echo group-status=$?`
 			r := b.runPaddock(t, append(append([]string{"--"}, sb.argv...), "sh", "-c", inner)...)
-			if r.code != 0 || !strings.Contains(r.stdout, "kill=0\nstatus=143") {
-				t.Errorf("as root: want kill=0 and the sleep dead of SIGTERM, paddock exit 0\n%s", r)
+			if r.code != 0 || !strings.Contains(r.stdout, "kill=0\nstatus=143\ngroup=0\ngroup-status=143") {
+				t.Errorf("as root: want kill=0 and the sleep dead of SIGTERM, the same of its group, paddock exit 0\n%s", r)
 			}
 			q := strings.Join(sb.argv, " ")
 			out, lines := b.nobodyRun(t, bins.paddock, dir, q+` sh -c '`+inner+`'`)
-			wantLines(t, out, lines, "kill=0", "status=143")
+			wantLines(t, out, lines, "kill=0", "status=143", "group=0", "group-status=143")
 		})
 	}
 }
