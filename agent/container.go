@@ -170,15 +170,19 @@ func (c *container) exitedOwn(st procfs.Stat) bool {
 }
 
 // local is host process pid's number in the container's PID namespace (0
-// when it has none there).
+// when it has none there): a process of its namespace, or of one the
+// container made inside itself, which numbers it there too.
 func (c *container) local(pid int) (int, error) {
 	if c.shared {
 		return pid, nil
 	}
+	if c.ns != nil {
+		return c.ns.Local(pid)
+	}
 	if !c.inPidNS(pid) {
 		// Above the container's namespace (the agent's own, a pause
 		// process), or in one nested in it: not a number of the
-		// container's.
+		// container's this way.
 		return 0, nil
 	}
 	return c.innermost(pid)
@@ -390,4 +394,59 @@ func criAnnotations() map[string][]string {
 		"pod_name":       {"io.kubernetes.cri.sandbox-name", "io.kubernetes.pod.name"},
 		"container_name": {"io.kubernetes.cri.container-name", "io.kubernetes.container.name"},
 	}
+}
+
+// nestedNames is policy.Names for a caller in a PID namespace nested in the
+// container's (one the container made inside itself: unshare --pid,
+// bubblewrap): its pids are numbers of its own namespace, translated to the
+// node's through that namespace and then to the container's, which the
+// container's world speaks.
+type nestedNames struct {
+	c  *container
+	ns *pidns.NS
+}
+
+// nested opens the PID namespace of node pid pid, a caller container.caller
+// placed in a namespace nested in the container's, and returns its names
+// and the caller's number in the container's namespace.
+func (c *container) nested(pid int) (*nestedNames, int, error) {
+	if c.ns == nil {
+		return nil, 0, errors.New("the container's PID namespace is not held open, and a caller in one nested in it cannot be placed")
+	}
+	ns, err := pidns.Of(c.fs, pid)
+	if err != nil {
+		return nil, 0, fmt.Errorf("its PID namespace: %w", err)
+	}
+	n, err := c.ns.Local(pid)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("node pid %d has no number in the container's PID namespace", pid)
+	}
+	if err != nil {
+		ns.Close()
+		return nil, 0, err
+	}
+	return &nestedNames{c: c, ns: ns}, n, nil
+}
+
+// close releases the caller's namespace.
+func (n *nestedNames) close() { n.ns.Close() }
+
+// Host implements policy.Names: the container's number of what the
+// caller's namespace numbers id.
+func (n *nestedNames) Host(id int) (int, error) {
+	h, err := n.ns.Host(id)
+	if err != nil || h == 0 {
+		return 0, err
+	}
+	return n.c.local(h)
+}
+
+// Local implements policy.Names: the caller's number of the container's
+// process cn (0: none in the caller's namespace).
+func (n *nestedNames) Local(cn int) (int, error) {
+	h, err := n.c.host(cn)
+	if err != nil || h == 0 {
+		return 0, err
+	}
+	return n.ns.Local(h)
 }

@@ -162,3 +162,19 @@ func TestTranslate(t *testing.T) {
 		t.Errorf("Same(the namespace's first process) = %v, %v", same, err)
 	}
 }
+
+// BenchmarkSame is what telling a caller's PID namespace from paddock's
+// costs each trapped call with a pid argument.
+func BenchmarkSame(b *testing.B) {
+	fs := procfs.Default()
+	self, err := fs.Namespace(0, "pid")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pid := os.Getpid()
+	for b.Loop() {
+		if same, err := Same(fs, pid, self); err != nil || !same {
+			b.Fatal(same, err)
+		}
+	}
+}
