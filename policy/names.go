@@ -198,18 +198,34 @@ func groupName(r Request, g int) string {
 // caller names the calling thread for a message (procName).
 func caller(r Request, w World) string { return procName(r, r.Tid, commOf(w, r.Tid)) }
 
-// adoptOutside completes a refusal's way out for a caller in a PID
-// namespace of its own: the number it gives paddock adopt is read in its
-// namespace, and from outside it (the user's terminal, or where the
-// session's control socket is not reachable from the caller's sandbox) the
-// same process is paddock's pid.
-func adoptOutside(r Request, h int) string {
+// pidSaid names the front end's process h as the caller knows it: "pid
+// 5", or "paddock's pid 4242" where the caller's namespace has no number
+// for it.
+func pidSaid(r Request, h int) string {
+	s := said(r, h)
+	if s[0] == 'p' {
+		return s // "paddock's pid H"
+	}
+	return "pid " + s
+}
+
+// adoptWay is a refusal's way out through adoption of the front end's
+// process h: `paddock adopt PID` with the caller's number of it, which the
+// control socket reads in the caller's PID namespace; for a caller in a
+// namespace of its own, also the way from outside it (the user's terminal,
+// where the session's control socket is not reachable from the caller's
+// sandbox), by paddock's number.
+func adoptWay(r Request, h int) string {
+	plain := fmt.Sprintf("paddock adopt %d --reason \"...\".", h)
 	if r.Names == nil {
-		return ""
+		return plain
 	}
 	l, err := r.Names.Local(h)
-	if err != nil || l == h {
-		return ""
+	switch {
+	case err != nil || l == h:
+		return plain
+	case l <= 0:
+		return fmt.Sprintf("from outside the caller's PID namespace, which has no number for it (your own terminal): paddock adopt %d --reason \"...\" --socket SOCKET (paddock sessions lists the sockets).", h)
 	}
-	return fmt.Sprintf(" From outside the caller's PID namespace (your own terminal, where the session's control socket is not reachable from the caller): paddock adopt %d --reason \"...\" --socket SOCKET (paddock sessions lists the sockets).", h)
+	return fmt.Sprintf("paddock adopt %d --reason \"...\". From outside the caller's PID namespace (your own terminal, where the session's control socket is not reachable from the caller): paddock adopt %d --reason \"...\" --socket SOCKET (paddock sessions lists the sockets).", l, h)
 }

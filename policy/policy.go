@@ -919,16 +919,16 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 		if root == "" {
 			root = "the agent itself"
 		}
-		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: pid %s is a critical session lifeline: it is %s, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched its own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
-			describe(r, d), procName(r, pid, t.Comm), caller(r, w), said(r, pid), root, wayVerb(r), ownedList(r, w))
+		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is a critical session lifeline: it is %s, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched its own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+			describe(r, d), procName(r, pid, t.Comm), caller(r, w), pidSaid(r, pid), root, wayVerb(r), ownedList(r, w))
 	case t.Rel.Lifeline():
 		d.Rule = audit.RuleLifeline
-		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: pid %s is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: %s the agent's own processes by PID (owned: %s).",
-			describe(r, d), procName(r, pid, t.Comm), caller(r, w), said(r, pid), t.Rel, wayVerb(r), ownedList(r, w))
+		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: %s the agent's own processes by PID (owned: %s).",
+			describe(r, d), procName(r, pid, t.Comm), caller(r, w), pidSaid(r, pid), t.Rel, wayVerb(r), ownedList(r, w))
 	default:
 		d.Rule = audit.RuleNotOwned
-		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: pid %s is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: %s the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: paddock adopt %s --reason \"...\".%s",
-			describe(r, d), procName(r, pid, t.Comm), caller(r, w), said(r, pid), ownedList(r, w), wayVerb(r), said(r, pid), adoptOutside(r, pid))
+		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: %s the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: %s",
+			describe(r, d), procName(r, pid, t.Comm), caller(r, w), pidSaid(r, pid), ownedList(r, w), wayVerb(r), adoptWay(r, pid))
 	}
 	return d
 }
