@@ -60,7 +60,7 @@ func (n *callerNames) nested() (*pidns.NS, error) {
 		return nil, n.err
 	}
 	same, err := pidns.Same(n.fs, n.tid, n.self)
-	if err != nil && !errors.Is(err, procfs.ErrNotFound) {
+	if err != nil && n.tid > 0 && !errors.Is(err, procfs.ErrNotFound) {
 		// ns/pid needs ptrace read access, which a caller that made itself
 		// non-dumpable denies a paddock that is not root; its status line
 		// does not: one number there is paddock's own namespace.

@@ -208,8 +208,14 @@ func (n *NS) scan(id int, sc scope) (int, error) {
 
 // Same reports whether process (or thread) pid is in the reader's own PID
 // namespace, whose inode is self; a stat of /proc/PID/ns/pid, no
-// descriptor. An error wrapping procfs.ErrNotFound means pid is gone.
+// descriptor. An error wrapping procfs.ErrNotFound means pid is gone; pid
+// 0 (how the kernel names a process the reader cannot see) is an error.
 func Same(fs procfs.FS, pid int, self uint64) (bool, error) {
+	if pid <= 0 {
+		// The kernel names a process in a namespace the reader cannot see
+		// (not nested in its own) 0: never the reader's own.
+		return false, fmt.Errorf("pid %d: a process in a PID namespace the reader does not see", pid)
+	}
 	ino, err := fs.Namespace(pid, "pid")
 	if err != nil {
 		return false, err

@@ -158,6 +158,9 @@ func TestTranslate(t *testing.T) {
 	if same, err := Same(fs, os.Getpid(), self); err != nil || !same {
 		t.Errorf("Same(self) = %v, %v", same, err)
 	}
+	if same, err := Same(fs, 0, self); err == nil || same {
+		t.Errorf("Same(0), a process the reader cannot see = %v, %v; want an error", same, err)
+	}
 	if same, err := Same(fs, sh, self); err != nil || same {
 		t.Errorf("Same(the namespace's first process) = %v, %v", same, err)
 	}
