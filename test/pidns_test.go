@@ -47,13 +47,18 @@ func killInNestedPidNamespace(t *testing.T, b backend) {
 		t.Run(sb.name, func(t *testing.T) {
 			requireSandbox(t, sb.argv)
 			inner := `sleep 30 & s=$!; kill $s; echo kill=$?; wait $s; echo status=$?; ` +
-				`setsid sleep 30 & g=$!; kill -TERM -- -$g; echo group=$?; wait $g; echo group-status=$?`
+				`setsid sleep 30 & g=$!; until [ "$(cut -d' ' -f5 /proc/$g/stat)" = $g ]; do :; done; ` +
+				`kill -TERM -$g; echo group=$?; wait $g; echo group-status=$?`
+			file := filepath.Join(dir, "kill-"+sb.name+".sh")
+			if err := os.WriteFile(file, []byte(inner), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			r := b.runPaddock(t, append(append([]string{"--"}, sb.argv...), "sh", "-c", inner)...)
 			if r.code != 0 || !strings.Contains(r.stdout, "kill=0\nstatus=143\ngroup=0\ngroup-status=143") {
 				t.Errorf("as root: want kill=0 and the sleep dead of SIGTERM, the same of its group, paddock exit 0\n%s", r)
 			}
 			q := strings.Join(sb.argv, " ")
-			out, lines := b.nobodyRun(t, bins.paddock, dir, q+` sh -c '`+inner+`'`)
+			out, lines := b.nobodyRun(t, bins.paddock, dir, q+" sh "+file)
 			wantLines(t, out, lines, "kill=0", "status=143", "group=0", "group-status=143")
 		})
 	}
