@@ -46,9 +46,11 @@ func killInNestedPidNamespace(t *testing.T, b backend) {
 	for _, sb := range sandboxes {
 		t.Run(sb.name, func(t *testing.T) {
 			requireSandbox(t, sb.argv)
-			inner := `sleep 30 & s=$!; kill $s; echo kill=$?; wait $s; echo status=$?; ` +
+			// A refused kill ends the namespace (its first process exits),
+			// and the sleeps with it, rather than wait on them.
+			inner := `sleep 30 & s=$!; kill $s; r=$?; echo kill=$r; [ $r = 0 ] || exit 1; wait $s; echo status=$?; ` +
 				`setsid sleep 30 & g=$!; until [ "$(cut -d' ' -f5 /proc/$g/stat)" = $g ]; do :; done; ` +
-				`kill -TERM -$g; echo group=$?; wait $g; echo group-status=$?`
+				`kill -TERM -$g; r=$?; echo group=$r; [ $r = 0 ] || exit 1; wait $g; echo group-status=$?`
 			file := filepath.Join(dir, "kill-"+sb.name+".sh")
 			if err := os.WriteFile(file, []byte(inner), 0o644); err != nil {
 				t.Fatal(err)
