@@ -8,6 +8,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/paddock-dev/paddock/internal/pidns"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/report"
@@ -33,6 +34,11 @@ type container struct {
 	pidns  uint64
 	shared bool
 	cgroup string
+	// ns is the container's PID namespace, held open (nil where it
+	// shares the node's): the translation of its numbers, the one
+	// paddock run uses for a caller in a namespace of its own (package
+	// pidns). closeNS releases it when the container is gone.
+	ns *pidns.NS
 
 	mu sync.Mutex
 	// lifelines maps the host pid of each session's first process to its
@@ -89,10 +95,27 @@ func newContainer(fs procfs.FS, st specs.ContainerProcessState) (*container, err
 	if c.cgroup, err = fs.Cgroup(st.Pid); err != nil {
 		return nil, fmt.Errorf("container %s: %w", c.id, err)
 	}
+	if !c.shared {
+		if c.ns, err = pidns.Of(fs, st.Pid); err != nil {
+			return nil, fmt.Errorf("container %s: %w", c.id, err)
+		}
+		if c.ns.Ino != c.pidns {
+			c.closeNS()
+			return nil, fmt.Errorf("container %s: its first process %d left (its pid names another process now)", c.id, st.Pid)
+		}
+	}
 	if err := c.addSession(st.Pid); err != nil {
+		c.closeNS()
 		return nil, err
 	}
 	return c, nil
+}
+
+// closeNS releases the container's PID namespace.
+func (c *container) closeNS() {
+	if c.ns != nil {
+		c.ns.Close()
+	}
 }
 
 // addSession records the first process of a session (the container's own,
@@ -147,15 +170,19 @@ func (c *container) exitedOwn(st procfs.Stat) bool {
 }
 
 // local is host process pid's number in the container's PID namespace (0
-// when it has none there).
+// when it has none there): a process of its namespace, or of one the
+// container made inside itself, which numbers it there too.
 func (c *container) local(pid int) (int, error) {
 	if c.shared {
 		return pid, nil
 	}
+	if c.ns != nil {
+		return c.ns.Local(pid)
+	}
 	if !c.inPidNS(pid) {
 		// Above the container's namespace (the agent's own, a pause
 		// process), or in one nested in it: not a number of the
-		// container's.
+		// container's this way.
 		return 0, nil
 	}
 	return c.innermost(pid)
@@ -259,9 +286,36 @@ func (c *container) remember(n, h int) {
 	c.hosts[n] = h
 }
 
-// scan finds the host id of the container's process or thread n by
-// reading /proc: the processes first, then their threads.
+// reopenNS opens the PID namespace of a container taken over from
+// another agent, which handed over its inode only: through one of its
+// sessions' first processes still in it. Where none is, ns stays nil and
+// scan reads /proc alone.
+func (c *container) reopenNS() {
+	if c.shared || c.ns != nil {
+		return
+	}
+	for pid, start := range c.lifelines {
+		ns, err := pidns.Of(c.fs, pid)
+		if err != nil {
+			continue
+		}
+		if st, err := c.fs.Stat(pid); err == nil && st.StartTime == start && ns.Ino == c.pidns {
+			c.ns = ns
+			return
+		}
+		ns.Close()
+	}
+}
+
+// scan finds the host id of the container's process or thread n (0: the
+// container has none), through the translation paddock run uses too
+// (pidns.NS.Host: the kernel's, or /proc's where the kernel has none);
+// where the namespace is not held open, by reading /proc: the processes
+// first, then their threads.
 func (c *container) scan(n int) (int, error) {
+	if c.ns != nil {
+		return c.ns.Host(n)
+	}
 	pids, err := c.fs.Pids()
 	if err != nil {
 		return 0, err
@@ -340,4 +394,59 @@ func criAnnotations() map[string][]string {
 		"pod_name":       {"io.kubernetes.cri.sandbox-name", "io.kubernetes.pod.name"},
 		"container_name": {"io.kubernetes.cri.container-name", "io.kubernetes.container.name"},
 	}
+}
+
+// nestedNames is policy.Names for a caller in a PID namespace nested in the
+// container's (one the container made inside itself: unshare --pid,
+// bubblewrap): its pids are numbers of its own namespace, translated to the
+// node's through that namespace and then to the container's, which the
+// container's world speaks.
+type nestedNames struct {
+	c  *container
+	ns *pidns.NS
+}
+
+// nested opens the PID namespace of node pid pid, a caller container.caller
+// placed in a namespace nested in the container's, and returns its names
+// and the caller's number in the container's namespace.
+func (c *container) nested(pid int) (*nestedNames, int, error) {
+	if c.ns == nil {
+		return nil, 0, errors.New("the container's PID namespace is not held open, and a caller in one nested in it cannot be placed")
+	}
+	ns, err := pidns.Of(c.fs, pid)
+	if err != nil {
+		return nil, 0, fmt.Errorf("its PID namespace: %w", err)
+	}
+	n, err := c.ns.Local(pid)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("node pid %d has no number in the container's PID namespace", pid)
+	}
+	if err != nil {
+		ns.Close()
+		return nil, 0, err
+	}
+	return &nestedNames{c: c, ns: ns}, n, nil
+}
+
+// close releases the caller's namespace.
+func (n *nestedNames) close() { n.ns.Close() }
+
+// Host implements policy.Names: the container's number of what the
+// caller's namespace numbers id.
+func (n *nestedNames) Host(id int) (int, error) {
+	h, err := n.ns.Host(id)
+	if err != nil || h == 0 {
+		return 0, err
+	}
+	return n.c.local(h)
+}
+
+// Local implements policy.Names: the caller's number of the container's
+// process cn (0: none in the caller's namespace).
+func (n *nestedNames) Local(cn int) (int, error) {
+	h, err := n.c.host(cn)
+	if err != nil || h == 0 {
+		return 0, err
+	}
+	return n.ns.Local(h)
 }

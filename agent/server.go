@@ -82,6 +82,7 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	if s.Taken != nil {
 		for id, c := range s.Taken.containers {
 			c.fs = s.FS
+			c.reopenNS()
 			s.startReporting(c)
 			s.byID[id] = c
 		}
@@ -331,6 +332,7 @@ func (s *Server) drop(fd int, c *container) {
 	s.mu.Unlock()
 	unix.Close(fd)
 	if gone {
+		c.closeNS()
 		c.report.Close()
 		s.Log.Info().Str("container", c.id).Msg("container gone")
 	}
@@ -385,12 +387,14 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 	sc := req.Syscall
 	ev := report.Event{Caller: int(n.Pid), ABI: req.ABI.String(), Labels: c.names}
 	caller, nested, err := c.caller(int(n.Pid))
+	var names *nestedNames
 	if nested {
-		// A process of a namespace the container made inside itself,
-		// whose pid arguments name only that namespace's processes (all
-		// the container's): let through undecided (docs/fleet.md, "Not
-		// built yet").
-		return answer.Continue(), ev, true
+		// A process of a namespace the container made inside itself:
+		// its pid arguments are read in that namespace.
+		names, caller, err = c.nested(int(n.Pid))
+		if names != nil {
+			defer names.close()
+		}
 	}
 	if err != nil {
 		ev.Decision = unplaced(req, c.id, int(n.Pid), err)
@@ -406,7 +410,15 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 	}
 	w := newWorld(c)
 	defer w.close()
-	d := policy.Decide(req, policy.World{Processes: w, Guard: s.Guard})
+	pw := policy.World{Processes: w, Guard: s.Guard}
+	var d policy.Decision
+	translated := false
+	if names != nil {
+		req, d, translated = policy.Translate(req, names, pw)
+	}
+	if !translated {
+		d = policy.Decide(req, pw)
+	}
 	if d.Allow && d.Pin != 0 && !w.alive(d.Pin) {
 		d.Allow, d.Errno, d.Rule = false, unix.ESRCH, audit.RuleNoSuchTarget
 	}

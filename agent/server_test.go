@@ -346,9 +346,18 @@ kill $parent; echo parent=$?
 	if err := unix.Mkfifo(filepath.Join(d, "fifo"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := h.container(t, "nz", fmt.Sprintf(`unshare --pid --fork sh -c 'sleep 100 & kill $!; echo nested=$?'
+	// A caller in a namespace nested in the container's is decided with
+	// its pids read there: its own child by its number there is allowed;
+	// the container's sleep by the container's number, which names nothing
+	// in the nested namespace (it holds 1 and 2), is ESRCH, and the sleep
+	// lives on; and its pid 1, the nested sh, is the container's process
+	// of that namespace (read as the container's 1, it would be the
+	// container's first process, a lifeline against its descendants).
+	out := h.container(t, "nz", fmt.Sprintf(`sleep 100 & sleep 100 & o=$!
+unshare --pid --fork sh -c "trap 'echo term' TERM; sleep 100 & kill \$!; echo nested=\$?; kill $o 2>/dev/null; echo outer=\$?; sh -c 'kill 1; echo one=\$?'"
+kill $o; echo outer-after=$?
 unshare --mount --mount-proc sh %s/zombie.sh`, d))
-	for _, want := range []string{"nested=0\n", "zombie=0\n", "parent=0\n"} {
+	for _, want := range []string{"nested=0\n", "outer=1\n", "one=0\n", "outer-after=0\n", "zombie=0\n", "parent=0\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the container's output lacks %q\n%s\n%s", want, out, h.logs)
 		}

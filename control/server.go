@@ -272,7 +272,8 @@ func (s *Server) answer(conn *net.UnixConn, cred *unix.Ucred, credErr error, fro
 		return Response{Error: fmt.Sprintf("paddock could not identify the client: %v", credErr)}
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(s.timeout))
-	return serveRequest(conn, s.timeout, s.ops, client{pid: int(cred.Pid), inside: fromInside, by: func() string { return describePeer(s.fs, cred) }})
+	return serveRequest(conn, s.timeout, s.ops, client{pid: int(cred.Pid), inside: fromInside, by: func() string { return describePeer(s.fs, cred) },
+		host: func(id int) (int, error) { return peerHost(s.fs, int(cred.Pid), id) }})
 }
 
 // allowedPeer decides who may use the socket: the session's own user and
@@ -305,11 +306,21 @@ type client struct {
 	pid    int
 	inside bool
 	by     func() string
+	// host reads a pid the client sent in its PID namespace (peerHost);
+	// nil: the client's numbers are paddock's.
+	host func(id int) (int, error)
 }
 
 // dispatch carries out a decoded request.
 func dispatch(ops Ops, req Request, c client) Response {
 	requester, by := c.pid, c.by()
+	if c.host != nil && (req.Op == OpAdopt || req.Op == OpRelease || req.Op == OpKill) {
+		h, err := c.host(req.Pid)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		req.Pid = h
+	}
 	switch req.Op {
 	case OpAdopt:
 		l, err := ops.Adopt(req.Pid, req.Reason, req.LifelineOK, by, c.inside)

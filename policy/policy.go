@@ -45,6 +45,12 @@ type Request struct {
 	// agent itself (paddock run), or what it is elsewhere (fleet mode: a
 	// container's first process).
 	Root string
+	// Names is the caller's PID namespace where it is not the front
+	// end's own, and Said the arguments as the caller wrote them, in its
+	// numbers; Args (and Mem) then hold the front end's (Translate). nil:
+	// the caller's numbers are the front end's.
+	Names Names
+	Said  [6]uint64
 	// AllowUnread lets an exec whose strings paddock may not read (Exec.Err
 	// is ErrUnreadable: a non-dumpable caller) run, reported as
 	// audit.ExecUnread, instead of refusing it as undecidable
@@ -519,8 +525,8 @@ func decideAffecting(r Request, w World, d Decision) Decision {
 // by this session, paddock's own among them.
 func refuseWide(r Request, w World, d Decision, whom string) Decision {
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleBroadcast, true
-	d.Message = fmt.Sprintf("paddock refused %s of %s from pid %d (%s): that reaches processes not owned by this session (the user's other programs, paddock itself). Way out: aim it at the agent's own processes by PID (owned: %s).",
-		describe(r, d), whom, r.Tid, commOf(w, r.Tid), ownedList(w))
+	d.Message = fmt.Sprintf("paddock refused %s of %s from %s: that reaches processes not owned by this session (the user's other programs, paddock itself). Way out: aim it at the agent's own processes by PID (owned: %s).",
+		describe(r, d), whom, caller(r, w), ownedList(r, w))
 	return d
 }
 
@@ -549,13 +555,13 @@ func decideHangup(r Request, w World, d Decision) Decision {
 	d.Errno, d.Refusal = syscall.EPERM, true
 	if t, err := w.Lookup(sid); err == nil && t.Rel == audit.RelAgentRoot {
 		d.Rule = audit.RuleLifeline
-		d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the agent's terminal, and the kernel's SIGHUP would reach the agent itself (pid %d, the session's leader), a critical session lifeline against its own descendants. Way out: run the command in a session of its own (setsid CMD) and hang up that session's terminal.",
-			r.Tid, commOf(w, r.Tid), sid)
+		d.Message = fmt.Sprintf("paddock refused vhangup from %s: it hangs up the agent's terminal, and the kernel's SIGHUP would reach the agent itself (pid %d, the session's leader), a critical session lifeline against its own descendants. Way out: run the command in a session of its own (setsid CMD) and hang up that session's terminal.",
+			caller(r, w), sid)
 		return d
 	}
 	d.Rule = audit.RuleGroup
-	d.Message = fmt.Sprintf("paddock refused vhangup from pid %d (%s): it hangs up the caller's terminal, and session %d on it is not this session's own (the user's shell and its jobs would get SIGHUP). Way out: run the agent on paddock's own terminal (without --no-pty), or close the terminal's descriptors instead.",
-		r.Tid, commOf(w, r.Tid), sid)
+	d.Message = fmt.Sprintf("paddock refused vhangup from %s: it hangs up the caller's terminal, and session %d on it is not this session's own (the user's shell and its jobs would get SIGHUP). Way out: run the agent on paddock's own terminal (without --no-pty), or close the terminal's descriptors instead.",
+		caller(r, w), sid)
 	return d
 }
 
@@ -574,10 +580,10 @@ func decideSeccomp(r Request, w World, d Decision) Decision {
 		return d
 	}
 	d.Errno, d.Rule, d.Refusal = syscall.EBUSY, audit.RuleShadowListener, true
-	d.Message = fmt.Sprintf("paddock refused seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) from pid %d (%s): "+
+	d.Message = fmt.Sprintf("paddock refused seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) from %s: "+
 		"a seccomp listener of the agent's own could answer its process-control syscalls in paddock's place "+
 		"(the kernel answers EBUSY to a second listener the same way while paddock's lives). Way out: run the sandbox without a listener of its own, or outside paddock.",
-		r.Tid, commOf(w, r.Tid))
+		caller(r, w))
 	return d
 }
 
@@ -635,8 +641,8 @@ func decideIoctl(r Request, w World, d Decision) Decision {
 	switch uint32(r.Args[1]) {
 	case filter.TIOCSTI:
 		d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleTerminalInput, true
-		d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): TIOCSTI types characters into a terminal's input queue, where the shell that reads that terminal (the user's, once the agent exits) runs them as commands. Way out: write to the program's standard input instead (a pipe, or a pty the agent opened itself); Linux 6.2+ can also forbid TIOCSTI for everyone (sysctl dev.tty.legacy_tiocsti=0).",
-			describe(r, d), r.Tid, commOf(w, r.Tid))
+		d.Message = fmt.Sprintf("paddock refused %s from %s: TIOCSTI types characters into a terminal's input queue, where the shell that reads that terminal (the user's, once the agent exits) runs them as commands. Way out: write to the program's standard input instead (a pipe, or a pty the agent opened itself); Linux 6.2+ can also forbid TIOCSTI for everyone (sysctl dev.tty.legacy_tiocsti=0).",
+			describe(r, d), caller(r, w))
 		return d
 	case filter.TIOCSIG:
 		// A pty master signals its slave's foreground process group.
@@ -701,8 +707,8 @@ func decideTerminal(r Request, w World, d Decision) Decision {
 		return d
 	case err != nil:
 		d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleUndecidable, true
-		d.Message = fmt.Sprintf("paddock refused %s on descriptor %d from pid %d (%s): paddock could not tell which terminal the descriptor is (%v), and refuses when it cannot decide: the call would change that terminal for everyone on it. Way out: retry; a process that made itself non-dumpable cannot be read by a paddock that is not root.",
-			describe(r, d), fd, r.Tid, commOf(w, r.Tid), err)
+		d.Message = fmt.Sprintf("paddock refused %s on descriptor %d from %s: paddock could not tell which terminal the descriptor is (%v), and refuses when it cannot decide: the call would change that terminal for everyone on it. Way out: retry; a process that made itself non-dumpable cannot be read by a paddock that is not root.",
+			describe(r, d), fd, caller(r, w), err)
 		return d
 	case t.Dev == 0:
 		d.Allow, d.Rule = true, audit.RuleSelf // not a terminal: the kernel answers
@@ -715,7 +721,7 @@ func decideTerminal(r Request, w World, d Decision) Decision {
 	}
 	whose := "a terminal paddock runs on: the user's"
 	if !t.Supervisor {
-		whose = "the controlling terminal of pid " + targetList(t.Foreign, max(t.ForeignTotal, len(t.Foreign)), maxListed) + ", outside this session"
+		whose = "the controlling terminal of pid " + targetList(r, t.Foreign, max(t.ForeignTotal, len(t.Foreign)), maxListed) + ", outside this session"
 	}
 	name := t.Name
 	if name == "" {
@@ -723,8 +729,8 @@ func decideTerminal(r Request, w World, d Decision) Decision {
 		name = fmt.Sprintf("terminal %d:%d", (t.Dev>>8)&0xfff, t.Dev&0xff|(t.Dev>>12)&0xfff00)
 	}
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleTerminalControl, true
-	d.Message = fmt.Sprintf("paddock refused %s on %s from pid %d (%s): it is %s, and the call would change it for everyone on it (its settings, line discipline, exclusive mode, flow or size), and could leave it unusable after the agent exits. Way out: change the agent's own terminal instead (its standard descriptors, /dev/tty) or a pty the agent opened itself.",
-		describe(r, d), name, r.Tid, commOf(w, r.Tid), whose)
+	d.Message = fmt.Sprintf("paddock refused %s on %s from %s: it is %s, and the call would change it for everyone on it (its settings, line discipline, exclusive mode, flow or size), and could leave it unusable after the agent exits. Way out: change the agent's own terminal instead (its standard descriptors, /dev/tty) or a pty the agent opened itself.",
+		describe(r, d), name, caller(r, w), whose)
 	return d
 }
 
@@ -752,8 +758,8 @@ func decideExec(r Request, w World, d Decision) Decision {
 			err = errNotRead("the files an exec decision looks at")
 		}
 		d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleUndecidable, true
-		d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): paddock could not read what is being executed (%v), and refuses when it cannot decide. Way out: retry; if it persists, report it as a paddock bug with the command.",
-			d.Syscall, r.Tid, commOf(w, r.Tid), err)
+		d.Message = fmt.Sprintf("paddock refused %s from %s: paddock could not read what is being executed (%v), and refuses when it cannot decide. Way out: retry; if it persists, report it as a paddock bug with the command.",
+			d.Syscall, caller(r, w), err)
 		return d
 	}
 	c := guard.Command{Path: r.Exec.Path, Argv: r.Exec.Argv, Env: r.Exec.Env}
@@ -934,16 +940,16 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 		if root == "" {
 			root = "the agent itself"
 		}
-		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline: it is %s, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched its own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
-			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, root, wayVerb(r), ownedList(w))
+		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is a critical session lifeline: it is %s, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched its own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+			describe(r, d), procName(r, pid, t.Comm), caller(r, w), pidSaid(r, pid), root, wayVerb(r), ownedList(r, w))
 	case t.Rel.Lifeline():
 		d.Rule = audit.RuleLifeline
-		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: %s the agent's own processes by PID (owned: %s).",
-			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, t.Rel, wayVerb(r), ownedList(w))
+		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is a critical session lifeline (%s); it is never owned by the session, whoever asks. Way out: %s the agent's own processes by PID (owned: %s).",
+			describe(r, d), procName(r, pid, t.Comm), caller(r, w), pidSaid(r, pid), t.Rel, wayVerb(r), ownedList(r, w))
 	default:
 		d.Rule = audit.RuleNotOwned
-		d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: %s the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: paddock adopt %d --reason \"...\".",
-			describe(r, d), pid, t.Comm, r.Tid, commOf(w, r.Tid), pid, ownedList(w), wayVerb(r), pid)
+		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is not owned by this session (neither the agent nor started by it). Active owned PIDs: %s. Way out: %s the processes the agent started by their PID, or, if the agent really must control this one, adopt it first: %s",
+			describe(r, d), procName(r, pid, t.Comm), caller(r, w), pidSaid(r, pid), ownedList(r, w), wayVerb(r), adoptWay(r, pid))
 	}
 	return d
 }
@@ -1079,8 +1085,8 @@ func decideTraceme(r Request, w World, d Decision) Decision {
 		return d
 	}
 	d.Target, d.Errno, d.Rule, d.Refusal = pid, syscall.EPERM, audit.RuleLifeline, true
-	d.Message = fmt.Sprintf("paddock refused ptrace(PTRACE_TRACEME) from pid %d (%s), the agent itself: its parent is the paddock supervisor, a critical session lifeline that never traces it, so the agent would hang at its next signal or exec. Way out: trace a program from a process the agent starts (strace -f CMD, gdb CMD), which PTRACE_TRACEME from that program's own parent serves.",
-		r.Tid, commOf(w, r.Tid))
+	d.Message = fmt.Sprintf("paddock refused ptrace(PTRACE_TRACEME) from %s, the agent itself: its parent is the paddock supervisor, a critical session lifeline that never traces it, so the agent would hang at its next signal or exec. Way out: trace a program from a process the agent starts (strace -f CMD, gdb CMD), which PTRACE_TRACEME from that program's own parent serves.",
+		caller(r, w))
 	return d
 }
 
@@ -1119,11 +1125,11 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 	// process once, not the group and then every owned process again.
 	ownedMembers := "none"
 	if len(owned) > 0 {
-		ownedMembers = targetList(owned, len(owned), maxListed)
+		ownedMembers = targetList(r, owned, len(owned), maxListed)
 	}
 	d.Errno, d.Rule, d.Refusal = syscall.EPERM, audit.RuleGroup, true
-	d.Message = fmt.Sprintf("paddock refused %s of process group %d from pid %d (%s): the group holds processes not owned by this session: %s. Way out: signal the group's owned members by PID (owned members: %s), or give the agent's jobs a process group of their own (setsid, or set -m in a shell).",
-		describe(r, d), pgid, r.Tid, commOf(w, r.Tid), targetList(foreign, len(foreign), maxListed), ownedMembers)
+	d.Message = fmt.Sprintf("paddock refused %s of %s from %s: the group holds processes not owned by this session: %s. Way out: signal the group's owned members by PID (owned members: %s), or give the agent's jobs a process group of their own (setsid, or set -m in a shell).",
+		describe(r, d), groupName(r, pgid), caller(r, w), targetList(r, foreign, len(foreign), maxListed), ownedMembers)
 	return d
 }
 
@@ -1131,16 +1137,16 @@ func decideGroup(r Request, w World, d Decision, pgid int) Decision {
 // signal, and that is never only the session's own.
 func broadcast(r Request, w World, d Decision) Decision {
 	d.Target, d.Errno, d.Rule, d.Refusal = -1, syscall.EPERM, audit.RuleBroadcast, true
-	d.Message = fmt.Sprintf("paddock refused %s of every process (pid -1) from pid %d (%s): kill -1 addresses every process the caller may signal, which includes processes not owned by this session. Way out: signal the agent's own processes by PID (owned: %s), or their process group with kill -- -PGID when every member is owned.",
-		describe(r, d), r.Tid, commOf(w, r.Tid), ownedList(w))
+	d.Message = fmt.Sprintf("paddock refused %s of every process (pid -1) from %s: kill -1 addresses every process the caller may signal, which includes processes not owned by this session. Way out: signal the agent's own processes by PID (owned: %s), or their process group with kill -- -PGID when every member is owned.",
+		describe(r, d), caller(r, w), ownedList(r, w))
 	return d
 }
 
 // undecidable fails closed when the facts could not be read.
 func undecidable(r Request, w World, d Decision, err error) Decision {
 	d.Allow, d.Errno, d.Rule, d.Refusal, d.Pin = false, syscall.EPERM, audit.RuleUndecidable, true, 0
-	d.Message = fmt.Sprintf("paddock refused %s from pid %d (%s): paddock could not establish who owns the target (%v), and refuses when it cannot decide. Way out: retry; if it persists, signal the agent's own processes by PID (owned: %s).",
-		describe(r, d), r.Tid, commOf(w, r.Tid), err, ownedList(w))
+	d.Message = fmt.Sprintf("paddock refused %s from %s: paddock could not establish who owns the target (%v), and refuses when it cannot decide. Way out: retry; if it persists, signal the agent's own processes by PID (owned: %s).",
+		describe(r, d), caller(r, w), err, ownedList(r, w))
 	return d
 }
 
@@ -1205,17 +1211,17 @@ const maxListed = 5
 
 // ownedList names the session's owned processes for a message, the agent
 // first (Processes.Owned).
-func ownedList(w World) string {
+func ownedList(r Request, w World) string {
 	owned, total := w.Owned(maxListed)
 	if len(owned) == 0 {
 		return "none"
 	}
-	return targetList(owned, total, maxListed)
+	return targetList(r, owned, total, maxListed)
 }
 
 // targetList names up to max of ts, "pid 12 (comm)" each, and says how
 // many of total it left out: "100 (agent), 101 (worker), and 7 more".
-func targetList(ts []Target, total, max int) string {
+func targetList(r Request, ts []Target, total, max int) string {
 	var b strings.Builder
 	shown := 0
 	for i, t := range ts {
@@ -1225,7 +1231,7 @@ func targetList(ts []Target, total, max int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%d (%s)", t.Pid, t.Comm)
+		fmt.Fprintf(&b, "%s (%s)", said(r, t.Pid), t.Comm)
 		shown++
 	}
 	if more := total - shown; more > 0 {

@@ -67,6 +67,9 @@ type call struct {
 	// every process on the host again.
 	members   []procfs.Stat
 	membersOf int
+	// names is the caller's PID namespace (translate), read only when
+	// a pid argument is.
+	names callerNames
 }
 
 type pinned struct {
@@ -151,12 +154,14 @@ func (c *call) moveTo(w *liveWorld) *call {
 // nothing is reported).
 func (c *call) decide() (d policy.Decision, r answer.Answer, waiting bool) {
 	defer c.reset()
+	defer c.names.close()
+	translated := false
 	if c.preset != nil {
 		d = *c.preset
-	} else {
+	} else if d, translated = c.translate(); !translated {
 		d = policy.Decide(c.req, c.world())
 	}
-	if c.preset == nil && !c.hitsHold() {
+	if c.preset == nil && !translated && !c.hitsHold() {
 		// A process the decision knew from the pin cache was reaped since:
 		// its pid may name another process now. Decide again from /proc.
 		c.reset()

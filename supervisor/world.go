@@ -40,6 +40,11 @@ type liveWorld struct {
 	// scoped says the agent's Landlock domain scopes signals, and probes
 	// that its filter traps signal 0 (deliver.go).
 	scoped, probes bool
+	// selfNS is paddock's own PID namespace (selfPidNS), which a caller's
+	// is compared with before its pid arguments are read (names.go), and
+	// sameNS the callers a loop found in it (nil in a worker's world).
+	selfNS uint64
+	sameNS *sameNS
 	// buf is scratch space for reading a caller's memory.
 	buf [execBufSize]byte
 	// terms are the session's terminals and paddock's own, for the
@@ -59,7 +64,7 @@ type liveWorld struct {
 }
 
 func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b func() *vram.Budget) *liveWorld {
-	w := &liveWorld{tree: tree, fs: fs, guard: g, vram: b}
+	w := &liveWorld{tree: tree, fs: fs, guard: g, vram: b, selfNS: selfPidNS(fs)}
 	w.cur.looked = make([]pinned, 0, 4)
 	return w
 }
@@ -68,6 +73,7 @@ func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b func() *
 // loop that owns w calls close when it ends.
 func (w *liveWorld) keepPins() *liveWorld {
 	w.pins = newPinCache()
+	w.sameNS = newSameNS()
 	return w
 }
 
@@ -87,6 +93,7 @@ func (w *liveWorld) close() {
 	if w.pins != nil {
 		w.pins.flush()
 	}
+	w.sameNS.flush()
 }
 
 // resolve turns a path as thread tid would resolve it (from its root, or

@@ -22,6 +22,8 @@ var scenarios = []struct {
 	{"KillallMatchingOwnedAndForeign", killallMatchingOwnedAndForeign},
 	{"KillMinusOneInPidNamespace", killMinusOneInPidNamespace},
 	{"KillZeroFromAgentRoot", killZeroFromAgentRoot},
+	{"KillInNestedPidNamespace", killInNestedPidNamespace},
+	{"NestedPidNamesNoForeignProcess", nestedPidNamesNoForeignProcess},
 	{"RealProgramsSignalTheirGroups", realProgramsSignalTheirGroups},
 	{"SupervisorIsOutOfReach", supervisorIsOutOfReach},
 	{"SupervisorIsNotDumpable", supervisorIsNotDumpable},

@@ -24,7 +24,11 @@ audit journal, which is fsync'd before the adoption is acknowledged.
 Refused: a blank reason; PID 1, a negative or nonexistent PID, a kernel thread;
 a critical session lifeline (the paddock supervisor, its ancestors, the agent
 itself) unless --lifeline-ok, an override that is journaled on its own.
-The lease ends when the process exits (or its PID is reused), or on paddock release.`,
+The lease ends when the process exits (or its PID is reused), or on paddock release.
+
+PID is read in the PID namespace of the process that runs paddock adopt (inside
+bubblewrap or unshare --pid, the number the sandbox gives the process); a PID
+that names nothing there is refused, never taken for another process.`,
 		Args: exactPID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pid, err := parsePID(args[0])

@@ -25,7 +25,8 @@ func addSocketFlag(cmd *cobra.Command, path *string) {
 // call sends req to the session's supervisor. Refusals are printed on
 // stderr and become exit status 1; an unreachable supervisor, status 3.
 func call(verb, socket string, req control.Request) (control.Response, error) {
-	if socket == "" {
+	fromEnv := socket == ""
+	if fromEnv {
 		socket = os.Getenv(control.SocketEnv)
 	}
 	if socket == "" {
@@ -35,6 +36,9 @@ func call(verb, socket string, req control.Request) (control.Response, error) {
 	resp, err := control.Call(socket, req)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "paddock %s: %v\n", verb, err)
+		if fromEnv {
+			fmt.Fprint(os.Stderr, unreachableInside(verb, socket))
+		}
 		return resp, exitError{code: exitUnreachable}
 	}
 	if !resp.OK {
@@ -49,4 +53,13 @@ func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// unreachableInside is the way out when the session's own socket, named by
+// the agent's environment, cannot be reached: a harness's sandbox
+// (bubblewrap, a seccomp or Landlock sandbox of its own) may hide it or
+// refuse the connection. The user can still reach it from outside.
+func unreachableInside(verb, socket string) string {
+	return fmt.Sprintf("The session's control socket %s is not reachable from here: a harness's sandbox (bubblewrap, Codex's or Claude Code's sandbox) may hide it or refuse the connection. Way out: ask the user to run `paddock %s ... --socket %s` from their own terminal, outside the sandbox, giving a process by paddock's pid (the second number in paddock's refusal message where the sandbox numbers processes its own way; docs/harness.md).\n",
+		socket, verb, socket)
 }
