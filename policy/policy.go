@@ -1009,8 +1009,8 @@ func decideAncestor(r Request, w World, d Decision, t Target) (Decision, bool) {
 		why = "it would end or stop it, whether it catches it or not"
 	}
 	d.Errno, d.Rule, d.Refusal, d.Pin = syscall.EPERM, audit.RuleLifeline, true, 0
-	d.Message = fmt.Sprintf("paddock refused %s of pid %d (%s) from pid %d (%s): pid %d is the agent itself: it stands between the agent's first process and the caller (a harness behind its launcher, or the shell running this command), and %s (a pkill -f or killall whose pattern matched the agent's own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
-		describe(r, d), t.Pid, t.Comm, r.Tid, commOf(w, r.Tid), t.Pid, why, wayVerb(r), ownedList(w))
+	d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is the agent itself: it stands between the agent's first process and the caller (a harness behind its launcher, or the shell running this command), and %s (a pkill -f or killall whose pattern matched the agent's own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+		describe(r, d), procName(r, t.Pid, t.Comm), caller(r, w), pidSaid(r, t.Pid), why, wayVerb(r), ownedList(r, w))
 	return d, true
 }
 
