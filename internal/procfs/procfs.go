@@ -462,24 +462,7 @@ func ids(dir string) ([]int, error) {
 // returned, since a caller deciding on a whole group must not decide on a
 // partial view.
 func (fs FS) GroupMembers(pgid int) ([]Stat, error) {
-	pids, err := fs.Pids()
-	if err != nil {
-		return nil, err
-	}
-	var out []Stat
-	for _, pid := range pids {
-		st, err := fs.Stat(pid)
-		if err != nil {
-			if errors.Is(err, ErrNotFound) {
-				continue
-			}
-			return nil, err
-		}
-		if st.Pgrp == pgid {
-			out = append(out, st)
-		}
-	}
-	return out, nil
+	return fs.statsWhere(func(st Stat) bool { return st.Pgrp == pgid })
 }
 
 // TerminalHolders lists the processes whose controlling terminal is the
@@ -487,6 +470,15 @@ func (fs FS) GroupMembers(pgid int) ([]Stat, error) {
 // GroupMembers lists a group: vanished processes skipped, any other read
 // error returned.
 func (fs FS) TerminalHolders(dev uint64) ([]Stat, error) {
+	if dev == 0 {
+		return nil, nil
+	}
+	return fs.statsWhere(func(st Stat) bool { return st.TtyNr == dev })
+}
+
+// statsWhere lists the stat lines of the processes that match, in pid
+// order: vanished processes skipped, any other read error returned.
+func (fs FS) statsWhere(match func(Stat) bool) ([]Stat, error) {
 	pids, err := fs.Pids()
 	if err != nil {
 		return nil, err
@@ -500,7 +492,7 @@ func (fs FS) TerminalHolders(dev uint64) ([]Stat, error) {
 			}
 			return nil, err
 		}
-		if dev != 0 && st.TtyNr == dev {
+		if match(st) {
 			out = append(out, st)
 		}
 	}
