@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/internal/callerio"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/terminal"
@@ -66,26 +67,6 @@ const maxForeignHolders = 6
 // with it is a pty's master.
 var ptmx = unix.Mkdev(5, 2)
 
-// takeFd takes a copy of descriptor fd of thread tid (pidfd_getfd): the
-// same open file, which the caller must close. pidfd_getfd's EBADF (fd
-// not open) stays in the error.
-func (w *liveWorld) takeFd(tid, fd int) (int, error) {
-	pid, err := w.fs.Tgid(tid)
-	if err != nil {
-		return -1, err
-	}
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return -1, fmt.Errorf("pidfd_open(%d): %w", pid, err)
-	}
-	defer unix.Close(pidfd)
-	local, err := unix.PidfdGetfd(pidfd, fd, 0)
-	if err != nil {
-		return -1, fmt.Errorf("pidfd_getfd(%d, %d): %w", pid, fd, err)
-	}
-	return local, nil
-}
-
 // terminal says which terminal descriptor fd of thread tid reaches and
 // whose it is (policy.Terminals.Terminal), from a copy of the descriptor:
 // the device it reaches (TIOCGDEV), whether it is a pty's master, whether
@@ -95,7 +76,7 @@ func (w *liveWorld) terminal(tid, fd int) (policy.Term, error) {
 	if w.terms == nil {
 		return policy.Term{}, errors.New("this front end does not know the session's terminals")
 	}
-	local, err := w.takeFd(tid, fd)
+	local, err := callerio.Take(w.fs, tid, fd)
 	if err != nil {
 		return policy.Term{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/internal/callerio"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
@@ -155,7 +156,7 @@ func (w *liveWorld) classify(sts []procfs.Stat) ([]policy.Target, error) {
 // asks the terminal for its foreground process group, which for a pty
 // master is its slave's.
 func (w *liveWorld) termPgrp(tid, fd int) (int, error) {
-	local, err := w.takeFd(tid, fd)
+	local, err := callerio.Take(w.fs, tid, fd)
 	if err != nil {
 		return 0, err
 	}

@@ -18,9 +18,11 @@ import (
 // ErrReadOnly: the caller's descriptor 2 is open for reading only.
 var ErrReadOnly = errors.New("descriptor 2 is open read-only")
 
-// Stderr returns a copy of thread tid's descriptor 2, open for writing.
-// The caller closes it.
-func Stderr(fs procfs.FS, tid int) (int, error) {
+// Take returns a copy of descriptor fd of thread tid's process, taken with
+// pidfd_getfd: the same open file, which the caller closes. pidfd_getfd's
+// EBADF (fd not open) stays in the error. The supervisor takes a caller's
+// terminal descriptors the same way, to see what they reach.
+func Take(fs procfs.FS, tid, fd int) (int, error) {
 	pid, err := fs.Tgid(tid)
 	if err != nil {
 		return -1, err
@@ -30,9 +32,19 @@ func Stderr(fs procfs.FS, tid int) (int, error) {
 		return -1, fmt.Errorf("pidfd_open(%d): %w", pid, err)
 	}
 	defer unix.Close(pidfd)
-	fd, err := unix.PidfdGetfd(pidfd, 2, 0)
+	local, err := unix.PidfdGetfd(pidfd, fd, 0)
 	if err != nil {
-		return -1, fmt.Errorf("pidfd_getfd(%d, 2): %w", pid, err)
+		return -1, fmt.Errorf("pidfd_getfd(%d, %d): %w", pid, fd, err)
+	}
+	return local, nil
+}
+
+// Stderr returns a copy of thread tid's descriptor 2, open for writing.
+// The caller closes it.
+func Stderr(fs procfs.FS, tid int) (int, error) {
+	fd, err := Take(fs, tid, 2)
+	if err != nil {
+		return -1, err
 	}
 	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
 	if err == nil && fl&unix.O_ACCMODE == unix.O_RDONLY {
