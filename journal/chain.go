@@ -88,11 +88,7 @@ func (j *Journal) link(size int64) (string, error) {
 	}
 	for i := 1; ; i++ {
 		name := j.base + "." + strconv.Itoa(i)
-		var fd int
-		err := retryEINTR(func() (err error) {
-			fd, err = unix.Openat(j.dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-			return err
-		})
+		fd, err := j.openKept(name)
 		if err != nil {
 			return genesis, nil
 		}
@@ -109,6 +105,17 @@ func (j *Journal) link(size int64) (string, error) {
 			return h, nil
 		}
 	}
+}
+
+// openKept opens the journal's kept (rotated) file name for reading, in the
+// journal's directory: no link followed, no wait on a FIFO planted there.
+func (j *Journal) openKept(name string) (int, error) {
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = unix.Openat(j.dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		return err
+	})
+	return fd, err
 }
 
 // lastRecord returns the hash of the last record in the first size bytes of

@@ -168,11 +168,7 @@ func (j *Journal) checkLast(size int64) error {
 		found = false
 		for i := 1; i <= j.keep && !found; i++ {
 			name := j.base + "." + strconv.Itoa(i)
-			var fd int
-			err := retryEINTR(func() (err error) {
-				fd, err = unix.Openat(j.dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-				return err
-			})
+			fd, err := j.openKept(name)
 			if err != nil {
 				break
 			}
