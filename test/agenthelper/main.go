@@ -299,22 +299,32 @@ func setOwner(how string, pid, sig int) error {
 	return err
 }
 
+// openPty opens a new pty's master (left open, as its holder) and returns
+// it with the slave's path.
+func openPty() (master int, name string, err error) {
+	master, err = unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", fmt.Errorf("open /dev/ptmx: %w", err)
+	}
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		return -1, "", fmt.Errorf("unlockpt: %w", err)
+	}
+	n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
+	if err != nil {
+		return -1, "", fmt.Errorf("ptsname: %w", err)
+	}
+	return master, "/dev/pts/" + strconv.Itoa(n), nil
+}
+
 // tiocsigOwnPty opens a pty, starts `sleep 300` as the session leader with
 // the pty as its terminal, and signals the pty's foreground group with
 // TIOCSIG on the master; it reports how the sleep ended.
 func tiocsigOwnPty(sig unix.Signal) error {
-	master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	master, name, err := openPty()
 	if err != nil {
-		return fmt.Errorf("open /dev/ptmx: %w", err)
+		return err
 	}
-	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
-		return fmt.Errorf("unlockpt: %w", err)
-	}
-	n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
-	if err != nil {
-		return fmt.Errorf("ptsname: %w", err)
-	}
-	slave, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	slave, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		return err
 	}
@@ -383,18 +393,11 @@ func termctl(which string, harm bool) error {
 			return fmt.Errorf("open /dev/tty: %w", err)
 		}
 	case "pty":
-		master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY, 0)
+		_, name, err := openPty()
 		if err != nil {
-			return fmt.Errorf("open /dev/ptmx: %w", err)
+			return err
 		}
-		if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
-			return fmt.Errorf("unlockpt: %w", err)
-		}
-		n, err := unix.IoctlGetInt(master, unix.TIOCGPTN)
-		if err != nil {
-			return fmt.Errorf("ptsname: %w", err)
-		}
-		if fd, err = unix.Open("/dev/pts/"+strconv.Itoa(n), unix.O_RDWR|unix.O_NOCTTY, 0); err != nil {
+		if fd, err = unix.Open(name, unix.O_RDWR|unix.O_NOCTTY, 0); err != nil {
 			return err
 		}
 	}
