@@ -6,7 +6,8 @@
 # default 20000; its ns per kill is the figure compared; build it first:
 # bench/run.sh does, bench/out/killloop).
 # A and B are each "bare", "floor" (bench/floor.c with exec trapped) or a
-# paddock binary, run as `B run --no-notify-stderr --log-level error --`.
+# paddock binary, run as `B run --no-notify-stderr --log-level error --journal
+# TMP/j.jsonl --`.
 # Build the floor first (bench/run.sh does: bench/out/floor).
 # Needs: python3 (statistics). Run from anywhere.
 set -euo pipefail
@@ -25,13 +26,18 @@ floor=${OUT:-$root/bench/out}/floor
 killloop=${OUT:-$root/bench/out}/killloop
 [[ -n ${EPOCHREALTIME:-} ]] || die "needs bash 5 (EPOCHREALTIME)"
 
+# The sessions journal into a directory of the script's own, never the
+# user's journal.
+journal=$(mktemp -d)
+trap 'rm -rf "$journal"' EXIT
+
 run() {
 	local cmd=(/bin/sh bench/forkexec.sh "$n")
 	[[ $what == kill ]] && cmd=("$killloop" "$n")
 	case $1 in
 	bare) "${cmd[@]}" ;;
 	floor) FLOOR_EXEC=1 "$floor" "${cmd[@]}" ;;
-	*) "$1" run --no-notify-stderr --log-level error -- "${cmd[@]}" ;;
+	*) "$1" run --no-notify-stderr --log-level error --journal "$journal/j.jsonl" -- "${cmd[@]}" ;;
 	esac
 }
 
