@@ -984,6 +984,9 @@ func decideAncestor(r Request, w World, d Decision, t Target) (Decision, bool) {
 	if _, ok := r.Syscall.SignalArg(); !ok || ancestorHarmless(d.Signal) {
 		return d, false
 	}
+	if d.Signal < 1 || d.Signal > 64 {
+		return d, false // no signal: the kernel answers EINVAL
+	}
 	// The calling thread's stat line names its process's parent, and its
 	// start time is no earlier than its process's: the walk needs no Tgid.
 	up, err := isAncestor(w.Lineage, r.Tid, t)
@@ -1000,7 +1003,7 @@ func decideAncestor(r Request, w World, d Decision, t Target) (Decision, bool) {
 			return undecidable(r, w, d, err), true
 		}
 		bit := uint64(1) << (d.Signal - 1)
-		if d.Signal > 64 || caught&bit != 0 || ignored&bit != 0 {
+		if caught&bit != 0 || ignored&bit != 0 {
 			return d, false
 		}
 	}

@@ -109,6 +109,8 @@ func TestDecide(t *testing.T) {
 		{name: "SIGCHLD to an ancestor", r: req(102, filter.Kill, 101, 17), allow: true, rule: audit.RuleOwned, target: 101, pin: 101},
 		{name: "SIGHUP to an ancestor that catches it (reload)", r: req(102, filter.Kill, 101, 1), allow: true, rule: audit.RuleOwned, target: 101, pin: 101},
 		{name: "SIGINT to an ancestor that catches it", r: req(102, filter.Kill, 101, 2), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101},
+		{name: "an invalid signal to an ancestor: the kernel's EINVAL", r: req(102, filter.Kill, 101, uint64(0xfffffffb)), allow: true, rule: audit.RuleOwned, target: 101, pin: 101},
+		{name: "signal 65 to an ancestor: the kernel's EINVAL", r: req(102, filter.Kill, 101, 65), allow: true, rule: audit.RuleOwned, target: 101, pin: 101},
 		{name: "SIGTERM to a sibling", r: req(102, filter.Kill, 103, sigterm), allow: true, rule: audit.RuleOwned, target: 103, pin: 103},
 		{name: "SIGTERM to its child", r: req(101, filter.Kill, 102, sigterm), allow: true, rule: audit.RuleOwned, target: 102, pin: 102},
 		{name: "tgkill of an ancestor's thread", r: req(102, filter.Tgkill, 101, 111, sigterm), errno: syscall.EPERM, rule: audit.RuleLifeline, target: 101},
