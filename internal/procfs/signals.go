@@ -28,17 +28,26 @@ func (fs FS) Dispositions(pid int) (caught, ignored uint64, err error) {
 // ParseDispositions extracts the SigCgt and SigIgn masks from the contents
 // of /proc/PID/status.
 func ParseDispositions(b []byte) (caught, ignored uint64, err error) {
-	for _, l := range []struct {
-		key  string
-		mask *uint64
-	}{{"SigCgt:", &caught}, {"SigIgn:", &ignored}} {
-		v, ok := field(b, l.key)
-		if !ok {
-			return 0, 0, fmt.Errorf("no %s line", l.key)
-		}
-		if *l.mask, err = strconv.ParseUint(v, 16, 64); err != nil {
-			return 0, 0, fmt.Errorf("%s %q: %w", l.key, truncate([]byte(v)), numError(err))
-		}
+	if caught, err = SignalMask(b, "SigCgt"); err != nil {
+		return 0, 0, err
+	}
+	if ignored, err = SignalMask(b, "SigIgn"); err != nil {
+		return 0, 0, err
 	}
 	return caught, ignored, nil
+}
+
+// SignalMask reads the signal mask (bit N-1 for signal N) on the line
+// "KEY:" of /proc/PID/status contents: SigPnd, ShdPnd, SigBlk, SigIgn or
+// SigCgt.
+func SignalMask(b []byte, key string) (uint64, error) {
+	v, ok := field(b, key+":")
+	if !ok {
+		return 0, fmt.Errorf("no %s line", key)
+	}
+	m, err := strconv.ParseUint(v, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q: %w", key, truncate([]byte(v)), numError(err))
+	}
+	return m, nil
 }

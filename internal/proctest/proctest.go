@@ -8,9 +8,7 @@
 package proctest
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -66,7 +64,7 @@ func Alive(tb testing.TB, pid int) bool {
 func doomed(status []byte) (bool, error) {
 	masks := map[string]uint64{}
 	for _, key := range []string{"SigPnd", "ShdPnd", "SigIgn", "SigCgt"} {
-		v, err := mask(status, key)
+		v, err := procfs.SignalMask(status, key)
 		if err != nil {
 			return false, err
 		}
@@ -78,18 +76,4 @@ func doomed(status []byte) (bool, error) {
 	}
 	pending := masks["SigPnd"] | masks["ShdPnd"]
 	return pending&^masks["SigIgn"]&^masks["SigCgt"]&^harmless != 0, nil
-}
-
-// mask reads the hexadecimal signal mask on status's line "KEY:".
-func mask(status []byte, key string) (uint64, error) {
-	for _, line := range bytes.Split(status, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte(key+":")); ok {
-			m, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64)
-			if err != nil {
-				return 0, fmt.Errorf("status line %s: %q is not a signal mask: %w", key, v, err)
-			}
-			return m, nil
-		}
-	}
-	return 0, fmt.Errorf("status has no %s line", key)
 }
