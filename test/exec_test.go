@@ -248,17 +248,24 @@ func agentCommandRefusedAtExec(t *testing.T, b backend) {
 	if r.code != 126 {
 		t.Errorf("exit %d, want 126\n%s", r.code, r)
 	}
-	for _, want := range []string{"power-control commands", "PADDOCK_ALLOW_POWER_CONTROL=1", "operation not permitted"} {
-		if !strings.Contains(r.callerStderr(), want) {
-			t.Errorf("stderr lacks %q\n%s", want, r)
-		}
-	}
 	if !strings.Contains(r.journal, `"action":"exec_denied"`) || !strings.Contains(r.journal, `"rule":"power_control"`) {
 		t.Errorf("journal lacks exec_denied/power_control:\n%s", r.journal)
 	}
 	t.Setenv("PADDOCK_ALLOW_POWER_CONTROL", "1")
 	if r := b.runPaddock(t, "--", "reboot", "now"); r.code != 0 || markerLines(marker) != "reboot now\n" {
 		t.Errorf("with the opt-in: exit %d, stand-in said %q\n%s", r.code, markerLines(marker), r)
+	}
+	// A paddock that is not root may not take a descriptor of its own
+	// fork before the fork's exec (pidfd_getfd needs ptrace access, and
+	// the fork is not dumpable yet) under the seccomp backend: the message
+	// then reaches stderr only as paddock's log line (docs/limits.md).
+	if b == "seccomp" && os.Geteuid() != 0 {
+		t.Skip("needs root for the message on the agent command's own stderr under seccomp: an unprivileged paddock cannot take its fork's descriptor before the fork's exec")
+	}
+	for _, want := range []string{"power-control commands", "PADDOCK_ALLOW_POWER_CONTROL=1", "operation not permitted"} {
+		if !strings.Contains(r.callerStderr(), want) {
+			t.Errorf("stderr lacks %q\n%s", want, r)
+		}
 	}
 }
 
