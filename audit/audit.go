@@ -105,6 +105,9 @@ const (
 	// RuleExecUnread: an exec allowed without its strings read (a
 	// non-dumpable caller), as configured.
 	RuleExecUnread Rule = "exec_unread"
+	// RuleSessionEnded: a call of a process a --keep-orphans session left
+	// running, after the session ended (package leftover).
+	RuleSessionEnded Rule = "session_ended"
 )
 
 // Rules of the command guards (package guard).

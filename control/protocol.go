@@ -54,6 +54,16 @@ type Response struct {
 type SessionInfo struct {
 	Supervisor int `json:"supervisor_pid"`
 	Agent      int `json:"agent_pid"`
+	// Ended is set by the keeper of a session that ended and left
+	// processes running (paddock run --keep-orphans, package leftover).
+	Ended *Ended `json:"ended,omitempty"`
+}
+
+// Ended says which session a keeper serves the leftovers of, and when it
+// ended.
+type Ended struct {
+	Session string    `json:"session"`
+	At      time.Time `json:"at"`
 }
 
 // LeaseInfo is a lease as reported to clients.

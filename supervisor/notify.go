@@ -61,6 +61,7 @@ func (p *workers) start(fn func()) bool {
 // yield then costs no thread handoff (measured: a locked loop spent about
 // 1% of a fork+exec run in Gosched's handoffs).
 func (s *Session) serve(w *liveWorld) {
+	defer close(s.handing.stopped)
 	defer w.close()
 	var n seccomp.Notif
 	var y yielder
@@ -73,7 +74,15 @@ func (s *Session) serve(w *liveWorld) {
 		close(s.serving) // in its first receive next (see launchDirect)
 	}
 	for {
+		if s.handing.asked.Load() {
+			// Nothing is received from here on: whatever comes goes to
+			// the keeper, which holds the listener too.
+			return
+		}
 		y.maybe()
+		if s.handing.wake >= 0 && !s.handing.ready(s.listener) {
+			continue
+		}
 		n = seccomp.Notif{}
 		if err := seccomp.Recv(s.listener, &n); err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENOENT) {
@@ -115,7 +124,11 @@ func (s *Session) sendAnswer(c *call) {
 		return
 	}
 	listener, id := c.listener, c.id
-	report.After(after, func() { s.send(listener, id, r) })
+	s.inflight.Add(1)
+	report.After(after, func() {
+		defer s.inflight.Done()
+		s.send(listener, id, r)
+	})
 }
 
 // send answers notification id on listener with r.
@@ -129,9 +142,14 @@ func (s *Session) send(listener int, id uint64, r answer.Answer) {
 // busy it reports false, and c carries a refusal (EAGAIN, with a message)
 // for its caller to answer at once: nothing is queued behind the waiting.
 func (s *Session) offload(c *call, done func(*call)) bool {
-	if s.workers.start(func() { done(c) }) {
+	s.inflight.Add(1) // until done returns (a hand-over waits for it)
+	if s.workers.start(func() {
+		defer s.inflight.Done()
+		done(c)
+	}) {
 		return true
 	}
+	s.inflight.Done()
 	c.preset = &policy.Decision{
 		Syscall: c.req.Syscall.String(), Errno: unix.EAGAIN, Rule: audit.RuleUndecidable, Refusal: true, Exec: c.req.Exec, Action: audit.ExecDenied,
 		Message: fmt.Sprintf("paddock refused %s from pid %d for now: %d decisions that read files or wait for GPU detection are already under way, and paddock queues none behind them. Way out: retry in a moment.",

@@ -206,6 +206,11 @@ type Session struct {
 	// sigs has paddock's own signals, for forward.
 	sigs *Signals
 
+	// handing stops the notify loop for a hand-over (handover.go), which
+	// waits for inflight: the answers handed to workers or report.After.
+	handing  handing
+	inflight sync.WaitGroup
+
 	waitOnce sync.Once
 	// reporting counts what may still hand decisions to the pipeline: the
 	// notify loop, the reaper (which also traces), and Wait until it has
@@ -237,6 +242,13 @@ func Start(cfg Config) (*Session, error) {
 	fs := procfs.Default()
 	s := &Session{cfg: cfg, fs: fs, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers(),
 		readSlots: vram.NewReadSlots(maxStalledReads), terms: newTermSet(cfg, fs)}
+	s.handing.stopped, s.handing.wake = make(chan struct{}), -1
+	if cfg.KeepOrphans {
+		var err error
+		if s.handing.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
+			return nil, fmt.Errorf("supervisor: eventfd for --keep-orphans: %w", err)
+		}
+	}
 	// The agent starts with the signal mask paddock was started with, not
 	// whatever the launching thread holds at the fork. A thread running Go
 	// code holds it, less the signals the runtime must handle itself.

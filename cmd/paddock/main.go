@@ -21,7 +21,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
-	reexec.Run(supervisor.InitChild(), features.ProbeChild())
+	reexec.Run(supervisor.InitChild(), features.ProbeChild(), keeperChild())
 	os.Exit(execute(os.Args[1:]))
 }
 

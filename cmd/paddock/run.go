@@ -113,7 +113,7 @@ that same pipe or file gets no log line repeating it.`,
 	cmd.Flags().BoolVar(&f.init, "init", false, "act as a container init even when not PID 1: forward every signal tini forwards (on by itself as PID 1)")
 	cmd.Flags().BoolVarP(&f.forwardToGroup, "forward-to-group", "g", false, "start CMD in its own process group and forward signals to the whole group (tini -g; also $TINI_KILL_PROCESS_GROUP)")
 	cmd.Flags().DurationVar(&f.grace, "grace", supervisor.DefaultGrace, "when CMD exits, processes it left running get SIGTERM, then SIGKILL after `DURATION` (0: at once); paddock exits as soon as none is left")
-	cmd.Flags().BoolVar(&f.keepOrphans, "keep-orphans", false, "leave the processes CMD left running alone when it exits")
+	cmd.Flags().BoolVar(&f.keepOrphans, "keep-orphans", false, "leave the processes CMD left running alone when it exits; a keeper then refuses their kills, ptrace and execs with a message (paddock sessions lists it)")
 	cmd.Flags().BoolVar(&f.strictExec, "strict-exec", false, "refuse an exec paddock may not read (a caller that made itself non-dumpable) instead of letting it run journaled as exec_unread")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "exit non-zero (1, or CMD's own non-zero status) when anything was refused, adopted (paddock adopt) or allowed by an opt-in, even if CMD succeeded (CI mode)")
 	cmd.Flags().StringVar(&f.report, "report", "", "write a summary of the refusals to `FILE` at exit")
@@ -417,6 +417,19 @@ func runRun(f runFlags, args []string) error {
 		Str("journal_head", head).Str("unreadable_execs", unreadExec).Str("kernel_wall", s.KernelWall()).Msg("session details")
 	started := time.Now()
 	status := s.Wait()
+	if f.keepOrphans {
+		// What the agent left running carries the session's filter: a
+		// keeper answers its calls once this paddock has exited.
+		ka := keeperArgs{session: session, logFormat: f.logFormat, logLevel: f.logLevel, notify: !f.noNotifyStderr,
+			opts: journal.Options{MaxBytes: f.journalMax, Keep: f.journalKeep, LockWait: f.journalLock}}
+		if j != nil {
+			ka.journal = j.Path()
+		}
+		if rl.file != nil {
+			ka.log = rl.path
+		}
+		handOver(s, ka, log)
+	}
 	if relay != nil {
 		// The agent's last output, then the user's terminal as it was,
 		// before paddock's summary; never waiting without bound on a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddock-dev/paddock/control"
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/leftover"
 )
 
 // sessionInfo is one running session as paddock sessions shows it.
@@ -24,6 +25,9 @@ type sessionInfo struct {
 	Socket    string   `json:"socket"`            // its control socket
 	Dir       string   `json:"dir"`               // its session directory
 	Error     string   `json:"error,omitempty"`   // why it could not be asked (pid is then the owner record's)
+	// Ended: a keeper of what an ended session left running (paddock run
+	// --keep-orphans), not a running session.
+	Ended *control.Ended `json:"ended,omitempty"`
 }
 
 func newSessionsCmd() *cobra.Command {
@@ -42,8 +46,11 @@ may have put one, whatever its environment was: $XDG_RUNTIME_DIR,
 directory is yours (mode 0700) and its socket answers; the directories of
 paddock runs that were killed are not (paddock doctor removes them). Another
 user's sessions are never listed: their directories are not yours to read.
+A session that ended under --keep-orphans and left processes running is
+listed too, as long as they run: its keeper's pid, "-" for the agent, and
+"(left by session ID, ended TIME)"; ps and kill take its socket.
 --json prints an array of objects with pid, agent_pid, command, processes,
-socket and dir.`,
+socket, dir and, for a keeper, ended (session and at).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			found, errs := control.Sessions(control.SessionBases())
@@ -78,6 +85,7 @@ func describeSession(s control.SessionDir, fs procfs.FS) sessionInfo {
 		return info
 	}
 	info.Pid, info.AgentPid, info.Processes = resp.Session.Supervisor, resp.Session.Agent, len(resp.Processes)
+	info.Ended = resp.Session.Ended
 	if info.AgentPid > 0 {
 		if argv, err := fs.Cmdline(info.AgentPid, 4096); err == nil {
 			info.Command = argv
@@ -97,6 +105,10 @@ func printSessions(w io.Writer, infos []sessionInfo) error {
 	for _, s := range infos {
 		if s.Error != "" {
 			fmt.Fprintf(tw, "%d\t-\t-\t%s\t(not answering: %s)\n", s.Pid, s.Socket, oneLine(s.Error))
+			continue
+		}
+		if s.Ended != nil {
+			fmt.Fprintf(tw, "%d\t-\t%d\t%s\t%s\n", s.Pid, s.Processes, s.Socket, leftover.Describe(*s.Ended))
 			continue
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\n", s.Pid, s.AgentPid, s.Processes, s.Socket, shellLine(s.Command, 60))
