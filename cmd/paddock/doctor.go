@@ -27,8 +27,10 @@ Landlock, cgroup v2, IA32 emulation, ptrace (Yama), the seccomp filters this
 process already runs under, whether another listener holds them, whether BPF
 programs can be attached to LSM hooks here (a no-op program is loaded and
 attached for an instant, and the exact reason given where it cannot), and whether
-this node's OCI runtime (runc, crun) supports listenerPath for paddock agent;
-then the backend paddock run --backend auto would pick (seccomp, ptrace or
+this node's OCI runtime (runc, crun) supports listenerPath for paddock agent,
+and whether a session's control socket can be made here (one is made and
+removed at once: a sandbox that refuses unix sockets stops paddock run
+however well the rest looks); then the backend paddock run --backend auto would pick (seccomp, ptrace or
 none) and why. It also removes the session directories of your own paddock
 runs that are gone (killed with SIGKILL, an OOM kill) and says how many it
 found and removed, as paddock run does at each start.
@@ -44,6 +46,11 @@ Apart from those directories, doctor changes nothing on the host.`,
 			r.Items = append(r.Items, runtimeItem(lookRuntime(exec.LookPath, runtimeDirs), runtimeVersion))
 			sw := control.Sweep()
 			r.Items = append(r.Items, sweptItem(sw))
+			ci := controlItem(listenControl)
+			r.Items = append(r.Items, ci)
+			if ci.Status == features.Missing {
+				r.Backend.Name, r.Backend.Reason = "none", "paddock run cannot start here: "+ci.Value+" (control socket)"
+			}
 			var err error
 			if asJSON {
 				err = printJSON(struct {

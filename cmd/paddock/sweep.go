@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -51,3 +53,49 @@ func sweptItem(sw control.Swept) features.Item {
 	}
 	return it
 }
+
+// idControlSocket is the doctor item for the control socket.
+const idControlSocket = "control_socket"
+
+// controlItem says whether paddock run could make its control socket here,
+// by making one, as a session would (listen), and closing it at once: a
+// sandbox that refuses unix sockets (Codex's, sandbox-runtime's) lets the
+// seccomp listener be installed, so every other item looks well, and
+// paddock run still fails at its start.
+func controlItem(listen func() (io.Closer, string, error)) features.Item {
+	it := features.Item{ID: idControlSocket, Name: "control socket", Status: features.OK}
+	c, path, err := listen()
+	if err != nil {
+		it.Status, it.Value = features.Missing, oneLine(err.Error())
+		it.Note = "paddock run cannot start here: every session serves a unix socket (adopt, ps, kill), and this process may not make one (a sandbox that refuses unix sockets, such as Codex's or sandbox-runtime's, or no writable runtime directory); run paddock outside the sandbox, around the harness"
+		return it
+	}
+	it.Value = "can be made (tried at " + path + ", removed)"
+	_ = c.Close()
+	return it
+}
+
+// listenControl makes a control socket the way a session does, serving
+// nothing: what controlItem tries.
+func listenControl() (io.Closer, string, error) {
+	s, err := control.Listen(control.Options{}, probeOps{})
+	if err != nil {
+		return nil, "", err
+	}
+	return s, s.Path(), nil
+}
+
+// probeOps serves doctor's trial socket, which no one asks anything: it
+// refuses every request.
+type probeOps struct{}
+
+var errProbe = errors.New("paddock doctor's trial socket serves no session")
+
+func (probeOps) Adopt(int, string, bool, string, bool) (control.LeaseInfo, error) {
+	return control.LeaseInfo{}, errProbe
+}
+func (probeOps) Release(int, string) (control.LeaseInfo, error) { return control.LeaseInfo{}, errProbe }
+func (probeOps) Owned() ([]control.Process, error)              { return nil, errProbe }
+func (probeOps) Kill(int, int, int) (control.Signalled, error)  { return control.Signalled{}, errProbe }
+func (probeOps) Info() control.SessionInfo                      { return control.SessionInfo{} }
+func (probeOps) Inside(int) (bool, error)                       { return false, nil }
