@@ -940,7 +940,7 @@ func decideProcess(r Request, w World, d Decision, pid int) Decision {
 		if root == "" {
 			root = "the agent itself"
 		}
-		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is a critical session lifeline: it is %s, and the signal came from one of its own descendants (a pkill -f or killall whose pattern matched its own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+		d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is a critical session lifeline: it is %s, and the signal came from one of its own descendants (a kill of $PPID, or a pkill -f or killall whose pattern matched its own command line, does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
 			describe(r, d), procName(r, pid, t.Comm), caller(r, w), pidSaid(r, pid), root, wayVerb(r), ownedList(r, w))
 	case t.Rel.Lifeline():
 		d.Rule = audit.RuleLifeline
@@ -1012,7 +1012,7 @@ func decideAncestor(r Request, w World, d Decision, t Target) (Decision, bool) {
 		why = "it would end or stop it, whether it catches it or not"
 	}
 	d.Errno, d.Rule, d.Refusal, d.Pin = syscall.EPERM, audit.RuleLifeline, true, 0
-	d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is the agent itself: it stands between the agent's first process and the caller (a harness behind its launcher, or the shell running this command), and %s (a pkill -f or killall whose pattern matched the agent's own command line does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
+	d.Message = fmt.Sprintf("paddock refused %s of %s from %s: %s is the agent itself: it stands between the agent's first process and the caller (a harness behind its launcher, or the shell running this command), and %s (a kill of $PPID, or a pkill -f or killall whose pattern matched the agent's own command line, does this). Way out: %s its child processes by PID (owned: %s), or use a narrower pattern (pgrep -a PATTERN first).",
 		describe(r, d), procName(r, t.Pid, t.Comm), caller(r, w), pidSaid(r, t.Pid), why, wayVerb(r), ownedList(r, w))
 	return d, true
 }
