@@ -7,7 +7,8 @@
 // harness daemon left running (Codex's app-server) then fails its next
 // session's commands with "Function not implemented". The keeper takes
 // the listener from the ending paddock (supervisor.Session.HandOver) and
-// answers instead: a process signalling itself is let through, as always;
+// answers instead: a process signalling itself is let through, as always,
+// and so is signal 0, which delivers nothing;
 // every other call is refused with EPERM and a message that says which
 // session left the caller running, when it ended and what to do, on the
 // caller's stderr where the kernel lets paddock write there, in the log
@@ -84,7 +85,10 @@ func Serve(cfg Config) (report.Summary, error) {
 		}
 	}
 	k := &keeper{cfg: cfg, fs: fs, tree: tree, reason: reason}
-	k.pipeline = report.New(report.Options{Log: cfg.Log, FS: fs, Journal: cfg.Journal, NotifyStderr: cfg.NotifyStderr})
+	// Paced: a leftover that retries a refused call in a loop (a shell
+	// loop's exec) runs at that pace, not at the CPU's, and its records
+	// come no faster.
+	k.pipeline = report.New(report.Options{Log: cfg.Log, FS: fs, Journal: cfg.Journal, NotifyStderr: cfg.NotifyStderr, Pace: keeperPace})
 	srv, err := control.Listen(control.Options{Log: cfg.Log}, ops{k})
 	if err != nil {
 		k.pipeline.Close()
@@ -100,6 +104,10 @@ func Serve(cfg Config) (report.Summary, error) {
 	k.pipeline.Close()
 	return k.pipeline.Summary(), err
 }
+
+// keeperPace is how many refusals a second the keeper answers at once
+// (report.Options.Pace): nothing a leftover can still do needs more.
+const keeperPace = 50
 
 type keeper struct {
 	cfg      Config
@@ -156,15 +164,18 @@ func (k *keeper) send(fd int, id uint64, a answer.Answer) {
 	}
 }
 
-// decide lets a signal a process sends itself through and refuses
-// everything else, saying why.
+// decide lets a signal a process sends itself, and signal 0, through and
+// refuses everything else, saying why.
 func (k *keeper) decide(req policy.Request) policy.Decision {
 	d := policy.Decision{Syscall: req.Syscall.String(), Errno: unix.EPERM, Rule: audit.RuleSessionEnded, Refusal: true}
 	call := d.Syscall
 	if si, ok := req.Syscall.SignalArg(); ok {
 		d.Signal = int(int32(req.Args[si]))
 		call = fmt.Sprintf("%s(%s)", d.Syscall, policy.SignalName(d.Signal))
-		if k.self(req) {
+		if d.Signal == 0 || k.self(req) {
+			// Signal 0 delivers nothing (it asks whether the target
+			// exists: the kernel answers, within the agent's Landlock
+			// scope); a process may always signal itself.
 			return policy.Decision{Syscall: d.Syscall, Signal: d.Signal, Allow: true, Rule: audit.RuleSelf}
 		}
 	}

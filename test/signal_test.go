@@ -806,7 +806,12 @@ exit 0`
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	gone := false
-	for readFile(out) == "" && time.Now().Before(deadline) {
+	// Its last line is "ok" or "err ..."; the keeper's message may come first.
+	said := func() bool {
+		o := readFile(out)
+		return strings.Contains(o, "ok\n") || strings.Contains(o, "err ")
+	}
+	for !said() && time.Now().Before(deadline) {
 		if _, err := os.Stat("/proc/" + leftover); leftover == "" || err != nil {
 			gone = true
 			break
