@@ -34,6 +34,10 @@ type container struct {
 	pidns  uint64
 	shared bool
 	cgroup string
+	// refused, when set, says why the handoff of this listener was
+	// refused (Server.refuse): nothing is known of it but what the
+	// runtime sent, and each of its calls is refused.
+	refused string
 	// ns is the container's PID namespace, held open (nil where it
 	// shares the node's): the translation of its numbers, the one
 	// paddock run uses for a caller in a namespace of its own (package

@@ -80,11 +80,13 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	s.ep, s.byFd, s.byID = ep, map[int]*container{}, map[string]*container{}
 	s.mu.Unlock()
 	if s.Taken != nil {
-		for id, c := range s.Taken.containers {
+		for _, c := range s.Taken.containers {
 			c.fs = s.FS
 			c.reopenNS()
 			s.startReporting(c)
-			s.byID[id] = c
+			if !s.Taken.detached[c] {
+				s.byID[c.id] = c
+			}
 		}
 		for fd, c := range s.Taken.listeners {
 			if err := s.watch(fd, c); err != nil {
@@ -160,7 +162,7 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	h, err := Receive(conn)
 	if err != nil {
-		s.Log.Warn().Err(err).Msg("handoff refused")
+		s.refuse(h, err)
 		return false
 	}
 	if h.Takeover {
@@ -185,18 +187,63 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 	}
 	c, err := s.join(h)
 	if err != nil {
-		unix.Close(h.Listener)
-		s.Log.Warn().Err(err).Str("container", h.State.State.ID).Msg("handoff refused")
+		s.refuse(h, err)
 		return false
 	}
 	if err := s.watch(h.Listener, c); err != nil {
-		unix.Close(h.Listener)
-		s.Log.Error().Err(err).Str("container", c.id).Msg("cannot watch the listener")
+		s.unjoin(c)
+		s.refuse(h, fmt.Errorf("cannot watch the listener: %w", err))
 		return false
 	}
 	s.Log.Info().Str("container", c.id).Str("status", string(h.State.State.Status)).Int("pid", h.State.Pid).
 		Str("bundle", c.bundle).Msg("serving container")
 	return false
+}
+
+// refuse logs a refused handoff h and, where a seccomp listener came
+// with it, keeps serving that listener as refused: each of its calls is
+// answered EPERM, with a message and a journal record (decide). Closing
+// it would not end the calls: the runtime's process or the container's
+// may hold another copy (crun's exec does), and a trapped call of a
+// process that holds the listener waits for an answer for ever.
+func (s *Server) refuse(h Handoff, why error) {
+	id := h.State.State.ID
+	if h.Listener < 0 {
+		s.Log.Warn().Err(why).Str("container", id).Msg("handoff refused")
+		return
+	}
+	c := &container{fs: s.FS, id: id, bundle: h.State.State.Bundle, metadata: h.State.Metadata,
+		annotations: h.State.State.Annotations, refused: why.Error(), listeners: 1,
+		lifelines: map[int]uint64{}, hosts: map[int]int{}}
+	if c.id == "" {
+		c.id = "unknown"
+	}
+	s.startReporting(c)
+	if err := s.watch(h.Listener, c); err != nil {
+		// Nothing else can answer it: closing it is all that is left.
+		unix.Close(h.Listener)
+		c.report.Close()
+		s.Log.Error().Err(errors.Join(why, err)).Str("container", id).Msg("handoff refused, and its listener cannot be watched: closed")
+		return
+	}
+	s.Log.Warn().Err(why).Str("container", id).Msg("handoff refused: its listener is kept, and each of its calls refused (EPERM)")
+}
+
+// unjoin undoes a join whose listener could not be watched.
+func (s *Server) unjoin(c *container) {
+	s.mu.Lock()
+	c.mu.Lock()
+	c.listeners--
+	gone := c.listeners == 0
+	c.mu.Unlock()
+	if gone && s.byID[c.id] == c {
+		delete(s.byID, c.id)
+	}
+	s.mu.Unlock()
+	if gone {
+		c.closeNS()
+		c.report.Close()
+	}
 }
 
 // describePeer names the peer of a takeover request for the log: its pid
@@ -386,6 +433,13 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 	req := policy.NewRequest(0, n.Data.Arch, n.Data.Nr, n.Data.Args)
 	sc := req.Syscall
 	ev := report.Event{Caller: int(n.Pid), ABI: req.ABI.String(), Labels: c.names}
+	if c.refused != "" {
+		ev.Decision = refusedHandoff(req, c, int(n.Pid))
+		if !seccomp.IDValid(fd, n.ID) {
+			return answer.Answer{}, ev, false
+		}
+		return answer.Refuse(ev.Decision.Errno), ev, true
+	}
 	caller, nested, err := c.caller(int(n.Pid))
 	var names *nestedNames
 	if nested {
@@ -437,6 +491,25 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 // the agent cannot tell what its pid arguments name, and refuses what it
 // cannot decide.
 func unplaced(req policy.Request, id string, pid int, why error) policy.Decision {
+	return undecided(req, func(call string) string {
+		return fmt.Sprintf("paddock refused %s from node pid %d of container %s: paddock could not place the caller in the container (%v), and refuses what it cannot decide. Way out: retry; if it persists, make the call from the container's own PID namespace, and run the agent in the node's (hostPID).",
+			call, pid, id, why)
+	})
+}
+
+// refusedHandoff is the refusal of a call that came on the listener of a
+// refused handoff (Server.refuse): paddock does not know whose the caller
+// is, and refuses what it cannot decide.
+func refusedHandoff(req policy.Request, c *container, pid int) policy.Decision {
+	return undecided(req, func(call string) string {
+		return fmt.Sprintf("paddock refused %s from node pid %d: the runtime's handoff of this process's seccomp listener (container %s) was refused (%s), so paddock cannot tell whose the caller is, and refuses every call it traps there. Way out: the agent's log line \"handoff refused\" says why; start the container (or the exec session) again once the runtime sends a state paddock accepts.",
+			call, pid, c.id, c.refused)
+	})
+}
+
+// undecided is an EPERM refusal of req under the undecidable rule, with
+// the message say gives for the call as named in it.
+func undecided(req policy.Request, say func(call string) string) policy.Decision {
 	d := policy.Decision{Syscall: req.Syscall.String(), Errno: unix.EPERM, Rule: audit.RuleUndecidable, Refusal: true}
 	call := d.Syscall
 	if si, ok := req.Syscall.SignalArg(); ok {
@@ -444,8 +517,7 @@ func unplaced(req policy.Request, id string, pid int, why error) policy.Decision
 		call = fmt.Sprintf("%s(%s)", d.Syscall, policy.SignalName(d.Signal))
 	}
 	d.Action = policy.ActionOf(req.Syscall, d)
-	d.Message = fmt.Sprintf("paddock refused %s from node pid %d of container %s: paddock could not place the caller in the container (%v), and refuses what it cannot decide. Way out: retry; if it persists, make the call from the container's own PID namespace, and run the agent in the node's (hostPID).",
-		call, pid, id, why)
+	d.Message = say(call)
 	return d
 }
 

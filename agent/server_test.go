@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,9 +74,27 @@ func harnessMain(args []string) int {
 	if err != nil {
 		return fail("install listener", err)
 	}
+	// What it sends can be changed, as runtimes do (harnessEnv).
+	pid, status := cr.NSpid[0], specs.StateCreating
+	if v := os.Getenv("HARNESS_PID"); v != "" {
+		if pid, err = strconv.Atoi(v); err != nil {
+			return fail("HARNESS_PID", err)
+		}
+	}
+	if v := os.Getenv("HARNESS_STATUS"); v != "" {
+		status = specs.ContainerState(v)
+	}
+	var annotations map[string]string
+	if v := os.Getenv("HARNESS_ANNOTATION"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fail("HARNESS_ANNOTATION", err)
+		}
+		annotations = map[string]string{"large": strings.Repeat("a", n)}
+	}
 	state, err := json.Marshal(specs.ContainerProcessState{
-		Version: specs.Version, Fds: []string{specs.SeccompFdName}, Pid: cr.NSpid[0], Metadata: "harness",
-		State: specs.State{Version: specs.Version, ID: id, Status: specs.StateCreating, Pid: cr.NSpid[0], Bundle: "/harness/" + id},
+		Version: specs.Version, Fds: []string{specs.SeccompFdName}, Pid: pid, Metadata: "harness",
+		State: specs.State{Version: specs.Version, ID: id, Status: status, Pid: pid, Bundle: "/harness/" + id, Annotations: annotations},
 	})
 	if err != nil {
 		return fail("state", err)
@@ -88,6 +107,13 @@ func harnessMain(args []string) int {
 		return fail("send", err)
 	}
 	conn.Close()
+	if os.Getenv("HARNESS_KEEP") != "" {
+		// As crun's exec does: a trapped call before the exec, while this
+		// process still holds its copy of the listener (closing the
+		// agent's copy then ends nothing: the call waits for an answer).
+		err := unix.Kill(os.Getpid(), unix.SIGCONT)
+		fmt.Printf("before-exec=%v\n", err)
+	}
 	unix.Close(listener)
 	return fail("exec sh", syscall.Exec("/bin/sh", []string{"sh", "-c", script}, os.Environ()))
 }
@@ -133,10 +159,10 @@ func startHarness(t testing.TB) *harness {
 
 // container runs the harness child as container id with script, and
 // returns its output.
-func (h *harness) container(t testing.TB, id, script string) string {
+func (h *harness) container(t testing.TB, id, script string, env ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	cmd := h.start(t, id, script, &out, &out)
+	cmd := h.startWith(t, id, script, env, &out, &out)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -153,9 +179,22 @@ func (h *harness) container(t testing.TB, id, script string) string {
 // output going to stdout and stderr.
 func (h *harness) start(t testing.TB, id, script string, stdout, stderr io.Writer) *exec.Cmd {
 	t.Helper()
+	return h.startWith(t, id, script, nil, stdout, stderr)
+}
+
+// startWith is start with env added to the child's environment: the
+// harness's knobs, HARNESS_PID (the pid it sends: "0" as crun's exec
+// does, "-1" to have its handoff refused), HARNESS_STATUS (the status it
+// sends: "running" as an exec session's) and HARNESS_KEEP (it keeps its
+// copy of the listener and makes a trapped call, kill(self, SIGCONT),
+// before its exec, printing "before-exec=" and the error),
+// HARNESS_ANNOTATION (an annotation of that many bytes in its state).
+func (h *harness) startWith(t testing.TB, id, script string, env []string, stdout, stderr io.Writer) *exec.Cmd {
+	t.Helper()
 	self, argv := reexec.Argv(harnessChild, h.socket, id, script)
 	cmd := exec.Command(self, argv[1:]...)
 	cmd.Args[0] = argv[0]
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -361,5 +400,30 @@ unshare --mount --mount-proc sh %s/zombie.sh`, d))
 		if !strings.Contains(out, want) {
 			t.Errorf("the container's output lacks %q\n%s\n%s", want, out, h.logs)
 		}
+	}
+}
+
+// TestRefusedHandoffAnswered: a handoff the agent refuses (here a pid of
+// -1) whose sender keeps its own copy of the listener and makes a trapped
+// call, as crun's exec does, gets EPERM with paddock's message and an
+// undecidable journal record naming the container, instead of waiting for
+// ever on a listener the agent closed; the agent goes on serving.
+func TestRefusedHandoffAnswered(t *testing.T) {
+	h := startHarness(t)
+	out := h.container(t, "refused", `kill -CONT $$; echo after=$?`, "HARNESS_PID=-1", "HARNESS_KEEP=1")
+	for _, want := range []string{"before-exec=operation not permitted\n", "after=1\n", "the runtime's handoff of this process's seccomp listener (container refused) was refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the refused container's output lacks %q\n%s", want, out)
+		}
+	}
+	j, _ := os.ReadFile(h.journal)
+	if n := strings.Count(string(j), `"container":"refused"`); n != 2 || !strings.Contains(string(j), `"rule":"undecidable"`) {
+		t.Errorf("want two undecidable records naming container refused\n%s", j)
+	}
+	if !strings.Contains(h.logs.String(), "handoff refused: its listener is kept") {
+		t.Errorf("the refusal is not logged\n%s", h.logs)
+	}
+	if o := h.container(t, "after", `(kill -9 1; echo lifeline=$?)`); !strings.Contains(o, "lifeline=1\n") {
+		t.Errorf("after the refused handoff, the agent does not serve\n%s", o)
 	}
 }

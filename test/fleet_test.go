@@ -30,6 +30,9 @@ type fleet struct {
 	state   string
 	agent   *exec.Cmd
 	logPath string
+	// annotations go into the config.json of each bundle made after they
+	// are set (runc sends them to the agent in the state).
+	annotations map[string]string
 }
 
 // log is what the agents of the test logged so far.
@@ -141,6 +144,9 @@ func (f *fleet) bundle(id, script string, hostPID bool) string {
 		f.t.Fatal(err)
 	}
 	linux["seccomp"] = prof
+	if f.annotations != nil {
+		cfg["annotations"] = f.annotations
+	}
 	if hostPID {
 		var ns []any
 		for _, n := range linux["namespaces"].([]any) {
@@ -362,4 +368,20 @@ sleep 60`)
 	}
 	o, e := f.run("tk2", fleetScript, false)
 	wantLines(t, o+e, strings.Split(o, "\n"), "own=0", "lifeline=1", "probe=0")
+}
+
+// TestFleetLargeAnnotation: a container with a 40 KB annotation, whose
+// state the kernel splits into parts on the way to the agent, is served
+// (before, the agent read one part, refused the handoff, and runc ran the
+// container unserved): its descendant's kill -9 1 is refused and
+// journaled.
+func TestFleetLargeAnnotation(t *testing.T) {
+	f := newFleet(t)
+	f.annotations = map[string]string{"example.com/large": strings.Repeat("a", 40000)}
+	out, errOut := f.run("big", fleetScript, false)
+	wantLines(t, out+errOut, strings.Split(out, "\n"), "own=0", "lifeline=1", "probe=0")
+	recs := f.records()
+	if len(recs) != 1 || recs[0]["container"] != "big" || recs[0]["action"] != "signal_denied" {
+		t.Errorf("want one signal_denied record naming big, got %v\n%s", recs, f.log())
+	}
 }
