@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
@@ -294,13 +295,19 @@ func (s *Server) watch(fd int, c *container) error {
 	return nil
 }
 
-// join finds or makes the container of handoff h: a new session of a
-// container already served (`runc exec`) joins it.
+// join finds or makes the container of handoff h. A `creating` handoff
+// always makes a new container, and replaces any of the same id as the one
+// later sessions join (the older one's listeners are served as they were
+// until they close): podman restart reuses the id, and its new container's
+// handoff can come before the old one's listener closes. A session of a
+// container already served (`runc exec`: `running`) joins it only if its
+// process is one of the container's (its PID namespace and cgroup);
+// otherwise it is a container of its own, as one of an id never seen.
 func (s *Server) join(h Handoff) (*container, error) {
 	s.mu.Lock()
 	c, ok := s.byID[h.State.State.ID]
 	s.mu.Unlock()
-	if ok {
+	if ok && h.State.State.Status != specs.StateCreating && c.member(h.State.Pid) {
 		return c, c.addSession(h.State.Pid)
 	}
 	c, err := newContainer(s.FS, h.State)

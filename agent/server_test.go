@@ -427,3 +427,43 @@ func TestRefusedHandoffAnswered(t *testing.T) {
 		t.Errorf("after the refused handoff, the agent does not serve\n%s", o)
 	}
 }
+
+// TestSameIDNewContainer: a second container with the id of one still
+// served (podman restart reuses it) is a container of its own, whether its
+// handoff says `creating` or `running` (a session whose process is not
+// the served container's): its process signals its own child, and its
+// descendant's kill -9 1 is refused. Before, it joined the first one, and
+// its calls were decided against the first one's processes.
+func TestSameIDNewContainer(t *testing.T) {
+	h := startHarness(t)
+	gate := filepath.Join(t.TempDir(), "go")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := h.start(t, "same", fmt.Sprintf(`echo ready
+while [ ! -e %s ]; do sleep 0.01; done
+(kill -9 1; echo lifeline=$?)`, gate), w, w)
+	w.Close()
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	out := bufio.NewReader(r)
+	if line, err := out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the first container did not start: %q, %v", line, err)
+	}
+	for _, status := range []string{"creating", "running"} {
+		o := h.container(t, "same", `sleep 100 & kill $!; echo own=$?
+(kill -9 1; echo lifeline=$?)`, "HARNESS_STATUS="+status)
+		if !strings.Contains(o, "own=0\n") || !strings.Contains(o, "lifeline=1\n") {
+			t.Errorf("a second container of the same id, status %s, was not served as its own\n%s\n%s", status, o, h.logs)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := readAll(out)
+	_ = first.Wait()
+	if !strings.Contains(rest, "lifeline=1\n") {
+		t.Errorf("the first container is not served any more\n%s", rest)
+	}
+}
