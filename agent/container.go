@@ -52,6 +52,10 @@ type container struct {
 	hosts map[int]int
 	// listeners counts the container's open listeners (one per session).
 	listeners int
+	// pending holds the listeners of sessions whose first process is not
+	// known yet (crun's exec sends no pid): the first call on one places
+	// it (session.go).
+	pending map[int]bool
 	// listing is the last listing of its processes (at most listingMax),
 	// made at listingAt (listed).
 	listing    []policy.Target

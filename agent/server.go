@@ -303,11 +303,33 @@ func (s *Server) watch(fd int, c *container) error {
 // container already served (`runc exec`: `running`) joins it only if its
 // process is one of the container's (its PID namespace and cgroup);
 // otherwise it is a container of its own, as one of an id never seen.
+//
+// A handoff without a pid (crun's exec) joins the container it names if
+// that is served and the handoff is not `creating`; its session's first
+// process is found by the listener (session.go). One of a container not
+// served is refused: nothing says what it is.
 func (s *Server) join(h Handoff) (*container, error) {
 	s.mu.Lock()
 	c, ok := s.byID[h.State.State.ID]
 	s.mu.Unlock()
-	if ok && h.State.State.Status != specs.StateCreating && c.member(h.State.Pid) {
+	creating := h.State.State.Status == specs.StateCreating
+	if h.State.Pid == 0 {
+		switch {
+		case creating:
+			return nil, fmt.Errorf("a creating handoff without a pid: paddock cannot tell which processes are the container's")
+		case !ok:
+			return nil, fmt.Errorf("a handoff without a pid (status %q; crun's exec sends pid 0) of a container this agent does not serve: nothing says which processes are its", h.State.State.Status)
+		}
+		root, err := c.holderOf(h.Listener)
+		if err != nil || root == 0 {
+			s.Log.Debug().AnErr("why", err).Str("container", c.id).Msg("a session without a pid: its first process is placed at its first call")
+			c.pendSession(h.Listener)
+			return c, nil
+		}
+		s.Log.Debug().Str("container", c.id).Int("session", root).Msg("a session without a pid: its first process holds the listener")
+		return c, c.addSession(root)
+	}
+	if ok && !creating && c.member(h.State.Pid) {
 		return c, c.addSession(h.State.Pid)
 	}
 	c, err := newContainer(s.FS, h.State)
@@ -376,6 +398,7 @@ func (s *Server) drop(fd int, c *container) {
 	s.mu.Lock()
 	_ = unix.EpollCtl(s.ep, unix.EPOLL_CTL_DEL, fd, nil)
 	delete(s.byFd, fd)
+	c.forget(fd)
 	c.mu.Lock()
 	c.listeners--
 	gone := c.listeners == 0
@@ -446,6 +469,9 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 			return answer.Answer{}, ev, false
 		}
 		return answer.Refuse(ev.Decision.Errno), ev, true
+	}
+	if root, err := c.placeSession(fd, int(n.Pid)); err != nil || root != 0 {
+		s.Log.Info().AnErr("why_not", err).Str("container", c.id).Int("session", root).Int("caller", int(n.Pid)).Msg("a session without a pid placed by its first call")
 	}
 	caller, nested, err := c.caller(int(n.Pid))
 	var names *nestedNames

@@ -103,7 +103,18 @@ func harnessMain(args []string) int {
 	if err != nil {
 		return fail("connect", err)
 	}
-	if _, _, err := conn.WriteMsgUnix(state, unix.UnixRights(listener), nil); err != nil {
+	if os.Getenv("HARNESS_SPLIT_CLOSE") != "" {
+		// The listener with the state's first bytes, then this process's
+		// copy closed before the rest: the agent has the whole message
+		// only once no process of the container holds the listener.
+		if _, _, err := conn.WriteMsgUnix(state[:10], unix.UnixRights(listener), nil); err != nil {
+			return fail("send", err)
+		}
+		unix.Close(listener)
+		if _, err := conn.Write(state[10:]); err != nil {
+			return fail("send", err)
+		}
+	} else if _, _, err := conn.WriteMsgUnix(state, unix.UnixRights(listener), nil); err != nil {
 		return fail("send", err)
 	}
 	conn.Close()
@@ -188,7 +199,9 @@ func (h *harness) start(t testing.TB, id, script string, stdout, stderr io.Write
 // sends: "running" as an exec session's) and HARNESS_KEEP (it keeps its
 // copy of the listener and makes a trapped call, kill(self, SIGCONT),
 // before its exec, printing "before-exec=" and the error),
-// HARNESS_ANNOTATION (an annotation of that many bytes in its state).
+// HARNESS_ANNOTATION (an annotation of that many bytes in its state),
+// HARNESS_SPLIT_CLOSE (it closes its copy of the listener before it
+// sends the state's end).
 func (h *harness) startWith(t testing.TB, id, script string, env []string, stdout, stderr io.Writer) *exec.Cmd {
 	t.Helper()
 	self, argv := reexec.Argv(harnessChild, h.socket, id, script)
@@ -465,5 +478,74 @@ while [ ! -e %s ]; do sleep 0.01; done
 	_ = first.Wait()
 	if !strings.Contains(rest, "lifeline=1\n") {
 		t.Errorf("the first container is not served any more\n%s", rest)
+	}
+}
+
+// TestSessionWithoutPid: a session handed over with pid 0, as crun's exec
+// sends it, started in a served container's PID namespace from outside it
+// (nsenter, as a runtime's exec): it joins the container, its processes
+// signal their own, and its first process is its lifeline against its
+// descendants, whether the agent finds it by the listener it still holds
+// (kcmp) or, once it holds it no more, by the first call on it. Before,
+// the handoff was refused and every call of the session with it.
+func TestSessionWithoutPid(t *testing.T) {
+	h := startHarness(t)
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		t.Skipf("needs nsenter (util-linux) to start a session in the container's PID namespace: %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(t.TempDir(), "go")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := h.start(t, "np", fmt.Sprintf(`echo ready
+while [ ! -e %s ]; do sleep 0.01; done`, gate), w, w)
+	w.Close()
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	if line, err := bufio.NewReader(r).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the container did not start: %q, %v", line, err)
+	}
+	for _, c := range []struct{ mode, log string }{
+		{"HARNESS_KEEP=1", "its first process holds the listener"},
+		{"HARNESS_SPLIT_CLOSE=1", "a session without a pid placed by its first call"},
+	} {
+		before := len(h.logs.String())
+		_, argv := reexec.Argv(harnessChild, h.socket, "np", `sleep 100 & kill $!; echo own=$?
+(kill -9 $$; echo session-lifeline=$?)
+kill -0 1; echo probe=$?`)
+		cmd := exec.Command(nsenter, append([]string{"-t", strconv.Itoa(first.Process.Pid), "-p", "--", self}, argv[1:]...)...)
+		cmd.Env = append(os.Environ(), "HARNESS_PID=0", "HARNESS_STATUS=running", c.mode)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute): // a safety net, not a timing
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("%s: the session ran over a minute\n%s", c.mode, out.String())
+		}
+		o := out.String()
+		for _, want := range []string{"own=0\n", "session-lifeline=1\n", "probe=0\n", "is a critical session lifeline"} {
+			if !strings.Contains(o, want) {
+				t.Errorf("%s: the session's output lacks %q\n%s\n%s", c.mode, want, o, h.logs.String()[before:])
+			}
+		}
+		if !strings.Contains(h.logs.String()[before:], c.log) {
+			t.Errorf("%s: the agent's log lacks %q\n%s", c.mode, c.log, h.logs.String()[before:])
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -46,7 +46,8 @@ type Handoff struct {
 
 // ParseState decodes the runtime's message and checks it against the nfds
 // descriptors that came with it: valid JSON of a ContainerProcessState, a
-// positive pid, a container id, one name per descriptor, no name twice,
+// pid of 0 or more (crun's exec sends 0: Server.join finds the session by
+// its listener), a container id, one name per descriptor, no name twice,
 // and a seccompFd among them, whose index it returns.
 func ParseState(msg []byte, nfds int) (specs.ContainerProcessState, int, error) {
 	var st specs.ContainerProcessState
@@ -64,8 +65,8 @@ func ParseState(msg []byte, nfds int) (specs.ContainerProcessState, int, error) 
 		return st, -1, errors.New("container process state: more than one JSON value")
 	}
 	switch {
-	case st.Pid <= 0:
-		return st, -1, fmt.Errorf("container process state: pid %d: want the container process's pid (> 0)", st.Pid)
+	case st.Pid < 0:
+		return st, -1, fmt.Errorf("container process state: pid %d: want the container process's pid (> 0; 0 where the runtime did not say, as crun's exec)", st.Pid)
 	case st.State.ID == "":
 		return st, -1, errors.New("container process state: no container id (state.id)")
 	case len(st.Fds) != nfds:

@@ -166,7 +166,10 @@ type containerRecord struct {
 type batch struct {
 	Containers []containerRecord `json:"containers,omitempty"`
 	Listeners  []string          `json:"listeners,omitempty"`
-	Socket     bool              `json:"socket,omitempty"`
+	// Pending marks, for each of Listeners, a session whose first
+	// process is not placed yet (container.pending).
+	Pending []bool `json:"pending,omitempty"`
+	Socket  bool   `json:"socket,omitempty"`
 }
 
 // handOver sends everything s serves to the new agent on conn, and its
@@ -200,6 +203,9 @@ func (s *Server) handOver(conn *net.UnixConn, ln *net.UnixListener) error {
 				b.Containers = append(b.Containers, r)
 			}
 			b.Listeners = append(b.Listeners, key)
+			it.c.mu.Lock()
+			b.Pending = append(b.Pending, it.c.pending[it.fd])
+			it.c.mu.Unlock()
 			fds = append(fds, it.fd)
 		}
 		if err := sendBatch(conn, b, fds); err != nil {
@@ -370,6 +376,12 @@ func TakeOver(socket string) (*Taken, error) {
 			}
 			c.listeners++
 			t.listeners[fds[i]] = c
+			if i < len(b.Pending) && b.Pending[i] {
+				if c.pending == nil {
+					c.pending = map[int]bool{}
+				}
+				c.pending[fds[i]] = true
+			}
 		}
 	}
 }
