@@ -104,22 +104,7 @@ func (f *fleet) stop() {
 func (f *fleet) bundle(id, script string, hostPID bool) string {
 	f.t.Helper()
 	b := filepath.Join(f.dir, id)
-	bin := filepath.Join(b, "rootfs", "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	bb, err := os.ReadFile("/bin/busybox")
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(bin, "busybox"), bb, 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	for _, c := range []string{"sh", "sleep", "kill", "echo", "cat", "pgrep"} {
-		if err := os.Symlink("busybox", filepath.Join(bin, c)); err != nil {
-			f.t.Fatal(err)
-		}
-	}
+	f.rootfs(filepath.Join(b, "rootfs"))
 	spec := exec.Command("runc", "spec", "--bundle", b)
 	if out, err := spec.CombinedOutput(); err != nil {
 		f.t.Fatalf("runc spec: %v\n%s", err, out)
@@ -164,6 +149,28 @@ func (f *fleet) bundle(id, script string, hostPID bool) string {
 		f.t.Fatal(err)
 	}
 	return b
+}
+
+// rootfs makes a container's root file system at dir: a static busybox
+// and its commands.
+func (f *fleet) rootfs(dir string) {
+	f.t.Helper()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "busybox"), bb, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	for _, c := range []string{"sh", "sleep", "kill", "echo", "cat", "pgrep", "mv"} {
+		if err := os.Symlink("busybox", filepath.Join(bin, c)); err != nil {
+			f.t.Fatal(err)
+		}
+	}
 }
 
 // run runs container id to completion (at most a minute) and returns its
