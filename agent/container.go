@@ -52,6 +52,11 @@ type container struct {
 	hosts map[int]int
 	// listeners counts the container's open listeners (one per session).
 	listeners int
+	// first is the host pid of the container's first process; shim says
+	// it is an init shim (podman's --init, tini), whose first child is a
+	// lifeline too, once shimPlaced (shim.go).
+	first            int
+	shim, shimPlaced bool
 	// pending holds the listeners of sessions whose first process is not
 	// known yet (crun's exec sends no pid): the first call on one places
 	// it (session.go).
@@ -116,6 +121,7 @@ func newContainer(fs procfs.FS, st specs.ContainerProcessState) (*container, err
 		c.closeNS()
 		return nil, err
 	}
+	c.first, c.shim = st.Pid, isShim(c.annotations, c.bundleArgs())
 	return c, nil
 }
 

@@ -470,6 +470,7 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 		}
 		return answer.Refuse(ev.Decision.Errno), ev, true
 	}
+	c.placeShimChild()
 	if root, err := c.placeSession(fd, int(n.Pid)); err != nil || root != 0 {
 		s.Log.Info().AnErr("why_not", err).Str("container", c.id).Int("session", root).Int("caller", int(n.Pid)).Msg("a session without a pid placed by its first call")
 	}
@@ -491,7 +492,7 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 		return answer.Refuse(ev.Decision.Errno), ev, true
 	}
 	req.Tid = caller
-	req.Root = "the container's first process (or a runc exec session's)"
+	req.Root = "the container's first process (or its init shim's first child, or an exec session's)"
 	if _, size := policy.PtrArg(sc, req.Args); size > 0 {
 		req.MemErr = errors.New("fleet mode does not read the caller's memory")
 	}

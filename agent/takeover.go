@@ -158,6 +158,11 @@ type containerRecord struct {
 	Detached bool `json:"detached,omitempty"`
 	// Refused is why its handoff was refused (container.refused).
 	Refused string `json:"refused,omitempty"`
+	// First, Shim and ShimPlaced: its first process, and whether that is
+	// an init shim whose first child is placed (container.first).
+	First      int  `json:"first,omitempty"`
+	Shim       bool `json:"shim,omitempty"`
+	ShimPlaced bool `json:"shimPlaced,omitempty"`
 }
 
 // batch is one message of a takeover: containers described (each once),
@@ -253,7 +258,8 @@ func (c *container) record() containerRecord {
 		l[k] = v
 	}
 	return containerRecord{ID: c.id, Bundle: c.bundle, Metadata: c.metadata, Annotations: c.annotations,
-		PidNS: c.pidns, Shared: c.shared, Cgroup: c.cgroup, Lifelines: l, Refused: c.refused}
+		PidNS: c.pidns, Shared: c.shared, Cgroup: c.cgroup, Lifelines: l, Refused: c.refused,
+		First: c.first, Shim: c.shim, ShimPlaced: c.shimPlaced}
 }
 
 // Taken is what TakeOver received: the listening socket and every
@@ -357,7 +363,8 @@ func TakeOver(socket string) (*Taken, error) {
 				key = r.ID
 			}
 			c := &container{id: r.ID, bundle: r.Bundle, metadata: r.Metadata, annotations: r.Annotations,
-				pidns: r.PidNS, shared: r.Shared, cgroup: r.Cgroup, lifelines: r.Lifelines, hosts: map[int]int{}, refused: r.Refused}
+				pidns: r.PidNS, shared: r.Shared, cgroup: r.Cgroup, lifelines: r.Lifelines, hosts: map[int]int{}, refused: r.Refused,
+				first: r.First, shim: r.Shim, shimPlaced: r.ShimPlaced}
 			if c.lifelines == nil {
 				c.lifelines = map[int]uint64{}
 			}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/agent"
+	"github.com/paddock-dev/paddock/internal/features"
 )
 
 // Fleet mode through podman (Debian's podman 4.3 with conmon; .ci/run
@@ -78,7 +79,7 @@ func newPodman(t *testing.T, f *fleet, runtime string) *podmanRun {
 	if err := os.WriteFile(filepath.Join(dir, "containers.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if runtime == "crun" && hybridCgroups() {
+	if runtime == "crun" && features.HybridCgroups() {
 		p.private = true
 		t.Log("crun cannot run under this machine's hybrid cgroup layout (cgroup v1 with /sys/fs/cgroup/unified): podman and crun run in a private mount namespace without that mount")
 	}
@@ -139,16 +140,6 @@ func (p *podmanRun) killLeft() {
 		p.t.Logf("killing pid %d, left by podman: %s", pid, cmdline)
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
-}
-
-// hybridCgroups reports whether /sys/fs/cgroup is the hybrid layout:
-// cgroup v1 hierarchies with a cgroup2 mount at unified.
-func hybridCgroups() bool {
-	var root, unified unix.Statfs_t
-	if unix.Statfs("/sys/fs/cgroup", &root) != nil || unix.Statfs("/sys/fs/cgroup/unified", &unified) != nil {
-		return false
-	}
-	return root.Type != unix.CGROUP2_SUPER_MAGIC && unified.Type == unix.CGROUP2_SUPER_MAGIC
 }
 
 // cmd is podman with args, on the test's directories and runtime.
@@ -355,8 +346,10 @@ sleep 600`)
 				}
 				out, errb := p.run("init", `sleep 100 & kill $!; echo own=$?
 (kill -9 1; echo init=$?)
+(kill -9 $$; echo program=$?)
 kill -0 1; echo probe=$?`, "--init")
-				wantLines(t, out+errb, strings.Split(out, "\n"), "own=0", "init=1", "probe=0")
+				// The program, sh, is catatonit's first child: a lifeline too.
+				wantLines(t, out+errb, strings.Split(out, "\n"), "own=0", "init=1", "program=1", "probe=0")
 			})
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,10 @@ type fleet struct {
 	// annotations go into the config.json of each bundle made after they
 	// are set (runc sends them to the agent in the state).
 	annotations map[string]string
+	// shim, when set, is an init program (a static catatonit) copied into
+	// each bundle made after it is set, and run as the container's first
+	// process with sh as its child.
+	shim string
 }
 
 // log is what the agents of the test logged so far.
@@ -121,6 +126,17 @@ func (f *fleet) bundle(id, script string, hostPID bool) string {
 	proc := cfg["process"].(map[string]any)
 	proc["terminal"] = false
 	proc["args"] = []string{"sh", "-c", script}
+	if f.shim != "" {
+		bin, err := os.ReadFile(f.shim)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		in := "/bin/" + filepath.Base(f.shim)
+		if err := os.WriteFile(filepath.Join(b, "rootfs", in), bin, 0o755); err != nil {
+			f.t.Fatal(err)
+		}
+		proc["args"] = []string{in, "--", "sh", "-c", script}
+	}
 	cfg["root"].(map[string]any)["readonly"] = false
 	linux := cfg["linux"].(map[string]any)
 	// The profile `paddock agent profile` prints.
@@ -390,5 +406,30 @@ func TestFleetLargeAnnotation(t *testing.T) {
 	recs := f.records()
 	if len(recs) != 1 || recs[0]["container"] != "big" || recs[0]["action"] != "signal_denied" {
 		t.Errorf("want one signal_denied record naming big, got %v\n%s", recs, f.log())
+	}
+}
+
+// TestFleetInitShim: a container whose first process is an init shim (a
+// static catatonit, which runs sh as its first child; the agent knows it
+// by config.json's process.args): a descendant's kill -9 of the program
+// (the shim's first child) is refused like one of the shim; the program
+// still signals its own children. Before, only the shim was protected.
+func TestFleetInitShim(t *testing.T) {
+	f := newFleet(t)
+	shim, err := exec.LookPath("catatonit")
+	if err != nil {
+		t.Skipf("needs catatonit (apt-get install catatonit): %v", err)
+	}
+	if out, err := exec.Command("readelf", "-lW", shim).Output(); err != nil || strings.Contains(string(out), "INTERP") {
+		t.Skipf("needs a static catatonit to copy into the container (%s: %v)", shim, err)
+	}
+	f.shim = shim
+	out, errOut := f.run("shim", `sleep 100 & kill $!; echo own=$?
+(kill -9 $$; echo program=$?)
+(kill -9 1; echo init=$?)
+kill -0 1; echo probe=$?`, false)
+	wantLines(t, out+errOut, strings.Split(out, "\n"), "own=0", "program=1", "init=1", "probe=0")
+	if !regexp.MustCompile(`paddock refused kill\(SIGKILL\) of pid \d+ \(sh\).*init shim's first child`).MatchString(errOut) {
+		t.Errorf("the container's stderr lacks paddock's message for the program\n%s", errOut)
 	}
 }
