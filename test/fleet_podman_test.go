@@ -96,15 +96,7 @@ func newPodman(t *testing.T, f *fleet, runtime string) *podmanRun {
 		ctx, cancel := context.WithTimeout(context.Background(), podmanLimit)
 		defer cancel()
 		_ = p.cmd(ctx, "rm", "-a", "-f", "-t", "0").Run()
-		// conmon's exit commands (podman container cleanup) run on after
-		// rm: wait for them, or, where the test failed, kill what is left
-		// (a runtime process blocked in a trapped call outlives rm -f).
-		if t.Failed() {
-			p.killLeft()
-		}
-		for end := time.Now().Add(podmanLimit); len(p.left()) > 0 && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		}
-		p.killLeft()
+		reap(t, p.dir)
 		for _, d := range made {
 			_ = os.Remove(d)
 		}
@@ -112,9 +104,10 @@ func newPodman(t *testing.T, f *fleet, runtime string) *podmanRun {
 	return p
 }
 
-// left lists what podman started for this test and is still running:
-// the processes whose command line names the test's podman directory.
-func (p *podmanRun) left() map[int]string {
+// left lists what an engine started for a test and is still running: the
+// processes whose command line names dir, the engine's directory in the
+// test's.
+func left(dir string) map[int]string {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -125,19 +118,23 @@ func (p *podmanRun) left() map[int]string {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(cmdline, []byte(p.dir+"/")) {
+		if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(cmdline, []byte(dir+"/")) {
 			procs[pid] = string(bytes.ReplaceAll(cmdline[:min(len(cmdline), 200)], []byte{0}, []byte{' '}))
 		}
 	}
 	return procs
 }
 
-// killLeft kills what podman started for this test and left running
-// (conmon, and a runtime process that a hung trapped call keeps alive,
-// which `podman rm -f` does not free).
-func (p *podmanRun) killLeft() {
-	for pid, cmdline := range p.left() {
-		p.t.Logf("killing pid %d, left by podman: %s", pid, cmdline)
+// reap waits for what an engine started for a test in dir to end (conmon's
+// exit commands, containerd's shims run on after their containers), for
+// at most podmanLimit, and kills what is still there then, or at once
+// where the test failed (a runtime process blocked in a trapped call
+// outlives `podman rm -f`).
+func reap(t *testing.T, dir string) {
+	for end := time.Now().Add(podmanLimit); !t.Failed() && len(left(dir)) > 0 && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	}
+	for pid, cmdline := range left(dir) {
+		t.Logf("killing pid %d, left by the engine: %s", pid, cmdline)
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
 }
