@@ -433,3 +433,64 @@ kill -0 1; echo probe=$?`, false)
 		t.Errorf("the container's stderr lacks paddock's message for the program\n%s", errOut)
 	}
 }
+
+// TestFleetRuntimeWrapper: a bundle whose profile has the NOTIFY rules but
+// no listenerPath, as Docker 20.10 hands it to its runtime, is refused by
+// runc; through `paddock agent runtime-wrapper` (what Docker's daemon.json
+// names as the runtime) it is served: a --pid=host container's kill of a
+// node process is refused, its own child killed, the refusal journaled
+// with the wrapper's metadata. Docker's engine itself is not run here.
+func TestFleetRuntimeWrapper(t *testing.T) {
+	f := newFleet(t)
+	node := startForeign(t, "sleep", "300")
+	strip := func(b string) {
+		p := filepath.Join(b, "config.json")
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(readFile(p)), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		sc := cfg["linux"].(map[string]any)["seccomp"].(map[string]any)
+		delete(sc, "listenerPath")
+		delete(sc, "listenerMetadata")
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "kill -TERM " + itoa(node.pid()) + "; echo node=$?; sleep 100 & kill $!; echo own=$?"
+	plain := f.bundle("plain", script, true)
+	strip(plain)
+	if out, err := exec.Command("runc", "--root", f.state, "run", "--bundle", plain, "plain").CombinedOutput(); err == nil {
+		t.Errorf("runc ran a container with NOTIFY rules and no listenerPath (the wrapper's reason to be is gone?)\n%s", out)
+	}
+	b := f.bundle("wrapped", script, true)
+	strip(b)
+	cmd := exec.Command(bins.paddock, "agent", "runtime-wrapper", "--socket", f.socket, "--metadata", "docker", "--",
+		"--root", f.state, "run", "--bundle", b, "wrapped")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a safety net, not a timing
+		_ = exec.Command("runc", "--root", f.state, "kill", "wrapped", "KILL").Run()
+		<-done
+		t.Fatalf("the wrapped container ran over a minute\n%s%s", out.String(), errb.String())
+	}
+	wantLines(t, out.String()+errb.String(), strings.Split(out.String(), "\n"), "node=1", "own=0")
+	if !node.alive(t) {
+		t.Error("the node's process died")
+	}
+	recs := f.records()
+	if len(recs) != 1 || recs[0]["container"] != "wrapped" || recs[0]["listener_metadata"] != "docker" {
+		t.Errorf("want one record of container wrapped with metadata docker, got %v", recs)
+	}
+}
