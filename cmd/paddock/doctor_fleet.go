@@ -31,7 +31,7 @@ var runtimeRules = []struct {
 // this release refused, and that they hung it.
 const crunNote = "crun sends an exec session's handoff without its pid (pid 0, bundle \".\"; 1.8.1 and its main branch): " +
 	"this agent serves it by its listener, and answers the calls of any handoff it refuses; an agent before this release refused it " +
-	"and closed the listener, and every podman exec, ctr task exec and kubectl exec into a crun container hung for ever in its first trapped call: " +
+	"and closed the listener, and every podman exec into a crun container hung for ever in its first trapped call (ctr task exec failed after about 18 s): " +
 	"upgrade the agent before a node runs crun (docs/fleet.md)"
 
 // hybridNote is what doctor says of crun under the hybrid cgroup layout.
@@ -141,10 +141,17 @@ func lookRuntime(lookPath func(string) (string, error), dirs []string) func(stri
 const runtimeTimeout = 5 * time.Second
 
 // runtimeVersion runs PATH --version and returns its standard output.
+// crun is given --root / too: `crun --version` makes its default state
+// directory (/run/crun) when it is missing, and doctor changes nothing on
+// the host; with an existing --root it makes nothing.
 func runtimeVersion(path string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), runtimeTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	args := []string{"--version"}
+	if filepath.Base(path) == "crun" {
+		args = []string{"--root", "/", "--version"}
+	}
+	out, err := exec.CommandContext(ctx, path, args...).Output()
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return string(out), fmt.Errorf("%s --version: no answer in %s", path, runtimeTimeout)
 	}
