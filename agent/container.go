@@ -34,6 +34,10 @@ type container struct {
 	pidns  uint64
 	shared bool
 	cgroup string
+	// refused, when set, says why the handoff of this listener was
+	// refused (Server.refuse): nothing is known of it but what the
+	// runtime sent, and each of its calls is refused.
+	refused string
 	// ns is the container's PID namespace, held open (nil where it
 	// shares the node's): the translation of its numbers, the one
 	// paddock run uses for a caller in a namespace of its own (package
@@ -48,6 +52,15 @@ type container struct {
 	hosts map[int]int
 	// listeners counts the container's open listeners (one per session).
 	listeners int
+	// first is the host pid of the container's first process; shim says
+	// it is an init shim (podman's --init, tini), whose first child is a
+	// lifeline too, once shimPlaced (shim.go).
+	first            int
+	shim, shimPlaced bool
+	// pending holds the listeners of sessions whose first process is not
+	// known yet (crun's exec sends no pid): the first call on one places
+	// it (session.go).
+	pending map[int]bool
 	// listing is the last listing of its processes (at most listingMax),
 	// made at listingAt (listed).
 	listing    []policy.Target
@@ -108,6 +121,7 @@ func newContainer(fs procfs.FS, st specs.ContainerProcessState) (*container, err
 		c.closeNS()
 		return nil, err
 	}
+	c.first, c.shim = st.Pid, isShim(c.annotations, c.bundleArgs())
 	return c, nil
 }
 

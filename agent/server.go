@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
@@ -80,11 +81,13 @@ func (s *Server) Serve(ln *net.UnixListener) error {
 	s.ep, s.byFd, s.byID = ep, map[int]*container{}, map[string]*container{}
 	s.mu.Unlock()
 	if s.Taken != nil {
-		for id, c := range s.Taken.containers {
+		for _, c := range s.Taken.containers {
 			c.fs = s.FS
 			c.reopenNS()
 			s.startReporting(c)
-			s.byID[id] = c
+			if !s.Taken.detached[c] {
+				s.byID[c.id] = c
+			}
 		}
 		for fd, c := range s.Taken.listeners {
 			if err := s.watch(fd, c); err != nil {
@@ -160,7 +163,7 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	h, err := Receive(conn)
 	if err != nil {
-		s.Log.Warn().Err(err).Msg("handoff refused")
+		s.refuse(h, err)
 		return false
 	}
 	if h.Takeover {
@@ -185,18 +188,63 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 	}
 	c, err := s.join(h)
 	if err != nil {
-		unix.Close(h.Listener)
-		s.Log.Warn().Err(err).Str("container", h.State.State.ID).Msg("handoff refused")
+		s.refuse(h, err)
 		return false
 	}
 	if err := s.watch(h.Listener, c); err != nil {
-		unix.Close(h.Listener)
-		s.Log.Error().Err(err).Str("container", c.id).Msg("cannot watch the listener")
+		s.unjoin(c)
+		s.refuse(h, fmt.Errorf("cannot watch the listener: %w", err))
 		return false
 	}
 	s.Log.Info().Str("container", c.id).Str("status", string(h.State.State.Status)).Int("pid", h.State.Pid).
 		Str("bundle", c.bundle).Msg("serving container")
 	return false
+}
+
+// refuse logs a refused handoff h and, where a seccomp listener came
+// with it, keeps serving that listener as refused: each of its calls is
+// answered EPERM, with a message and a journal record (decide). Closing
+// it would not end the calls: the runtime's process or the container's
+// may hold another copy (crun's exec does), and a trapped call of a
+// process that holds the listener waits for an answer for ever.
+func (s *Server) refuse(h Handoff, why error) {
+	id := h.State.State.ID
+	if h.Listener < 0 {
+		s.Log.Warn().Err(why).Str("container", id).Msg("handoff refused")
+		return
+	}
+	c := &container{fs: s.FS, id: id, bundle: h.State.State.Bundle, metadata: h.State.Metadata,
+		annotations: h.State.State.Annotations, refused: why.Error(), listeners: 1,
+		lifelines: map[int]uint64{}, hosts: map[int]int{}}
+	if c.id == "" {
+		c.id = "unknown"
+	}
+	s.startReporting(c)
+	if err := s.watch(h.Listener, c); err != nil {
+		// Nothing else can answer it: closing it is all that is left.
+		unix.Close(h.Listener)
+		c.report.Close()
+		s.Log.Error().Err(errors.Join(why, err)).Str("container", id).Msg("handoff refused, and its listener cannot be watched: closed")
+		return
+	}
+	s.Log.Warn().Err(why).Str("container", id).Msg("handoff refused: its listener is kept, and each of its calls refused (EPERM)")
+}
+
+// unjoin undoes a join whose listener could not be watched.
+func (s *Server) unjoin(c *container) {
+	s.mu.Lock()
+	c.mu.Lock()
+	c.listeners--
+	gone := c.listeners == 0
+	c.mu.Unlock()
+	if gone && s.byID[c.id] == c {
+		delete(s.byID, c.id)
+	}
+	s.mu.Unlock()
+	if gone {
+		c.closeNS()
+		c.report.Close()
+	}
 }
 
 // describePeer names the peer of a takeover request for the log: its pid
@@ -247,13 +295,41 @@ func (s *Server) watch(fd int, c *container) error {
 	return nil
 }
 
-// join finds or makes the container of handoff h: a new session of a
-// container already served (`runc exec`) joins it.
+// join finds or makes the container of handoff h. A `creating` handoff
+// always makes a new container, and replaces any of the same id as the one
+// later sessions join (the older one's listeners are served as they were
+// until they close): podman restart reuses the id, and its new container's
+// handoff can come before the old one's listener closes. A session of a
+// container already served (`runc exec`: `running`) joins it only if its
+// process is one of the container's (its PID namespace and cgroup);
+// otherwise it is a container of its own, as one of an id never seen.
+//
+// A handoff without a pid (crun's exec) joins the container it names if
+// that is served and the handoff is not `creating`; its session's first
+// process is found by the listener (session.go). One of a container not
+// served is refused: nothing says what it is.
 func (s *Server) join(h Handoff) (*container, error) {
 	s.mu.Lock()
 	c, ok := s.byID[h.State.State.ID]
 	s.mu.Unlock()
-	if ok {
+	creating := h.State.State.Status == specs.StateCreating
+	if h.State.Pid == 0 {
+		switch {
+		case creating:
+			return nil, fmt.Errorf("a creating handoff without a pid: paddock cannot tell which processes are the container's")
+		case !ok:
+			return nil, fmt.Errorf("a handoff without a pid (status %q; crun's exec sends pid 0) of a container this agent does not serve: nothing says which processes are its", h.State.State.Status)
+		}
+		root, err := c.holderOf(h.Listener)
+		if err != nil || root == 0 {
+			s.Log.Debug().AnErr("why", err).Str("container", c.id).Msg("a session without a pid: its first process is placed at its first call")
+			c.pendSession(h.Listener)
+			return c, nil
+		}
+		s.Log.Debug().Str("container", c.id).Int("session", root).Msg("a session without a pid: its first process holds the listener")
+		return c, c.addSession(root)
+	}
+	if ok && !creating && c.member(h.State.Pid) {
 		return c, c.addSession(h.State.Pid)
 	}
 	c, err := newContainer(s.FS, h.State)
@@ -322,6 +398,7 @@ func (s *Server) drop(fd int, c *container) {
 	s.mu.Lock()
 	_ = unix.EpollCtl(s.ep, unix.EPOLL_CTL_DEL, fd, nil)
 	delete(s.byFd, fd)
+	c.forget(fd)
 	c.mu.Lock()
 	c.listeners--
 	gone := c.listeners == 0
@@ -386,6 +463,17 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 	req := policy.NewRequest(0, n.Data.Arch, n.Data.Nr, n.Data.Args)
 	sc := req.Syscall
 	ev := report.Event{Caller: int(n.Pid), ABI: req.ABI.String(), Labels: c.names}
+	if c.refused != "" {
+		ev.Decision = refusedHandoff(req, c, int(n.Pid))
+		if !seccomp.IDValid(fd, n.ID) {
+			return answer.Answer{}, ev, false
+		}
+		return answer.Refuse(ev.Decision.Errno), ev, true
+	}
+	c.placeShimChild()
+	if root, err := c.placeSession(fd, int(n.Pid)); err != nil || root != 0 {
+		s.Log.Info().AnErr("why_not", err).Str("container", c.id).Int("session", root).Int("caller", int(n.Pid)).Msg("a session without a pid placed by its first call")
+	}
 	caller, nested, err := c.caller(int(n.Pid))
 	var names *nestedNames
 	if nested {
@@ -404,7 +492,7 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 		return answer.Refuse(ev.Decision.Errno), ev, true
 	}
 	req.Tid = caller
-	req.Root = "the container's first process (or a runc exec session's)"
+	req.Root = "the container's first process (or its init shim's first child, or an exec session's)"
 	if _, size := policy.PtrArg(sc, req.Args); size > 0 {
 		req.MemErr = errors.New("fleet mode does not read the caller's memory")
 	}
@@ -437,6 +525,25 @@ func (s *Server) decide(c *container, fd int, n seccomp.Notif) (answer.Answer, r
 // the agent cannot tell what its pid arguments name, and refuses what it
 // cannot decide.
 func unplaced(req policy.Request, id string, pid int, why error) policy.Decision {
+	return undecided(req, func(call string) string {
+		return fmt.Sprintf("paddock refused %s from node pid %d of container %s: paddock could not place the caller in the container (%v), and refuses what it cannot decide. Way out: retry; if it persists, make the call from the container's own PID namespace, and run the agent in the node's (hostPID).",
+			call, pid, id, why)
+	})
+}
+
+// refusedHandoff is the refusal of a call that came on the listener of a
+// refused handoff (Server.refuse): paddock does not know whose the caller
+// is, and refuses what it cannot decide.
+func refusedHandoff(req policy.Request, c *container, pid int) policy.Decision {
+	return undecided(req, func(call string) string {
+		return fmt.Sprintf("paddock refused %s from node pid %d: the runtime's handoff of this process's seccomp listener (container %s) was refused (%s), so paddock cannot tell whose the caller is, and refuses every call it traps there. Way out: the agent's log line \"handoff refused\" says why; start the container (or the exec session) again once the runtime sends a state paddock accepts.",
+			call, pid, c.id, c.refused)
+	})
+}
+
+// undecided is an EPERM refusal of req under the undecidable rule, with
+// the message say gives for the call as named in it.
+func undecided(req policy.Request, say func(call string) string) policy.Decision {
 	d := policy.Decision{Syscall: req.Syscall.String(), Errno: unix.EPERM, Rule: audit.RuleUndecidable, Refusal: true}
 	call := d.Syscall
 	if si, ok := req.Syscall.SignalArg(); ok {
@@ -444,8 +551,7 @@ func unplaced(req policy.Request, id string, pid int, why error) policy.Decision
 		call = fmt.Sprintf("%s(%s)", d.Syscall, policy.SignalName(d.Signal))
 	}
 	d.Action = policy.ActionOf(req.Syscall, d)
-	d.Message = fmt.Sprintf("paddock refused %s from node pid %d of container %s: paddock could not place the caller in the container (%v), and refuses what it cannot decide. Way out: retry; if it persists, make the call from the container's own PID namespace, and run the agent in the node's (hostPID).",
-		call, pid, id, why)
+	d.Message = say(call)
 	return d
 }
 

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,9 +74,27 @@ func harnessMain(args []string) int {
 	if err != nil {
 		return fail("install listener", err)
 	}
+	// What it sends can be changed, as runtimes do (harnessEnv).
+	pid, status := cr.NSpid[0], specs.StateCreating
+	if v := os.Getenv("HARNESS_PID"); v != "" {
+		if pid, err = strconv.Atoi(v); err != nil {
+			return fail("HARNESS_PID", err)
+		}
+	}
+	if v := os.Getenv("HARNESS_STATUS"); v != "" {
+		status = specs.ContainerState(v)
+	}
+	var annotations map[string]string
+	if v := os.Getenv("HARNESS_ANNOTATION"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fail("HARNESS_ANNOTATION", err)
+		}
+		annotations = map[string]string{"large": strings.Repeat("a", n)}
+	}
 	state, err := json.Marshal(specs.ContainerProcessState{
-		Version: specs.Version, Fds: []string{specs.SeccompFdName}, Pid: cr.NSpid[0], Metadata: "harness",
-		State: specs.State{Version: specs.Version, ID: id, Status: specs.StateCreating, Pid: cr.NSpid[0], Bundle: "/harness/" + id},
+		Version: specs.Version, Fds: []string{specs.SeccompFdName}, Pid: pid, Metadata: "harness",
+		State: specs.State{Version: specs.Version, ID: id, Status: status, Pid: pid, Bundle: "/harness/" + id, Annotations: annotations},
 	})
 	if err != nil {
 		return fail("state", err)
@@ -84,10 +103,28 @@ func harnessMain(args []string) int {
 	if err != nil {
 		return fail("connect", err)
 	}
-	if _, _, err := conn.WriteMsgUnix(state, unix.UnixRights(listener), nil); err != nil {
+	if os.Getenv("HARNESS_SPLIT_CLOSE") != "" {
+		// The listener with the state's first bytes, then this process's
+		// copy closed before the rest: the agent has the whole message
+		// only once no process of the container holds the listener.
+		if _, _, err := conn.WriteMsgUnix(state[:10], unix.UnixRights(listener), nil); err != nil {
+			return fail("send", err)
+		}
+		unix.Close(listener)
+		if _, err := conn.Write(state[10:]); err != nil {
+			return fail("send", err)
+		}
+	} else if _, _, err := conn.WriteMsgUnix(state, unix.UnixRights(listener), nil); err != nil {
 		return fail("send", err)
 	}
 	conn.Close()
+	if os.Getenv("HARNESS_KEEP") != "" {
+		// As crun's exec does: a trapped call before the exec, while this
+		// process still holds its copy of the listener (closing the
+		// agent's copy then ends nothing: the call waits for an answer).
+		err := unix.Kill(os.Getpid(), unix.SIGCONT)
+		fmt.Printf("before-exec=%v\n", err)
+	}
 	unix.Close(listener)
 	return fail("exec sh", syscall.Exec("/bin/sh", []string{"sh", "-c", script}, os.Environ()))
 }
@@ -133,10 +170,10 @@ func startHarness(t testing.TB) *harness {
 
 // container runs the harness child as container id with script, and
 // returns its output.
-func (h *harness) container(t testing.TB, id, script string) string {
+func (h *harness) container(t testing.TB, id, script string, env ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	cmd := h.start(t, id, script, &out, &out)
+	cmd := h.startWith(t, id, script, env, &out, &out)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -153,9 +190,24 @@ func (h *harness) container(t testing.TB, id, script string) string {
 // output going to stdout and stderr.
 func (h *harness) start(t testing.TB, id, script string, stdout, stderr io.Writer) *exec.Cmd {
 	t.Helper()
+	return h.startWith(t, id, script, nil, stdout, stderr)
+}
+
+// startWith is start with env added to the child's environment: the
+// harness's knobs, HARNESS_PID (the pid it sends: "0" as crun's exec
+// does, "-1" to have its handoff refused), HARNESS_STATUS (the status it
+// sends: "running" as an exec session's) and HARNESS_KEEP (it keeps its
+// copy of the listener and makes a trapped call, kill(self, SIGCONT),
+// before its exec, printing "before-exec=" and the error),
+// HARNESS_ANNOTATION (an annotation of that many bytes in its state),
+// HARNESS_SPLIT_CLOSE (it closes its copy of the listener before it
+// sends the state's end).
+func (h *harness) startWith(t testing.TB, id, script string, env []string, stdout, stderr io.Writer) *exec.Cmd {
+	t.Helper()
 	self, argv := reexec.Argv(harnessChild, h.socket, id, script)
 	cmd := exec.Command(self, argv[1:]...)
 	cmd.Args[0] = argv[0]
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -361,5 +413,139 @@ unshare --mount --mount-proc sh %s/zombie.sh`, d))
 		if !strings.Contains(out, want) {
 			t.Errorf("the container's output lacks %q\n%s\n%s", want, out, h.logs)
 		}
+	}
+}
+
+// TestRefusedHandoffAnswered: a handoff the agent refuses (here a pid of
+// -1) whose sender keeps its own copy of the listener and makes a trapped
+// call, as crun's exec does, gets EPERM with paddock's message and an
+// undecidable journal record naming the container, instead of waiting for
+// ever on a listener the agent closed; the agent goes on serving.
+func TestRefusedHandoffAnswered(t *testing.T) {
+	h := startHarness(t)
+	out := h.container(t, "refused", `kill -CONT $$; echo after=$?`, "HARNESS_PID=-1", "HARNESS_KEEP=1")
+	for _, want := range []string{"before-exec=operation not permitted\n", "after=1\n", "the runtime's handoff of this process's seccomp listener (container refused) was refused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the refused container's output lacks %q\n%s", want, out)
+		}
+	}
+	j, _ := os.ReadFile(h.journal)
+	if n := strings.Count(string(j), `"container":"refused"`); n != 2 || !strings.Contains(string(j), `"rule":"undecidable"`) {
+		t.Errorf("want two undecidable records naming container refused\n%s", j)
+	}
+	if !strings.Contains(h.logs.String(), "handoff refused: its listener is kept") {
+		t.Errorf("the refusal is not logged\n%s", h.logs)
+	}
+	if o := h.container(t, "after", `(kill -9 1; echo lifeline=$?)`); !strings.Contains(o, "lifeline=1\n") {
+		t.Errorf("after the refused handoff, the agent does not serve\n%s", o)
+	}
+}
+
+// TestSameIDNewContainer: a second container with the id of one still
+// served (podman restart reuses it) is a container of its own, whether its
+// handoff says `creating` or `running` (a session whose process is not
+// the served container's): its process signals its own child, and its
+// descendant's kill -9 1 is refused. Before, it joined the first one, and
+// its calls were decided against the first one's processes.
+func TestSameIDNewContainer(t *testing.T) {
+	h := startHarness(t)
+	gate := filepath.Join(t.TempDir(), "go")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := h.start(t, "same", fmt.Sprintf(`echo ready
+while [ ! -e %s ]; do sleep 0.01; done
+(kill -9 1; echo lifeline=$?)`, gate), w, w)
+	w.Close()
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	out := bufio.NewReader(r)
+	if line, err := out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the first container did not start: %q, %v", line, err)
+	}
+	for _, status := range []string{"creating", "running"} {
+		o := h.container(t, "same", `sleep 100 & kill $!; echo own=$?
+(kill -9 1; echo lifeline=$?)`, "HARNESS_STATUS="+status)
+		if !strings.Contains(o, "own=0\n") || !strings.Contains(o, "lifeline=1\n") {
+			t.Errorf("a second container of the same id, status %s, was not served as its own\n%s\n%s", status, o, h.logs)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := readAll(out)
+	_ = first.Wait()
+	if !strings.Contains(rest, "lifeline=1\n") {
+		t.Errorf("the first container is not served any more\n%s", rest)
+	}
+}
+
+// TestSessionWithoutPid: a session handed over with pid 0, as crun's exec
+// sends it, started in a served container's PID namespace from outside it
+// (nsenter, as a runtime's exec): it joins the container, its processes
+// signal their own, and its first process is its lifeline against its
+// descendants, whether the agent finds it by the listener it still holds
+// (kcmp) or, once it holds it no more, by the first call on it. Before,
+// the handoff was refused and every call of the session with it.
+func TestSessionWithoutPid(t *testing.T) {
+	h := startHarness(t)
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		t.Skipf("needs nsenter (util-linux) to start a session in the container's PID namespace: %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(t.TempDir(), "go")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	first := h.start(t, "np", fmt.Sprintf(`echo ready
+while [ ! -e %s ]; do sleep 0.01; done`, gate), w, w)
+	w.Close()
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	if line, err := bufio.NewReader(r).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the container did not start: %q, %v", line, err)
+	}
+	for _, c := range []struct{ mode, log string }{
+		{"HARNESS_KEEP=1", "its first process holds the listener"},
+		{"HARNESS_SPLIT_CLOSE=1", "a session without a pid placed by its first call"},
+	} {
+		before := len(h.logs.String())
+		_, argv := reexec.Argv(harnessChild, h.socket, "np", `sleep 100 & kill $!; echo own=$?
+(kill -9 $$; echo session-lifeline=$?)
+kill -0 1; echo probe=$?`)
+		cmd := exec.Command(nsenter, append([]string{"-t", strconv.Itoa(first.Process.Pid), "-p", "--", self}, argv[1:]...)...)
+		cmd.Env = append(os.Environ(), "HARNESS_PID=0", "HARNESS_STATUS=running", c.mode)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute): // a safety net, not a timing
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("%s: the session ran over a minute\n%s", c.mode, out.String())
+		}
+		o := out.String()
+		for _, want := range []string{"own=0\n", "session-lifeline=1\n", "probe=0\n", "is a critical session lifeline"} {
+			if !strings.Contains(o, want) {
+				t.Errorf("%s: the session's output lacks %q\n%s\n%s", c.mode, want, o, h.logs.String()[before:])
+			}
+		}
+		if !strings.Contains(h.logs.String()[before:], c.log) {
+			t.Errorf("%s: the agent's log lacks %q\n%s", c.mode, c.log, h.logs.String()[before:])
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

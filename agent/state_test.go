@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -36,7 +37,7 @@ func TestParseState(t *testing.T) {
 		{name: "names and fds disagree", msg: runcState, nfds: 2, err: "names 1 descriptors (fds), 2 came with it"},
 		{name: "no fds", msg: runcState, nfds: 0, err: "names 1 descriptors"},
 		{name: "name twice", msg: strings.Replace(runcState, `["seccompFd"]`, `["seccompFd","seccompFd"]`, 1), nfds: 2, err: "given twice"},
-		{name: "pid 0", msg: strings.Replace(runcState, `"pid":4242,"metadata"`, `"pid":0,"metadata"`, 1), nfds: 1, err: "pid 0"},
+		{name: "pid 0 (crun's exec)", msg: strings.Replace(runcState, `"pid":4242,"metadata"`, `"pid":0,"metadata"`, 1), nfds: 1, index: 0},
 		{name: "negative pid", msg: strings.Replace(runcState, `"pid":4242,"metadata"`, `"pid":-1,"metadata"`, 1), nfds: 1, err: "pid -1"},
 		{name: "no id", msg: strings.Replace(runcState, `"id":"c1",`, ``, 1), nfds: 1, err: "no container id"},
 		{name: "oversize", msg: `{"x":"` + strings.Repeat("a", MaxStateSize) + `"}`, nfds: 1, err: "at most"},
@@ -71,7 +72,7 @@ func FuzzParseState(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if index < 0 || index >= nfds || len(st.Fds) != nfds || st.Fds[index] != specs.SeccompFdName || st.Pid <= 0 || st.State.ID == "" {
+		if index < 0 || index >= nfds || len(st.Fds) != nfds || st.Fds[index] != specs.SeccompFdName || st.Pid < 0 || st.State.ID == "" {
 			t.Fatalf("accepted %q (nfds %d) as index %d, state %+v", msg, nfds, index, st)
 		}
 	})
@@ -111,21 +112,26 @@ func listener(t *testing.T) int {
 
 // send writes msg with fds over one end of a fresh stream socket pair (as
 // runc dials the listenerPath) and returns the other end, as the runtime's
-// connection to paddock agent.
-func send(t *testing.T, msg []byte, fds ...int) *net.UnixConn {
+// connection to paddock agent, and a wait for the sender's end (closed
+// once it sent all, or the reader closed its end).
+func send(t *testing.T, msg []byte, fds ...int) (*net.UnixConn, func()) {
 	t.Helper()
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(pair[0])
 	var oob []byte
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
 	}
-	if err := unix.Sendmsg(pair[0], msg, oob, nil, 0); err != nil {
-		t.Fatal(err)
-	}
+	// From a goroutine: a message larger than the socket's buffer waits
+	// for the reader (or its close: then EPIPE).
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		defer unix.Close(pair[0])
+		_ = unix.Sendmsg(pair[0], msg, oob, nil, 0)
+	}()
 	f := os.NewFile(uintptr(pair[1]), "handoff")
 	c, err := net.FileConn(f)
 	f.Close()
@@ -133,7 +139,7 @@ func send(t *testing.T, msg []byte, fds ...int) *net.UnixConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c.(*net.UnixConn)
+	return c.(*net.UnixConn), func() { <-sent }
 }
 
 // TestReceive: a real listener with the runc state is taken; a pipe named
@@ -145,7 +151,10 @@ func TestReceive(t *testing.T) {
 	}
 	fd := listener(t)
 	defer unix.Close(fd)
-	h, err := Receive(send(t, []byte(runcState), fd))
+	conn, wait := send(t, []byte(runcState), fd)
+	h, err := Receive(conn)
+	conn.Close()
+	wait()
 	if err != nil {
 		t.Fatalf("Receive: %v", err)
 	}
@@ -166,21 +175,114 @@ func TestReceive(t *testing.T) {
 		msg  []byte
 		fds  []int
 		err  string
+		// kept: the refused handoff's Listener is the seccomp listener
+		// that came with it (the server answers its calls).
+		kept bool
 	}{
-		{"a pipe", []byte(runcState), []int{p[0]}, "not a seccomp listener"},
-		{"two descriptors for one name", two, []int{fd, p[0]}, "names 1 descriptors (fds), 2 came with it"},
-		{"garbage", []byte("\x00\xff"), []int{fd}, "container process state"},
+		{"a pipe", []byte(runcState), []int{p[0]}, "not a seccomp listener", false},
+		{"two descriptors for one name", two, []int{fd, p[0]}, "names 1 descriptors (fds), 2 came with it", true},
+		{"garbage", []byte("\x00\xff"), []int{fd}, "container process state", true},
+		{"ends inside its value", []byte(runcState[:100]), []int{fd}, "ended after 100 bytes, inside its JSON value", true},
+		{"two values", []byte(runcState + runcState), []int{fd}, "more than one JSON value", true},
+		{"over the bound", []byte(`{"x":"` + strings.Repeat("a", MaxStateSize) + `"}`), []int{fd}, "at most", true},
 	} {
 		before := openFds(t)
-		conn := send(t, c.msg, c.fds...)
-		_, err := Receive(conn)
+		conn, wait := send(t, c.msg, c.fds...)
+		h, err := Receive(conn)
 		conn.Close()
+		wait()
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%s: Receive: %v, want an error with %q", c.name, err, c.err)
+		}
+		if c.kept != (h.Listener >= 0) || h.Listener >= 0 && isListener(h.Listener) != nil {
+			t.Errorf("%s: refused handoff's listener %d, want one kept: %v", c.name, h.Listener, c.kept)
+		}
+		if h.Listener >= 0 {
+			unix.Close(h.Listener)
 		}
 		if after := openFds(t); after != before {
 			t.Errorf("%s: %d descriptors open after the refusal, %d before: received ones were kept", c.name, after, before)
 		}
+	}
+}
+
+// TestReceiveInParts: a state with a 40 KB annotation, which the kernel
+// splits into parts on a stream socket, is read whole, whether the runtime
+// sends it in one sendmsg or several writes, and without waiting for EOF
+// (crun's helper leaves the connection open); descriptors with a later
+// part are refused, the first part's listener kept.
+func TestReceiveInParts(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the handoff is taken from root peers only (here the test itself)")
+	}
+	fd := listener(t)
+	defer unix.Close(fd)
+	big := strings.Replace(runcState, `"annotations":{`, `"annotations":{"big":"`+strings.Repeat("x", 40000)+`",`, 1)
+	for _, c := range []struct {
+		name  string
+		parts []string
+		late  bool // a descriptor with the second part too
+		err   string
+	}{
+		{name: "one sendmsg", parts: []string{big}},
+		{name: "three writes", parts: []string{big[:10], big[10:30000], big[30000:]}},
+		{name: "a descriptor late", parts: []string{big[:10], big[10:]}, late: true, err: "descriptors came after the first 10 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(pair[0]) // open until the end: no EOF to wait for
+			f := os.NewFile(uintptr(pair[1]), "handoff")
+			nc, err := net.FileConn(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn := nc.(*net.UnixConn)
+			defer conn.Close()
+			// A safety net: a Receive that waited for EOF fails here.
+			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			sent := make(chan error, 1)
+			go func() {
+				for i, p := range c.parts {
+					var oob []byte
+					if i == 0 || c.late {
+						oob = unix.UnixRights(fd)
+					}
+					// A blocking socket: sendmsg sends the whole part.
+					if err := unix.Sendmsg(pair[0], []byte(p), oob, nil, 0); err != nil {
+						sent <- err
+						return
+					}
+				}
+				sent <- nil
+			}()
+			before := openFds(t)
+			h, err := Receive(conn)
+			if serr := <-sent; serr != nil {
+				t.Fatal(serr)
+			}
+			if h.Listener >= 0 {
+				defer unix.Close(h.Listener)
+			}
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || h.Listener < 0 {
+					t.Fatalf("Receive: %v, listener %d; want an error with %q and the first part's listener", err, h.Listener, c.err)
+				}
+				if after := openFds(t); after != before+1 {
+					t.Errorf("%d descriptors open after, %d before: the late one was kept", after, before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Receive: %v", err)
+			}
+			if got := h.State.State.Annotations["big"]; len(got) != 40000 || h.State.State.ID != "c1" || isListener(h.Listener) != nil {
+				t.Errorf("Receive: annotation of %d bytes, id %q, listener %d: want the whole state and the listener", len(got), h.State.State.ID, h.Listener)
+			}
+		})
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -146,6 +148,21 @@ type containerRecord struct {
 	Shared      bool              `json:"shared,omitempty"`
 	Cgroup      string            `json:"cgroup"`
 	Lifelines   map[int]uint64    `json:"lifelines"`
+	// Key names the container in the batches' Listeners, unique in one
+	// takeover: two containers can have the same id (a restarted one,
+	// while the old one's listener is still open). An older agent sends
+	// none: its Listeners name ids.
+	Key string `json:"key,omitempty"`
+	// Detached marks a container no new session may join: one a newer
+	// container of the same id replaced, or a refused handoff's.
+	Detached bool `json:"detached,omitempty"`
+	// Refused is why its handoff was refused (container.refused).
+	Refused string `json:"refused,omitempty"`
+	// First, Shim and ShimPlaced: its first process, and whether that is
+	// an init shim whose first child is placed (container.first).
+	First      int  `json:"first,omitempty"`
+	Shim       bool `json:"shim,omitempty"`
+	ShimPlaced bool `json:"shimPlaced,omitempty"`
 }
 
 // batch is one message of a takeover: containers described (each once),
@@ -154,7 +171,10 @@ type containerRecord struct {
 type batch struct {
 	Containers []containerRecord `json:"containers,omitempty"`
 	Listeners  []string          `json:"listeners,omitempty"`
-	Socket     bool              `json:"socket,omitempty"`
+	// Pending marks, for each of Listeners, a session whose first
+	// process is not placed yet (container.pending).
+	Pending []bool `json:"pending,omitempty"`
+	Socket  bool   `json:"socket,omitempty"`
 }
 
 // handOver sends everything s serves to the new agent on conn, and its
@@ -170,17 +190,27 @@ func (s *Server) handOver(conn *net.UnixConn, ln *net.UnixListener) error {
 		items = append(items, item{fd, c})
 	}
 	s.mu.Unlock()
-	sent := map[*container]bool{}
+	keys := map[*container]string{}
 	for len(items) > 0 {
 		n := min(len(items), MaxFds)
 		var b batch
 		var fds []int
 		for _, it := range items[:n] {
-			if !sent[it.c] {
-				sent[it.c] = true
-				b.Containers = append(b.Containers, it.c.record())
+			key, sent := keys[it.c]
+			if !sent {
+				key = strconv.Itoa(len(keys))
+				keys[it.c] = key
+				r := it.c.record()
+				r.Key = key
+				s.mu.Lock()
+				r.Detached = r.Refused != "" || s.byID[it.c.id] != it.c
+				s.mu.Unlock()
+				b.Containers = append(b.Containers, r)
 			}
-			b.Listeners = append(b.Listeners, it.c.id)
+			b.Listeners = append(b.Listeners, key)
+			it.c.mu.Lock()
+			b.Pending = append(b.Pending, it.c.pending[it.fd])
+			it.c.mu.Unlock()
 			fds = append(fds, it.fd)
 		}
 		if err := sendBatch(conn, b, fds); err != nil {
@@ -207,7 +237,13 @@ func sendBatch(conn *net.UnixConn, b batch, fds []int) error {
 	if len(msg) > MaxStateSize {
 		return fmt.Errorf("takeover: a batch of %d bytes is over %d", len(msg), MaxStateSize)
 	}
-	if _, _, err := conn.WriteMsgUnix(msg, unix.UnixRights(fds...), nil); err != nil {
+	// The socket is non-blocking under Go's poller: a large batch may go
+	// in part, the descriptors with its first bytes; the rest follows.
+	n, _, err := conn.WriteMsgUnix(msg, unix.UnixRights(fds...), nil)
+	if err == nil && n < len(msg) {
+		_, err = conn.Write(msg[n:])
+	}
+	if err != nil {
 		return fmt.Errorf("takeover: send: %w", err)
 	}
 	return nil
@@ -222,14 +258,19 @@ func (c *container) record() containerRecord {
 		l[k] = v
 	}
 	return containerRecord{ID: c.id, Bundle: c.bundle, Metadata: c.metadata, Annotations: c.annotations,
-		PidNS: c.pidns, Shared: c.shared, Cgroup: c.cgroup, Lifelines: l}
+		PidNS: c.pidns, Shared: c.shared, Cgroup: c.cgroup, Lifelines: l, Refused: c.refused,
+		First: c.first, Shim: c.shim, ShimPlaced: c.shimPlaced}
 }
 
 // Taken is what TakeOver received: the listening socket and every
 // container with its listeners, for Server.Serve to go on with.
 type Taken struct {
-	Listener   *net.UnixListener
+	Listener *net.UnixListener
+	// containers maps each container's key (containerRecord.Key, or its
+	// id from an older agent) to it; detached names those no new session
+	// may join.
 	containers map[string]*container
+	detached   map[*container]bool
 	listeners  map[int]*container
 }
 
@@ -262,55 +303,47 @@ func TakeOver(socket string) (*Taken, error) {
 	if _, err := conn.Write([]byte(takeoverRequest)); err != nil {
 		return nil, fmt.Errorf("--takeover: %w", err)
 	}
-	t := &Taken{containers: map[string]*container{}, listeners: map[int]*container{}}
+	t := &Taken{containers: map[string]*container{}, detached: map[*container]bool{}, listeners: map[int]*container{}}
 	fail := func(err error) (*Taken, error) {
 		t.Close()
 		return nil, fmt.Errorf("--takeover: %w", err)
 	}
-	buf := make([]byte, MaxStateSize+1)
-	oob := make([]byte, unix.CmsgSpace(MaxFds*4)+unix.CmsgSpace(unix.SizeofUcred))
+	v := &valueStream{conn: conn}
+	defer v.close()
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-		n, oobn, flags, _, err := conn.ReadMsgUnix(buf, oob)
+		msg, err := v.next()
 		if err != nil {
 			return fail(fmt.Errorf("read: %w (the old agent ended before handing over its socket)", err))
-		}
-		fds, err := parseRights(oob[:oobn])
-		if err == nil && flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
-			err = errors.New("a batch over the bounds")
 		}
 		var c struct {
 			challenge
 			batch
 		}
 		c.Fd = -1
-		if err == nil {
-			err = json.Unmarshal(buf[:n], &c)
+		if err := json.Unmarshal(msg, &c); err != nil {
+			return fail(err)
 		}
-		if err == nil && c.Fd >= 0 {
+		if c.Fd >= 0 {
 			// The old agent asks for proof first (an agent of an older
 			// release does not).
-			if len(fds) != 0 {
-				err = fmt.Errorf("a challenge came with %d descriptors, want none", len(fds))
+			if len(v.fds) != 0 {
+				err = fmt.Errorf("a challenge came with %d descriptors, want none", len(v.fds))
 			} else {
-				err = answerChallenge(conn, c.challenge, senderPid(oob[:oobn]))
+				err = answerChallenge(conn, c.challenge, v.pid)
 			}
 			if err != nil {
-				for _, fd := range fds {
-					unix.Close(fd)
-				}
 				return fail(err)
 			}
 			continue
 		}
 		b := c.batch
-		if err == nil && (b.Socket && len(fds) != 1 || !b.Socket && len(fds) != len(b.Listeners)) {
-			err = fmt.Errorf("a batch names %d descriptors, %d came", len(b.Listeners), len(fds))
+		want := len(b.Listeners)
+		if b.Socket {
+			want = 1
 		}
+		fds, err := v.take(want)
 		if err != nil {
-			for _, fd := range fds {
-				unix.Close(fd)
-			}
 			return fail(err)
 		}
 		if b.Socket {
@@ -325,8 +358,20 @@ func TakeOver(socket string) (*Taken, error) {
 			return t, nil
 		}
 		for _, r := range b.Containers {
-			t.containers[r.ID] = &container{id: r.ID, bundle: r.Bundle, metadata: r.Metadata, annotations: r.Annotations,
-				pidns: r.PidNS, shared: r.Shared, cgroup: r.Cgroup, lifelines: r.Lifelines, hosts: map[int]int{}}
+			key := r.Key
+			if key == "" {
+				key = r.ID
+			}
+			c := &container{id: r.ID, bundle: r.Bundle, metadata: r.Metadata, annotations: r.Annotations,
+				pidns: r.PidNS, shared: r.Shared, cgroup: r.Cgroup, lifelines: r.Lifelines, hosts: map[int]int{}, refused: r.Refused,
+				first: r.First, shim: r.Shim, shimPlaced: r.ShimPlaced}
+			if c.lifelines == nil {
+				c.lifelines = map[int]uint64{}
+			}
+			t.containers[key] = c
+			if r.Detached || r.Refused != "" {
+				t.detached[c] = true
+			}
 		}
 		for i, id := range b.Listeners {
 			c := t.containers[id]
@@ -338,6 +383,12 @@ func TakeOver(socket string) (*Taken, error) {
 			}
 			c.listeners++
 			t.listeners[fds[i]] = c
+			if i < len(b.Pending) && b.Pending[i] {
+				if c.pending == nil {
+					c.pending = map[int]bool{}
+				}
+				c.pending[fds[i]] = true
+			}
 		}
 	}
 }
@@ -366,4 +417,79 @@ func (t *Taken) Close() {
 	if t.Listener != nil {
 		t.Listener.Close()
 	}
+}
+
+// valueStream reads the JSON values of a takeover one after another, and
+// the descriptors that come with them in order: a batch of several
+// containers with large annotations is split by the kernel into parts
+// (about 32 KiB each on a stream socket), and one read may end inside a
+// batch or hold the end of one and the beginning of the next.
+type valueStream struct {
+	conn *net.UnixConn
+	buf  []byte
+	fds  []int
+	// pid is the sender's pid as the last read's SCM_CREDENTIALS named it
+	// (0: none).
+	pid int
+}
+
+// next returns the next whole JSON value, reading within conn's deadline;
+// more than MaxStateSize bytes of one value is an error.
+func (v *valueStream) next() ([]byte, error) {
+	part := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(MaxFds*4)+unix.CmsgSpace(unix.SizeofUcred))
+	for {
+		if len(bytes.TrimSpace(v.buf)) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(v.buf))
+			var raw json.RawMessage
+			err := dec.Decode(&raw)
+			if err == nil {
+				v.buf = v.buf[dec.InputOffset():]
+				return raw, nil
+			}
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("a batch: %w", err)
+			}
+		}
+		if len(v.buf) > MaxStateSize {
+			return nil, fmt.Errorf("a batch over %d bytes", MaxStateSize)
+		}
+		n, oobn, flags, _, err := v.conn.ReadMsgUnix(part, oob)
+		if n == 0 && err == nil {
+			err = io.EOF
+		}
+		if err != nil {
+			return nil, err
+		}
+		fds, ferr := parseRights(oob[:oobn])
+		v.fds = append(v.fds, fds...)
+		if ferr == nil && flags&unix.MSG_CTRUNC != 0 {
+			ferr = errors.New("more descriptors than a batch holds")
+		}
+		if ferr != nil {
+			return nil, ferr
+		}
+		if p := senderPid(oob[:oobn]); p != 0 {
+			v.pid = p
+		}
+		v.buf = append(v.buf, part[:n]...)
+	}
+}
+
+// take returns the next n descriptors received, in order.
+func (v *valueStream) take(n int) ([]int, error) {
+	if n > len(v.fds) {
+		return nil, fmt.Errorf("a batch names %d descriptors, %d came", n, len(v.fds))
+	}
+	fds := v.fds[:n:n]
+	v.fds = v.fds[n:]
+	return fds, nil
+}
+
+// close closes every descriptor received and not taken.
+func (v *valueStream) close() {
+	for _, fd := range v.fds {
+		unix.Close(fd)
+	}
+	v.fds = nil
 }

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +138,7 @@ while [ ! -e %s ]; do sleep 0.01; done
 	if err != nil {
 		t.Fatalf("TakeOver: %v\n%s", err, h.logs)
 	}
-	if taken.containers["kept"] == nil {
+	if !slices.ContainsFunc(slices.Collect(maps.Values(taken.containers)), func(c *container) bool { return c.id == "kept" }) {
 		t.Errorf("the running container was not taken over: %v", taken.containers)
 	}
 	if err := <-h.done; err != nil {
@@ -169,4 +172,74 @@ func readAll(r *bufio.Reader) (string, error) {
 	var b strings.Builder
 	_, err := r.WriteTo(&b)
 	return b.String(), err
+}
+
+// TestTakeoverLarge: a takeover of containers whose states hold 200 KB
+// annotations each, a batch the kernel splits into many parts and Go's
+// non-blocking socket writes in several, and of a refused handoff's
+// listener: the new agent takes all of them, serves the containers' next
+// calls, and goes on refusing the refused one's.
+func TestTakeoverLarge(t *testing.T) {
+	h := startHarness(t)
+	gate := filepath.Join(t.TempDir(), "go")
+	script := fmt.Sprintf(`echo ready
+while [ ! -e %s ]; do sleep 0.01; done
+(kill -9 1; echo lifeline=$?)
+kill -CONT $$; echo own=$?`, gate)
+	type started struct {
+		cmd *exec.Cmd
+		out *bufio.Reader
+	}
+	var all []started
+	for i, env := range [][]string{{"HARNESS_ANNOTATION=200000"}, {"HARNESS_ANNOTATION=200000"}, {"HARNESS_PID=-1"}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		cmd := h.startWith(t, fmt.Sprintf("large%d", i), script, env, w, w)
+		w.Close()
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		out := bufio.NewReader(r)
+		if line, err := out.ReadString('\n'); line != "ready\n" {
+			t.Fatalf("container large%d did not start: %q, %v\n%s", i, line, err, h.logs)
+		}
+		all = append(all, started{cmd, out})
+	}
+	taken, err := TakeOver(h.socket)
+	if err != nil {
+		t.Fatalf("TakeOver: %v\n%s", err, h.logs)
+	}
+	if len(taken.containers) != 3 || len(taken.listeners) != 3 || len(taken.detached) != 1 {
+		t.Errorf("taken over: %d containers, %d listeners, %d detached; want 3, 3, 1", len(taken.containers), len(taken.listeners), len(taken.detached))
+	}
+	if err := <-h.done; err != nil {
+		t.Errorf("the old agent's Serve: %v", err)
+	}
+	h.done <- nil // for the harness's cleanup
+	s2 := &Server{Log: zerolog.New(h.logs), Taken: taken}
+	done2 := make(chan error, 1)
+	go func() { done2 <- s2.Serve(taken.Listener) }()
+	defer func() {
+		taken.Listener.Close()
+		if err := <-done2; err != nil && !errors.Is(err, net.ErrClosed) {
+			t.Errorf("the new agent's Serve: %v", err)
+		}
+	}()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range all {
+		rest, _ := readAll(s.out)
+		_ = s.cmd.Wait()
+		want := []string{"lifeline=1\n", "own=0\n"}
+		if i == 2 {
+			want = []string{"lifeline=1\n", "own=1\n", "was refused"}
+		}
+		for _, w := range want {
+			if !strings.Contains(rest, w) {
+				t.Errorf("container large%d after the takeover lacks %q\n%s", i, w, rest)
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,13 @@ type fleet struct {
 	state   string
 	agent   *exec.Cmd
 	logPath string
+	// annotations go into the config.json of each bundle made after they
+	// are set (runc sends them to the agent in the state).
+	annotations map[string]string
+	// shim, when set, is an init program (a static catatonit) copied into
+	// each bundle made after it is set, and run as the container's first
+	// process with sh as its child.
+	shim string
 }
 
 // log is what the agents of the test logged so far.
@@ -101,22 +109,7 @@ func (f *fleet) stop() {
 func (f *fleet) bundle(id, script string, hostPID bool) string {
 	f.t.Helper()
 	b := filepath.Join(f.dir, id)
-	bin := filepath.Join(b, "rootfs", "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	bb, err := os.ReadFile("/bin/busybox")
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(bin, "busybox"), bb, 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	for _, c := range []string{"sh", "sleep", "kill", "echo", "cat", "pgrep"} {
-		if err := os.Symlink("busybox", filepath.Join(bin, c)); err != nil {
-			f.t.Fatal(err)
-		}
-	}
+	f.rootfs(filepath.Join(b, "rootfs"))
 	spec := exec.Command("runc", "spec", "--bundle", b)
 	if out, err := spec.CombinedOutput(); err != nil {
 		f.t.Fatalf("runc spec: %v\n%s", err, out)
@@ -133,6 +126,17 @@ func (f *fleet) bundle(id, script string, hostPID bool) string {
 	proc := cfg["process"].(map[string]any)
 	proc["terminal"] = false
 	proc["args"] = []string{"sh", "-c", script}
+	if f.shim != "" {
+		bin, err := os.ReadFile(f.shim)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		in := "/bin/" + filepath.Base(f.shim)
+		if err := os.WriteFile(filepath.Join(b, "rootfs", in), bin, 0o755); err != nil {
+			f.t.Fatal(err)
+		}
+		proc["args"] = []string{in, "--", "sh", "-c", script}
+	}
 	cfg["root"].(map[string]any)["readonly"] = false
 	linux := cfg["linux"].(map[string]any)
 	// The profile `paddock agent profile` prints.
@@ -141,6 +145,9 @@ func (f *fleet) bundle(id, script string, hostPID bool) string {
 		f.t.Fatal(err)
 	}
 	linux["seccomp"] = prof
+	if f.annotations != nil {
+		cfg["annotations"] = f.annotations
+	}
 	if hostPID {
 		var ns []any
 		for _, n := range linux["namespaces"].([]any) {
@@ -158,6 +165,28 @@ func (f *fleet) bundle(id, script string, hostPID bool) string {
 		f.t.Fatal(err)
 	}
 	return b
+}
+
+// rootfs makes a container's root file system at dir: a static busybox
+// and its commands.
+func (f *fleet) rootfs(dir string) {
+	f.t.Helper()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "busybox"), bb, 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	for _, c := range []string{"sh", "sleep", "kill", "echo", "cat", "pgrep", "mv"} {
+		if err := os.Symlink("busybox", filepath.Join(bin, c)); err != nil {
+			f.t.Fatal(err)
+		}
+	}
 }
 
 // run runs container id to completion (at most a minute) and returns its
@@ -362,4 +391,106 @@ sleep 60`)
 	}
 	o, e := f.run("tk2", fleetScript, false)
 	wantLines(t, o+e, strings.Split(o, "\n"), "own=0", "lifeline=1", "probe=0")
+}
+
+// TestFleetLargeAnnotation: a container with a 40 KB annotation, whose
+// state the kernel splits into parts on the way to the agent, is served
+// (before, the agent read one part, refused the handoff, and runc ran the
+// container unserved): its descendant's kill -9 1 is refused and
+// journaled.
+func TestFleetLargeAnnotation(t *testing.T) {
+	f := newFleet(t)
+	f.annotations = map[string]string{"example.com/large": strings.Repeat("a", 40000)}
+	out, errOut := f.run("big", fleetScript, false)
+	wantLines(t, out+errOut, strings.Split(out, "\n"), "own=0", "lifeline=1", "probe=0")
+	recs := f.records()
+	if len(recs) != 1 || recs[0]["container"] != "big" || recs[0]["action"] != "signal_denied" {
+		t.Errorf("want one signal_denied record naming big, got %v\n%s", recs, f.log())
+	}
+}
+
+// TestFleetInitShim: a container whose first process is an init shim (a
+// static catatonit, which runs sh as its first child; the agent knows it
+// by config.json's process.args): a descendant's kill -9 of the program
+// (the shim's first child) is refused like one of the shim; the program
+// still signals its own children. Before, only the shim was protected.
+func TestFleetInitShim(t *testing.T) {
+	f := newFleet(t)
+	shim, err := exec.LookPath("catatonit")
+	if err != nil {
+		t.Skipf("needs catatonit (apt-get install catatonit): %v", err)
+	}
+	if out, err := exec.Command("readelf", "-lW", shim).Output(); err != nil || strings.Contains(string(out), "INTERP") {
+		t.Skipf("needs a static catatonit to copy into the container (%s: %v)", shim, err)
+	}
+	f.shim = shim
+	out, errOut := f.run("shim", `sleep 100 & kill $!; echo own=$?
+(kill -9 $$; echo program=$?)
+(kill -9 1; echo init=$?)
+kill -0 1; echo probe=$?`, false)
+	wantLines(t, out+errOut, strings.Split(out, "\n"), "own=0", "program=1", "init=1", "probe=0")
+	if !regexp.MustCompile(`paddock refused kill\(SIGKILL\) of pid \d+ \(sh\).*init shim's first child`).MatchString(errOut) {
+		t.Errorf("the container's stderr lacks paddock's message for the program\n%s", errOut)
+	}
+}
+
+// TestFleetRuntimeWrapper: a bundle whose profile has the NOTIFY rules but
+// no listenerPath, as Docker 20.10 hands it to its runtime, is refused by
+// runc; through `paddock agent runtime-wrapper` (what Docker's daemon.json
+// names as the runtime) it is served: a --pid=host container's kill of a
+// node process is refused, its own child killed, the refusal journaled
+// with the wrapper's metadata. Docker's engine itself is not run here.
+func TestFleetRuntimeWrapper(t *testing.T) {
+	f := newFleet(t)
+	node := startForeign(t, "sleep", "300")
+	strip := func(b string) {
+		p := filepath.Join(b, "config.json")
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(readFile(p)), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		sc := cfg["linux"].(map[string]any)["seccomp"].(map[string]any)
+		delete(sc, "listenerPath")
+		delete(sc, "listenerMetadata")
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "kill -TERM " + itoa(node.pid()) + "; echo node=$?; sleep 100 & kill $!; echo own=$?"
+	plain := f.bundle("plain", script, true)
+	strip(plain)
+	if out, err := exec.Command("runc", "--root", f.state, "run", "--bundle", plain, "plain").CombinedOutput(); err == nil {
+		t.Errorf("runc ran a container with NOTIFY rules and no listenerPath (the wrapper's reason to be is gone?)\n%s", out)
+	}
+	b := f.bundle("wrapped", script, true)
+	strip(b)
+	cmd := exec.Command(bins.paddock, "agent", "runtime-wrapper", "--socket", f.socket, "--metadata", "docker", "--",
+		"--root", f.state, "run", "--bundle", b, "wrapped")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a safety net, not a timing
+		_ = exec.Command("runc", "--root", f.state, "kill", "wrapped", "KILL").Run()
+		<-done
+		t.Fatalf("the wrapped container ran over a minute\n%s%s", out.String(), errb.String())
+	}
+	wantLines(t, out.String()+errb.String(), strings.Split(out.String(), "\n"), "node=1", "own=0")
+	if !node.alive(t) {
+		t.Error("the node's process died")
+	}
+	recs := f.records()
+	if len(recs) != 1 || recs[0]["container"] != "wrapped" || recs[0]["listener_metadata"] != "docker" {
+		t.Errorf("want one record of container wrapped with metadata docker, got %v", recs)
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,7 +63,52 @@ in the kernel's queue meanwhile (docs/fleet.md). With nothing serving PATH,
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format on stderr: `console` or json")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	cmd.Flags().BoolVar(&f.takeover, "takeover", false, "take every container and the socket over from the agent serving PATH, which then exits (an upgrade)")
-	cmd.AddCommand(newAgentProfileCmd())
+	cmd.AddCommand(newAgentProfileCmd(), newAgentWrapperCmd())
+	return cmd
+}
+
+func newAgentWrapperCmd() *cobra.Command {
+	var socket, metadata, runtime string
+	cmd := &cobra.Command{
+		Use:   "runtime-wrapper --socket PATH [--metadata TEXT] [--runtime RUNTIME] -- RUNTIME-ARGS...",
+		Short: "Stand in for the OCI runtime of an engine that drops listenerPath (Docker 20.10)",
+		Long: `paddock agent runtime-wrapper stands in for the OCI runtime an engine calls,
+for engines that drop the seccomp profile's listenerPath and keep its
+SCMP_ACT_NOTIFY rules (Docker 20.10: runc then refuses the container, crun
+runs it unserved). Before the runtime's create or run, it writes the agent's
+socket PATH back into the bundle's config.json as listenerPath (and TEXT as
+listenerMetadata), where the profile has NOTIFY rules and no listenerPath;
+then it execs RUNTIME (runc by default) with RUNTIME-ARGS unchanged. Every
+other command (start, exec, kill, delete, state) goes to the runtime as it
+came. Docker's daemon.json names it as a runtime with runtimeArgs; see
+docs/fleet.md, "Docker".`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if socket == "" {
+				return fmt.Errorf("--socket is required: the path paddock agent --socket listens on")
+			}
+			path, err := exec.LookPath(runtime)
+			if err != nil {
+				return fmt.Errorf("--runtime %s: %w", runtime, err)
+			}
+			dir, err := os.Getwd()
+			if err != nil {
+				return fmt.Errorf("runtime wrapper: %w", err)
+			}
+			if _, bundle := agent.RuntimeBundle(args, dir); bundle != "" {
+				if _, err := agent.PatchBundle(bundle, socket, metadata); err != nil {
+					fmt.Fprintf(os.Stderr, "paddock: %v; the container is not started\n", err)
+					return exitError{code: 1}
+				}
+			}
+			err = syscall.Exec(path, append([]string{path}, args...), os.Environ())
+			fmt.Fprintf(os.Stderr, "paddock: runtime wrapper: exec %s: %v\n", path, err)
+			return exitError{code: 1}
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", "", "the agent's socket `PATH`, written as listenerPath (absolute)")
+	cmd.Flags().StringVar(&metadata, "metadata", "", "listenerMetadata `TEXT` for a profile that has none, journaled with each refusal")
+	cmd.Flags().StringVar(&runtime, "runtime", "runc", "the OCI `RUNTIME` to exec (a name on PATH or a path): runc or crun")
 	return cmd
 }
 

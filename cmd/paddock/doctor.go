@@ -43,7 +43,7 @@ Apart from those directories, doctor changes nothing on the host.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := features.Probe("")
-			r.Items = append(r.Items, runtimeItem(lookRuntime(exec.LookPath, runtimeDirs), runtimeVersion))
+			r.Items = append(r.Items, runtimeItem(lookRuntime(exec.LookPath, runtimeDirs), runtimeVersion, features.HybridCgroups()))
 			sw := control.Sweep()
 			r.Items = append(r.Items, sweptItem(sw))
 			ci := controlItem(listenControl)

@@ -27,12 +27,25 @@ var runtimeRules = []struct {
 	since [3]int
 }{{"runc", [3]int{1, 1, 0}}, {"crun", [3]int{0, 19, 0}}}
 
+// crunNote is what doctor says of crun: what it sends that agents before
+// this release refused, and that they hung it.
+const crunNote = "crun sends an exec session's handoff without its pid (pid 0, bundle \".\"; 1.8.1 and its main branch): " +
+	"this agent serves it by its listener, and answers the calls of any handoff it refuses; an agent before this release refused it " +
+	"and closed the listener, and every podman exec into a crun container hung for ever in its first trapped call (ctr task exec failed after about 18 s): " +
+	"upgrade the agent before a node runs crun (docs/fleet.md)"
+
+// hybridNote is what doctor says of crun under the hybrid cgroup layout.
+const hybridNote = "crun refuses this node's hybrid cgroup layout (cgroup v1 with cgroup2 at /sys/fs/cgroup/unified: " +
+	"\"cgroups in hybrid mode not supported\"): no container starts with it, served or not"
+
 // runtimeItem reports the OCI runtimes found with lookPath (lookRuntime:
 // PATH, then runtimeDirs) and asked for their version with version (their
-// `--version` output): ok when one of them supports listenerPath.
-func runtimeItem(lookPath func(string) (string, error), version func(path string) (string, error)) features.Item {
+// `--version` output): ok when one of them supports listenerPath and can
+// run containers here (crun cannot under the hybrid cgroup layout,
+// hybrid). Of crun it says what it sends that older agents hung on.
+func runtimeItem(lookPath func(string) (string, error), version func(path string) (string, error), hybrid bool) features.Item {
 	it := features.Item{ID: idOCIRuntime, Name: "OCI runtime listenerPath (paddock agent)"}
-	var found, ok []string
+	var found, ok, notes []string
 	for _, r := range runtimeRules {
 		path, err := lookPath(r.name)
 		if err != nil {
@@ -45,18 +58,24 @@ func runtimeItem(lookPath func(string) (string, error), version func(path string
 			found = append(found, fmt.Sprintf("%s (version unreadable)", path))
 		case !atLeast(v, r.since):
 			found = append(found, fmt.Sprintf("%s %d.%d.%d at %s (listenerPath needs %d.%d.%d+)", r.name, v[0], v[1], v[2], path, r.since[0], r.since[1], r.since[2]))
+		case r.name == "crun" && hybrid:
+			found = append(found, fmt.Sprintf("crun %d.%d.%d at %s (not under this hybrid cgroup layout)", v[0], v[1], v[2], path))
+			notes = append(notes, hybridNote)
 		default:
 			s := fmt.Sprintf("%s %d.%d.%d at %s", r.name, v[0], v[1], v[2], path)
 			found, ok = append(found, s), append(ok, s)
+			if r.name == "crun" {
+				notes = append(notes, crunNote)
+			}
 		}
 	}
 	switch {
 	case len(ok) > 0:
 		it.Status, it.Value = features.OK, strings.Join(found, ", ")
-		it.Note = "containers whose seccomp profile names paddock agent's socket (paddock agent profile) are served by it (docs/fleet.md)"
+		it.Note = strings.Join(append([]string{"containers whose seccomp profile names paddock agent's socket (paddock agent profile) are served by it (docs/fleet.md)"}, notes...), "; ")
 	case len(found) > 0:
 		it.Status, it.Value = features.Missing, strings.Join(found, ", ")
-		it.Note = "this runtime cannot hand a container's listener to paddock agent: upgrade to runc 1.1+ or crun 0.19+"
+		it.Note = strings.Join(append([]string{"no runtime here can hand a container's listener to paddock agent: runc 1.1+, or crun 0.19+ where the cgroup layout lets it run"}, notes...), "; ")
 	default:
 		it.Status, it.Value = features.Missing, "no runc or crun found (PATH, "+strings.Join(runtimeDirs, ", ")+")"
 		it.Note = "fleet mode (paddock agent) needs runc 1.1+ or crun 0.19+ on the node; paddock run does not"
@@ -122,10 +141,17 @@ func lookRuntime(lookPath func(string) (string, error), dirs []string) func(stri
 const runtimeTimeout = 5 * time.Second
 
 // runtimeVersion runs PATH --version and returns its standard output.
+// crun is given --root / too: `crun --version` makes its default state
+// directory (/run/crun) when it is missing, and doctor changes nothing on
+// the host; with an existing --root it makes nothing.
 func runtimeVersion(path string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), runtimeTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	args := []string{"--version"}
+	if filepath.Base(path) == "crun" {
+		args = []string{"--root", "/", "--version"}
+	}
+	out, err := exec.CommandContext(ctx, path, args...).Output()
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return string(out), fmt.Errorf("%s --version: no answer in %s", path, runtimeTimeout)
 	}

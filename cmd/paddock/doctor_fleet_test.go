@@ -11,18 +11,23 @@ import (
 )
 
 func TestRuntimeItem(t *testing.T) {
+	runc, crun := "runc version 1.1.5+ds1\ncommit: 1.1.5+ds1-1+deb12u1\nspec: 1.0.2-dev\n", "crun version 1.8.1\ncommit: abc\n+SYSTEMD +SECCOMP\n"
 	tests := []struct {
 		name     string
 		found    map[string]string // runtime -> --version output ("" : fails)
+		hybrid   bool
 		status   features.Status
 		valueHas string
+		noteHas  string
 	}{
-		{"Debian 12 runc", map[string]string{"runc": "runc version 1.1.5+ds1\ncommit: 1.1.5+ds1-1+deb12u1\nspec: 1.0.2-dev\n"}, features.OK, "runc 1.1.5"},
-		{"old runc", map[string]string{"runc": "runc version 1.0.3\n"}, features.Missing, "runc 1.0.3 at /usr/sbin/runc (listenerPath needs 1.1.0+)"},
-		{"crun only", map[string]string{"crun": "crun version 1.8.1\ncommit: abc\n+SYSTEMD +SECCOMP\n"}, features.OK, "crun 1.8.1"},
-		{"old runc, new crun", map[string]string{"runc": "runc version 1.0.0-rc93\n", "crun": "crun version 0.19\n"}, features.OK, "crun 0.19.0"},
-		{"unreadable", map[string]string{"runc": ""}, features.Missing, "(version unreadable)"},
-		{"none", map[string]string{}, features.Missing, "no runc or crun found"},
+		{"Debian 12 runc", map[string]string{"runc": runc}, false, features.OK, "runc 1.1.5", "are served by it"},
+		{"old runc", map[string]string{"runc": "runc version 1.0.3\n"}, false, features.Missing, "runc 1.0.3 at /usr/sbin/runc (listenerPath needs 1.1.0+)", "runc 1.1+"},
+		{"crun only", map[string]string{"crun": crun}, false, features.OK, "crun 1.8.1", "without its pid (pid 0"},
+		{"crun under the hybrid layout", map[string]string{"crun": crun}, true, features.Missing, "(not under this hybrid cgroup layout)", "cgroups in hybrid mode not supported"},
+		{"runc and crun, hybrid", map[string]string{"runc": runc, "crun": crun}, true, features.OK, "runc 1.1.5", "crun refuses this node's hybrid cgroup layout"},
+		{"old runc, new crun", map[string]string{"runc": "runc version 1.0.0-rc93\n", "crun": "crun version 0.19\n"}, false, features.OK, "crun 0.19.0", "hung for ever"},
+		{"unreadable", map[string]string{"runc": ""}, false, features.Missing, "(version unreadable)", "runc 1.1+"},
+		{"none", map[string]string{}, false, features.Missing, "no runc or crun found", "needs runc"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,9 +44,9 @@ func TestRuntimeItem(t *testing.T) {
 				}
 				return out, nil
 			}
-			it := runtimeItem(look, ver)
-			if it.ID != idOCIRuntime || it.Status != tc.status || !strings.Contains(it.Value, tc.valueHas) || it.Note == "" {
-				t.Errorf("runtimeItem = %+v; want status %s, value with %q, a note", it, tc.status, tc.valueHas)
+			it := runtimeItem(look, ver, tc.hybrid)
+			if it.ID != idOCIRuntime || it.Status != tc.status || !strings.Contains(it.Value, tc.valueHas) || !strings.Contains(it.Note, tc.noteHas) {
+				t.Errorf("runtimeItem = %+v; want status %s, value with %q, a note with %q", it, tc.status, tc.valueHas, tc.noteHas)
 			}
 		})
 	}

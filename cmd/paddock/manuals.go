@@ -264,6 +264,16 @@ func manuals() map[string]manual {
 				{"paddock agent profile --socket /run/paddock/agent.sock --format kubernetes -o /var/lib/kubelet/seccomp/paddock.json", "install the kubelet's Localhost profile"},
 			},
 		},
+		"paddock agent runtime-wrapper": {
+			Exit: []term{
+				{"any", "the runtime's own (the wrapper execs it)"},
+				{"1", "the bundle's config.json could not be read, parsed or written (the container is not started), or the runtime could not be executed"},
+				usageExit("usage error"),
+			},
+			Examples: []term{
+				{"paddock agent runtime-wrapper --socket /run/paddock/agent.sock --metadata docker -- --root /run/runc create --bundle /run/b c1", "what Docker's shim runs through it: listenerPath written into /run/b/config.json, then runc create"},
+			},
+		},
 		"paddock version": {
 			Exit:     []term{{"0", "printed"}},
 			Examples: []term{{"paddock version", "paddock v0.1.0, revision ..., go1.26.8"}},

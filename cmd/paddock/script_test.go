@@ -32,12 +32,15 @@ func TestScripts(t *testing.T) {
 
 // condition answers the scripts' own conditions: [bash-completion], the
 // bash-completion package (which paddock's bash completion script needs)
-// is installed.
+// is installed; [hybrid-cgroups], /sys/fs/cgroup is the hybrid layout,
+// which crun refuses (doctor says so).
 func condition(cond string) (bool, error) {
 	switch cond {
 	case "bash-completion":
 		_, err := os.Stat("/usr/share/bash-completion/bash_completion")
 		return err == nil, nil
+	case "hybrid-cgroups":
+		return features.HybridCgroups(), nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -165,3 +165,19 @@ func Tkill(tid, sig int) error {
 func SetPdeathsig(sig int) error {
 	return unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0)
 }
+
+// kcmpFile is KCMP_FILE of linux/kcmp.h: compare two file descriptors'
+// open files.
+const kcmpFile = 0
+
+// SameFile is kcmp(pid1, pid2, KCMP_FILE, fd1, fd2): whether descriptor
+// fd1 of process pid1 and fd2 of pid2 are the same open file (not merely
+// the same inode). The kernel allows it to a caller that may read both
+// processes as ptrace would (PTRACE_MODE_READ_REALCREDS).
+func SameFile(pid1, fd1, pid2, fd2 int) (bool, error) {
+	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(pid1), uintptr(pid2), kcmpFile, uintptr(fd1), uintptr(fd2), 0)
+	if errno != 0 {
+		return false, errno
+	}
+	return r == 0, nil
+}
