@@ -1,0 +1,151 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// claudeCode is the pinned Claude Code: its native binary (the npm
+// package's postinstall copies it over bin/claude.exe; no node launcher).
+func claudeCode(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(installed(t, "@anthropic-ai/claude-code"), "bin", "claude.exe")
+}
+
+// claudeEnv points Claude Code at the server with a dummy key, every
+// update check, telemetry and report off.
+func claudeEnv(srv *modelServer) []string {
+	return []string{
+		"ANTHROPIC_BASE_URL=" + srv.url,
+		"ANTHROPIC_API_KEY=sk-ant-paddock-test",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"DISABLE_BUG_COMMAND=1",
+	}
+}
+
+// claudePrint is Claude Code's print mode on prompt, its Bash tool allowed.
+func claudePrint(bin, prompt string) []string {
+	return []string{bin, "-p", prompt, "--dangerously-skip-permissions"}
+}
+
+// TestClaudeCodeKillRefused: a Bash tool call that kills the foreign sleep
+// is refused, and the model sees paddock's refusal word for word in the
+// tool result; the conversation ends with the final text.
+func TestClaudeCodeKillRefused(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := claudeCode(t)
+			f := u.startForeign(t)
+			srv := newModelServer(t, anthropic{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+			o := u.run(t, session{backend: b, argv: claudePrint(bin, "kill the sleep"), env: claudeEnv(srv)})
+			res := srv.conversed(t, o)
+			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+				t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
+			}
+			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
+			}
+			if !o.denied(t, f.pid()) {
+				t.Errorf("the journal has no refusal of pid %d:\n%s", f.pid(), o.journal)
+			}
+			f.requireAlive(t)
+		})
+	}
+}
+
+// launchers are the ways a harness is started: bare, and behind a plain
+// `sh -c` launcher that stays its parent (the session's lifelines are
+// then paddock's child, the shell, and the harness).
+var launchers = []struct {
+	name string
+	wrap func(argv []string) []string
+}{
+	{"bare", func(argv []string) []string { return argv }},
+	{"sh", func(argv []string) []string {
+		return append([]string{"sh", "-c", `"$0" "$@"; exit $?`}, argv...)
+	}},
+}
+
+// TestClaudeCodeSurvivesItsTools: a Bash tool call's `pkill -f claude`
+// (which matches Claude Code, its launcher and paddock) and `kill -9
+// $PPID` (Claude Code itself) leave Claude Code finishing its
+// conversation: the server gets the request after the tool result, and
+// Claude Code exits 0 with the final text.
+func TestClaudeCodeSurvivesItsTools(t *testing.T) {
+	for _, b := range backends {
+		for _, l := range launchers {
+			for _, c := range []struct {
+				name, command string
+				want          []string
+			}{
+				// env: Claude Code's shell has a pkill function of its own
+				// that refuses a pattern matching Claude Code; the real
+				// pkill is what a script or any other program runs.
+				{"pkill", "env pkill -f claude; echo pkill=$?",
+					[]string{"paddock refused kill(SIGTERM) of pid", "(claude.exe)", "the agent itself", "(paddock)", "pkill=1"}},
+				{"kill-parent", "kill -9 $PPID; echo kill=$?",
+					[]string{"paddock refused kill(SIGKILL) of pid", "(claude.exe)", "the agent itself", "kill=1"}},
+			} {
+				t.Run(b+"/"+l.name+"/"+c.name, func(t *testing.T) {
+					u := newUser(t)
+					bin := claudeCode(t)
+					f := u.startForeign(t)
+					srv := newModelServer(t, anthropic{}, shell(c.command), text("all done"))
+					o := u.run(t, session{backend: b, argv: l.wrap(claudePrint(bin, "end yourself")), env: claudeEnv(srv)})
+					res := srv.conversed(t, o)
+					if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+						t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
+					}
+					for _, w := range c.want {
+						if !strings.Contains(res[0], w) {
+							t.Errorf("the tool result lacks %q:\n%s", w, res[0])
+						}
+					}
+					f.requireAlive(t)
+				})
+			}
+		}
+	}
+}
+
+// TestClaudeCodeSandbox: with Claude Code's own sandbox on (bubblewrap,
+// with a PID namespace of its own), a command inside it kills its own
+// child (`sleep 300 & kill $!` exits 0), and a kill of the foreign sleep
+// fails and leaves it alive.
+func TestClaudeCodeSandbox(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := claudeCode(t)
+			f := u.startForeign(t)
+			u.writeFile(t, ".claude/settings.json", `{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": true}}`)
+			cmd := "readlink /proc/self/ns/pid; sleep 300 & kill $!; echo own=$?; kill -TERM " + itoa(f.pid()) + "; echo foreign=$?"
+			srv := newModelServer(t, anthropic{}, shell(cmd), text("all done"))
+			o := u.run(t, session{backend: b, argv: claudePrint(bin, "kill your sleep"), env: claudeEnv(srv)})
+			res := srv.conversed(t, o)
+			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+				t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
+			}
+			host, err := os.Readlink("/proc/self/ns/pid")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns, _, _ := strings.Cut(res[0], "\n")
+			if !strings.HasPrefix(ns, "pid:[") || ns == host {
+				t.Fatalf("the command did not run in a PID namespace of the sandbox's own (%q, the host's is %s): is the sandbox on?\n%s\n%v", ns, host, res[0], o)
+			}
+			for _, w := range []string{"\nown=0\n", "\nforeign=1"} {
+				if !strings.Contains(res[0], w) {
+					t.Errorf("the tool result lacks %q:\n%s", w, res[0])
+				}
+			}
+			f.requireAlive(t)
+		})
+	}
+}
