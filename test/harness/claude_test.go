@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // claudeCode is the pinned Claude Code: its native binary (the npm
@@ -146,6 +147,41 @@ func TestClaudeCodeSandbox(t *testing.T) {
 				}
 			}
 			f.requireAlive(t)
+		})
+	}
+}
+
+// TestClaudeCodeTimeout: the Bash tool's own timeout kills its command:
+// the tool result says so, the command is gone when the model's next
+// command looks, and paddock refused nothing. Claude Code moves a command
+// that outlives its timeout to the background instead, and print mode
+// then waits for it (10 minutes; bare too), unless background tasks are
+// off (CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1), as here.
+func TestClaudeCodeTimeout(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := claudeCode(t)
+			pidfile := filepath.Join(u.work, "command.pid")
+			// Claude Code refuses a sleep this long: tail stands in.
+			long := shell("echo $$ > " + pidfile + "; exec tail -f /dev/null")
+			long.timeout = 2 * time.Second
+			srv := newModelServer(t, anthropic{}, long, shell("kill -0 $(cat "+pidfile+"); echo alive=$?"), text("all done"))
+			o := u.run(t, session{backend: b, argv: claudePrint(bin, "wait forever"),
+				env: append(claudeEnv(srv), "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1")})
+			res := srv.conversed(t, o)
+			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+				t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
+			}
+			if !strings.Contains(res[0], "timed out") {
+				t.Errorf("the tool result does not say the command timed out:\n%s", res[0])
+			}
+			if !strings.Contains(res[1], "No such process") || !strings.HasSuffix(strings.TrimSpace(res[1]), "alive=1") {
+				t.Errorf("the timed-out command still ran when the next command looked:\n%s", res[1])
+			}
+			if n := o.refusals(t); n != 0 {
+				t.Errorf("paddock refused %d calls of the harness's timeout:\n%s", n, o.journal)
+			}
 		})
 	}
 }

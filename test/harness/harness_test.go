@@ -349,7 +349,7 @@ func (u *user) command(t *testing.T, s session) (*exec.Cmd, string) {
 
 // sessionLimit is how long a session may run before the test gives up on
 // it: a safety, far above what a scripted conversation takes.
-const sessionLimit = 3 * time.Minute
+const sessionLimit = 2 * time.Minute
 
 // run runs the session to its end, without a terminal, stdin empty.
 func (u *user) run(t *testing.T, s session) outcome {
@@ -366,13 +366,37 @@ func (u *user) run(t *testing.T, s session) outcome {
 	select {
 	case err = <-done:
 	case <-time.After(sessionLimit):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("%q did not finish in %v\nstdout:\n%s\nstderr:\n%s", s.argv, sessionLimit, out.String(), errb.String())
+		ps := processes()
+		stop(cmd, done)
+		t.Fatalf("%q did not finish in %v\nstdout:\n%s\nstderr:\n%s\nnobody's processes:\n%s", s.argv, sessionLimit, out.String(), errb.String(), ps)
 	}
 	o := outcome{stdout: out.String(), stderr: errb.String(), code: exitCode(t, cmd, err)}
 	o.journal = readFile(journal)
 	return o
+}
+
+// stop ends a session that did not end: SIGTERM first, which paddock
+// forwards to the harness and then ends what it left (a SIGKILL of paddock
+// would leave the harness's own sessions running), SIGKILL if that does
+// not do it in 10 s.
+func stop(cmd *exec.Cmd, done <-chan error) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// processes lists nobody's processes as a tree: what a session that did
+// not end left running.
+func processes() string {
+	out, err := exec.Command("ps", "-o", "pid,ppid,stat,args", "--forest", "-u", itoa(nobody)).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("ps: %v\n%s", err, out)
+	}
+	return string(out)
 }
 
 // exitCode is the exit status Wait reported (128+N for death by signal N).
@@ -419,6 +443,23 @@ func (o outcome) denied(t *testing.T, target int) bool {
 	return false
 }
 
+// refusals is the number of refusals the session's session_ended record
+// counts (every kind: signals, execs, the rest).
+func (o outcome) refusals(t *testing.T) int {
+	t.Helper()
+	for _, rec := range o.records(t) {
+		if rec["action"] == "session_ended" {
+			n, ok := rec["refusals"].(float64)
+			if !ok {
+				t.Fatalf("the session_ended record has no refusals count: %v", rec)
+			}
+			return int(n)
+		}
+	}
+	t.Fatalf("the journal has no session_ended record:\n%s", o.journal)
+	return 0
+}
+
 // refusal is the start of paddock's message to a process refused a
 // signal to pid: the model must see it word for word in its tool result.
 func refusal(sig string, pid int) string {
@@ -458,8 +499,7 @@ func (u *user) startOnPty(t *testing.T, s session, rows, cols uint16) *onPty {
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-p.done
+			stop(cmd, p.done)
 		}
 	})
 	return p
@@ -597,7 +637,12 @@ func newModelServer(t *testing.T, d dialect, script ...turn) *modelServer {
 	s := &modelServer{url: "http://" + ln.Addr().String(), dialect: d, script: script, more: make(chan struct{}, 1)}
 	hs := &http.Server{Handler: s}
 	go hs.Serve(ln) //nolint:errcheck // ends with Close
-	t.Cleanup(func() { hs.Close() })
+	t.Cleanup(func() {
+		hs.Close()
+		if t.Failed() {
+			t.Logf("the model server got %d requests; the tool results the harness sent back: %q", len(s.requests()), s.results())
+		}
+	})
 	return s
 }
 
