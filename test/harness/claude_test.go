@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,12 +16,15 @@ func claudeCode(t *testing.T) string {
 	return filepath.Join(installed(t, "@anthropic-ai/claude-code"), "bin", "claude.exe")
 }
 
+// claudeKey is the dummy API key Claude Code is given.
+const claudeKey = "sk-ant-api03-paddock-harness-test-key"
+
 // claudeEnv points Claude Code at the server with a dummy key, every
 // update check, telemetry and report off.
 func claudeEnv(srv *modelServer) []string {
 	return []string{
 		"ANTHROPIC_BASE_URL=" + srv.url,
-		"ANTHROPIC_API_KEY=sk-ant-paddock-test",
+		"ANTHROPIC_API_KEY=" + claudeKey,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_AUTOUPDATER=1",
 		"DISABLE_TELEMETRY=1",
@@ -182,6 +186,54 @@ func TestClaudeCodeTimeout(t *testing.T) {
 			if n := o.refusals(t); n != 0 {
 				t.Errorf("paddock refused %d calls of the harness's timeout:\n%s", n, o.journal)
 			}
+		})
+	}
+}
+
+// claudeTrusted is ~/.claude.json for an interactive Claude Code that
+// starts at its prompt: onboarding done, the work directory trusted, the
+// test's API key approved.
+func claudeTrusted(u *user) string {
+	key := claudeKey
+	return fmt.Sprintf(`{"hasCompletedOnboarding": true, "theme": "dark", "autoUpdates": false,
+  "projects": {%q: {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
+  "customApiKeyResponses": {"approved": [%q], "rejected": []}}`, u.work, key[len(key)-20:])
+}
+
+// TestClaudeCodeTUI: Claude Code's TUI on a pty, under paddock: while a
+// Bash tool call's kill of the foreign sleep is refused, and until Claude
+// Code exits, the terminal shows no line of paddock's own (no log line, no
+// start line); the refusal reaches the model.
+func TestClaudeCodeTUI(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := claudeCode(t)
+			f := u.startForeign(t)
+			u.writeFile(t, ".claude.json", claudeTrusted(u))
+			// One word: the TUI draws spaces as cursor moves.
+			srv := newModelServer(t, anthropic{}, shell("kill -TERM "+itoa(f.pid())), text("finished-ok"))
+			p := u.startOnPty(t, session{backend: b, env: claudeEnv(srv),
+				argv: []string{bin, "kill the sleep", "--permission-mode", "default", "--allowedTools", "Bash"}}, 40, 120)
+			res := srv.waitResults(t, 1)
+			p.expect("finished-ok")
+			during := plain(p.output())
+			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
+			}
+			if m := paddockLine.FindString(during); m != "" {
+				t.Errorf("while Claude Code ran, the terminal showed paddock's own output (%q):\n%s", m, during)
+			}
+			p.send("/exit\r")
+			if code := p.wait(); code != 0 {
+				t.Errorf("Claude Code exited %d after /exit, not 0", code)
+			}
+			// At exit paddock writes one closing line.
+			after := strings.TrimPrefix(plain(p.output()), during)
+			if n := len(paddockLine.FindAllString(after, -1)); n != 1 || !strings.Contains(after, "paddock: 1 refusal") {
+				t.Errorf("after Claude Code exited, the terminal showed %d lines of paddock's, not its one closing line:\n%s", n, after)
+			}
+			f.requireAlive(t)
 		})
 	}
 }

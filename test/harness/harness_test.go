@@ -501,6 +501,9 @@ func (u *user) startOnPty(t *testing.T, s session, rows, cols uint16) *onPty {
 		if cmd.ProcessState == nil {
 			stop(cmd, p.done)
 		}
+		if t.Failed() {
+			t.Logf("the terminal showed (escape sequences removed):\n%s", plain(p.output()))
+		}
 	})
 	return p
 }
@@ -570,9 +573,13 @@ func (p *onPty) wait() int {
 // escapes matches a terminal's control sequences (CSI, OSC, two-byte ESC).
 var escapes = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-_]|\x1b[ -/][0-~]`)
 
-// plain is terminal output without its control sequences.
+// cursorForward is the sequence a TUI moves right with instead of writing spaces.
+var cursorForward = regexp.MustCompile(`\x1b\[\d*C`)
+
+// plain is terminal output without its control sequences (a move to the
+// right is a space).
 func plain(s string) string {
-	return escapes.ReplaceAllString(s, "")
+	return escapes.ReplaceAllString(cursorForward.ReplaceAllString(s, " "), "")
 }
 
 // paddockLine matches what paddock itself may not show on the agent's
