@@ -237,3 +237,46 @@ func TestClaudeCodeTUI(t *testing.T) {
 		})
 	}
 }
+
+// TestClaudeCodeHook: `paddock check --hook claude-code` as Claude Code's
+// PreToolUse hook under paddock run blocks a Bash call of `systemctl
+// reboot` before it runs (a stand-in systemctl, first on PATH, records
+// any run), with paddock's reason in the tool result, and lets `echo` run.
+func TestClaudeCodeHook(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := claudeCode(t)
+			stub := filepath.Join(u.dir, "bin")
+			ran := filepath.Join(u.work, "systemctl-ran")
+			if err := os.Mkdir(stub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(stub, "systemctl"), []byte("#!/bin/sh\necho \"$@\" >> "+ran+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			u.writeFile(t, ".claude/settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash",
+  "hooks": [{"type": "command", "command": "\"${PADDOCK_BIN:-paddock}\" check --hook claude-code"}]}]}}`)
+			srv := newModelServer(t, anthropic{}, shell("systemctl reboot"), shell("echo hook-let-me-run"), text("all done"))
+			o := u.run(t, session{backend: b, argv: claudePrint(bin, "reboot"),
+				env: append(claudeEnv(srv), "PATH="+stub+":/usr/local/bin:/usr/bin:/bin")})
+			res := srv.conversed(t, o)
+			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+				t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
+			}
+			// Claude Code's words for a call its hook blocked, then paddock's.
+			if want := "PreToolUse:Bash hook error: "; !strings.HasPrefix(res[0], want) {
+				t.Errorf("the tool result does not start with %q:\n%s", want, res[0])
+			}
+			if want := "paddock refused exec of `systemctl reboot`: power-control commands"; !strings.Contains(res[0], want) {
+				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
+			}
+			if !strings.Contains(res[1], "hook-let-me-run") {
+				t.Errorf("the hook did not let echo run:\n%s", res[1])
+			}
+			if b, err := os.ReadFile(ran); err == nil {
+				t.Errorf("the stand-in systemctl ran: %q", b)
+			}
+		})
+	}
+}
