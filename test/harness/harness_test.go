@@ -473,9 +473,10 @@ type onPty struct {
 	cmd    *exec.Cmd
 	done   chan error
 
-	mu   sync.Mutex
-	out  bytes.Buffer
-	more chan struct{} // a token when out grew
+	mu      sync.Mutex
+	out     bytes.Buffer
+	more    chan struct{} // a token when out grew
+	drained chan struct{} // closed when the last holder of the pty's slave closed it
 }
 
 // startOnPty starts the session leading a session of its own on a new pty
@@ -490,7 +491,7 @@ func (u *user) startOnPty(t *testing.T, s session, rows, cols uint16) *onPty {
 	cmd.Env = append(cmd.Env, "TERM=xterm-256color", "COLUMNS=", "LINES=")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	p := &onPty{t: t, master: master, cmd: cmd, done: make(chan error, 1), more: make(chan struct{}, 1)}
+	p := &onPty{t: t, master: master, cmd: cmd, done: make(chan error, 1), more: make(chan struct{}, 1), drained: make(chan struct{})}
 	go p.read()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -508,8 +509,10 @@ func (u *user) startOnPty(t *testing.T, s session, rows, cols uint16) *onPty {
 	return p
 }
 
-// read collects what is written on the terminal.
+// read collects what is written on the terminal, until every holder of
+// the slave has closed it.
 func (p *onPty) read() {
+	defer close(p.drained)
 	buf := make([]byte, 4096)
 	for {
 		n, err := p.master.Read(buf)
@@ -558,16 +561,24 @@ func (p *onPty) expect(re string) {
 	}
 }
 
-// wait waits for the session to end (a safety limit, sessionLimit) and returns its exit status.
+// wait waits for the session to end (a safety limit, sessionLimit) and
+// for the terminal to be read to its end (what paddock wrote last can
+// still be in the pty when it exits), and returns the exit status.
 func (p *onPty) wait() int {
 	p.t.Helper()
+	var code int
 	select {
 	case err := <-p.done:
-		return exitCode(p.t, p.cmd, err)
+		code = exitCode(p.t, p.cmd, err)
 	case <-time.After(sessionLimit):
 		p.t.Fatalf("the session on the pty did not end in %v:\n%s", sessionLimit, plain(p.output()))
-		return -1
 	}
+	select {
+	case <-p.drained:
+	case <-time.After(10 * time.Second):
+		p.t.Fatalf("the pty's slave was still open 10 s after the session ended (a process left behind?):\n%s", processes())
+	}
+	return code
 }
 
 // escapes matches a terminal's control sequences (CSI, OSC, two-byte ESC).
