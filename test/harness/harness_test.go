@@ -138,23 +138,48 @@ func installed(t *testing.T, pkg string) string {
 	dir := filepath.Join(root, "node_modules", pkg)
 	suite.installMu.Lock()
 	defer suite.installMu.Unlock()
-	if _, err := os.Stat(filepath.Join(root, ".installed")); err == nil {
-		return dir
+	nobodyEnters(t, filepath.Dir(suite.cache))
+	if _, err := os.Stat(filepath.Join(root, ".installed")); err != nil {
+		if _, err := exec.LookPath("npm"); err != nil {
+			t.Skipf("needs npm to install %s: %v", spec, err)
+		}
+		// The registry's answer tells an unreachable registry (skip) from a
+		// failed install (a failure).
+		if out, err := exec.Command("npm", "view", "--fetch-retries=1", spec, "version").CombinedOutput(); err != nil {
+			t.Skipf("needs the npm registry to install %s: npm view: %v\n%s", spec, err, out)
+		}
+		cmd := exec.Command("bash", "install.sh", spec)
+		cmd.Env = append(os.Environ(), "PADDOCK_HARNESS_CACHE="+suite.cache)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("install.sh %s: %v\n%s", spec, err, out)
+		}
 	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skipf("needs npm to install %s: %v", spec, err)
-	}
-	// The registry's answer tells an unreachable registry (skip) from a
-	// failed install (a failure).
-	if out, err := exec.Command("npm", "view", spec, "version").CombinedOutput(); err != nil {
-		t.Skipf("needs the npm registry to install %s: npm view: %v\n%s", spec, err, out)
-	}
-	cmd := exec.Command("bash", "install.sh", spec)
-	cmd.Env = append(os.Environ(), "PADDOCK_HARNESS_CACHE="+suite.cache)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("install.sh %s: %v\n%s", spec, err, out)
-	}
+	nobodyEnters(t, root)
 	return dir
+}
+
+// nobodyEnters fails the test unless every user may read and enter dir
+// and every directory above it that exists: nobody runs the harnesses
+// from the cache.
+func nobodyEnters(t *testing.T, dir string) {
+	t.Helper()
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil || fi.Mode().Perm()&0o005 != 0o005 {
+			t.Fatalf("nobody cannot read the harness cache %s (%s: %v, mode %v): set PADDOCK_HARNESS_CACHE to a directory every user can read and enter", suite.cache, d, err, modeOf(fi))
+		}
+	}
+}
+
+// modeOf is fi's permission bits ("none" without fi).
+func modeOf(fi os.FileInfo) string {
+	if fi == nil {
+		return "none"
+	}
+	return fi.Mode().Perm().String()
 }
 
 // requireBackend skips when the kernel cannot give paddock the backend.
