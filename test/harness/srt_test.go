@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestSandboxRuntime: Anthropic's sandbox-runtime (srt, what Claude Code's
-// sandbox is built on) under paddock run --strict as nobody: `srt
+// TestSandboxRuntime: Anthropic's sandbox-runtime (srt, from npm) under
+// paddock run --strict as nobody: `srt
 // /bin/true` exits 0 with nothing refused (srt's own cleanup, which kills
 // its children, included), and a command inside it kills its own child
 // (`sleep 300 & kill $!`, in its PID namespace) while a kill of the
