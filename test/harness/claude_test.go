@@ -77,32 +77,33 @@ var launchers = []struct {
 	}},
 }
 
-// TestClaudeCodeSurvivesItsTools: a Bash tool call's `pkill -f claude`
-// (which matches Claude Code, its launcher and paddock) and `kill -9
-// $PPID` (Claude Code itself) leave Claude Code finishing its
-// conversation: the server gets the request after the tool result, and
-// Claude Code exits 0 with the final text.
+// TestClaudeCodeSurvivesItsTools: a Bash tool call's `pkill -f claude...`
+// (its pattern matching Claude Code, its launcher and paddock of this
+// session alone) and `kill -9 $PPID` (Claude Code itself) leave Claude
+// Code finishing its conversation: the server gets the request after the
+// tool result, and Claude Code exits 0 with the final text.
 func TestClaudeCodeSurvivesItsTools(t *testing.T) {
 	for _, b := range backends {
 		for _, l := range launchers {
 			for _, c := range []struct {
-				name, command string
-				want          []string
+				name    string
+				command func(u *user) string
+				want    []string
 			}{
 				// env: Claude Code's shell has a pkill function of its own
 				// that refuses a pattern matching Claude Code; the real
 				// pkill is what a script or any other program runs.
-				{"pkill", "env pkill -f claude; echo pkill=$?",
+				{"pkill", func(u *user) string { return "env pkill -f '" + u.ownPattern("claude") + "'; echo pkill=$?" },
 					[]string{"paddock refused kill(SIGTERM) of pid", "(claude.exe)", "the agent itself", "(paddock)", "pkill=1"}},
-				{"kill-parent", "kill -9 $PPID; echo kill=$?",
+				{"kill-parent", func(*user) string { return "kill -9 $PPID; echo kill=$?" },
 					[]string{"paddock refused kill(SIGKILL) of pid", "(claude.exe)", "the agent itself", "kill=1"}},
 			} {
 				t.Run(b+"/"+l.name+"/"+c.name, func(t *testing.T) {
 					u := newUser(t)
 					bin := claudeCode(t)
 					f := u.startForeign(t)
-					srv := newModelServer(t, anthropic{}, shell(c.command), text("all done"))
-					o := u.run(t, session{backend: b, argv: l.wrap(claudePrint(bin, "end yourself")), env: claudeEnv(srv)})
+					srv := newModelServer(t, anthropic{}, shell(c.command(u)), text("all done"))
+					o := u.run(t, session{backend: b, argv: l.wrap(claudePrint(bin, "end yourself, "+u.tag())), env: claudeEnv(srv)})
 					res := srv.conversed(t, o)
 					if o.code != 0 || !strings.Contains(o.stdout, "all done") {
 						t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)

@@ -156,19 +156,21 @@ func geminiPrint(cli, prompt string) []string {
 // bigger heap, and waits for it), without its relaunch
 // (GEMINI_CLI_NO_RELAUNCH), and behind a plain sh -c.
 var geminiLaunchers = []struct {
-	name string
-	env  []string
-	wrap func(argv []string) []string
+	name  string
+	env   []string
+	wrap  func(argv []string) []string
+	nodes int // the node processes of Gemini CLI
 }{
-	{"relaunch", nil, launchers[0].wrap},
-	{"no-relaunch", []string{"GEMINI_CLI_NO_RELAUNCH=true"}, launchers[0].wrap},
-	{"sh", nil, launchers[1].wrap},
+	{"relaunch", nil, launchers[0].wrap, 2},
+	{"no-relaunch", []string{"GEMINI_CLI_NO_RELAUNCH=true"}, launchers[0].wrap, 1},
+	{"sh", nil, launchers[1].wrap, 2},
 }
 
 // TestGeminiCLITools: under each launcher, a run_shell_command call that
 // kills the foreign sleep is refused, and the model sees paddock's refusal
-// word for word in the function response; the real `pkill -f gemini`
-// (which matches Gemini CLI, its launchers and paddock) and `kill -9
+// word for word in the function response; the real `pkill -f gemini...`
+// (its pattern matching Gemini CLI, its launchers and paddock of this
+// session alone) and `kill -9
 // $PPID` are refused too, and Gemini CLI finishes its conversation: it
 // sends the function responses and exits 0 with the final text.
 func TestGeminiCLITools(t *testing.T) {
@@ -179,8 +181,8 @@ func TestGeminiCLITools(t *testing.T) {
 				cli := geminiCLI(t)
 				f := u.startForeign(t)
 				srv := newModelServer(t, gemini{}, shell("kill -TERM "+itoa(f.pid())),
-					shell("env pkill -f gemini; echo pkill=$?"), shell("kill -9 $PPID; echo kill=$?"), text("all done"))
-				o := u.run(t, session{backend: b, argv: l.wrap(geminiPrint(cli, "kill the sleep, then yourself")),
+					shell("env pkill -f '"+u.ownPattern("gemini")+"'; echo pkill=$?"), shell("kill -9 $PPID; echo kill=$?"), text("all done"))
+				o := u.run(t, session{backend: b, argv: l.wrap(geminiPrint(cli, "kill the sleep, then yourself, "+u.tag())),
 					env: append(geminiSetUp(t, u, srv, "", ""), l.env...)})
 				res := srv.conversed(t, o)
 				if o.code != 0 || !strings.Contains(o.stdout, "all done") {
@@ -196,6 +198,10 @@ func TestGeminiCLITools(t *testing.T) {
 							t.Errorf("tool result %d lacks %q:\n%s", i+1, w, res[i])
 						}
 					}
+				}
+				// pkill tried each of Gemini CLI's node processes: all refused.
+				if n := len(regexp.MustCompile(`paddock refused kill\(SIGTERM\) of pid \d+ \(node\)`).FindAllString(res[1], -1)); n != l.nodes {
+					t.Errorf("pkill's tool result has %d refusals of a node process, Gemini CLI runs %d:\n%s", n, l.nodes, res[1])
 				}
 				f.requireAlive(t)
 			})

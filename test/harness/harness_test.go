@@ -231,6 +231,23 @@ func newUser(t *testing.T) *user {
 	return u
 }
 
+// tag is a word unique to this test's user (its directory's name). A
+// harness given it in its prompt carries it on its command line, and so
+// do its launchers and paddock, which quote that command line.
+func (u *user) tag() string { return filepath.Base(u.dir) }
+
+// ownPattern is a `pkill -f` pattern for name that matches only command
+// lines that carry the tag: the harness, its launchers and paddock of this
+// test's session, never another test's or another user's process of that
+// name (the machine is shared; paddock would refuse those, but a broad
+// pkill is no test's to aim at them), and not the shell running the
+// pkill, whose command line holds the pattern with a bracket the pattern
+// does not match.
+func (u *user) ownPattern(name string) string {
+	tag := u.tag()
+	return name + ".*" + tag[:len(tag)-1] + "[" + tag[len(tag)-1:] + "]"
+}
+
 // writeFile writes a file of nobody's under the user's home (a harness's
 // settings), making its directories.
 func (u *user) writeFile(t *testing.T, rel, content string) {
