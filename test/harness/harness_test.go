@@ -5,14 +5,21 @@
 //
 // A harness test uses the framework in this file like this:
 //
-//	u := newUser(t)                        // nobody's home and work dirs; skips unless root
-//	bin := installed(t, "@google/gemini-cli") // the pinned package's dir, installed when missing
-//	foreign := u.startForeign(t)           // a sleep of the same user, outside paddock
-//	srv := newModelServer(t, geminiDialect{}, shell("kill -TERM "+itoa(foreign.pid())), text("done"))
-//	out := u.run(t, "seccomp", []string{...argv of the harness...}, srv.env(...)...)
-//	res := srv.results(t)                  // the tool results the harness sent back, in order
-//	if !strings.Contains(res[0], refusal(foreign.pid(), "SIGTERM")) ...
-//	if !foreign.alive(t) ...
+//	u := newUser(t)                 // nobody's home and work dirs; skips unless root
+//	dir := installed(t, "@google/gemini-cli") // the pinned package, installed when missing
+//	f := u.startForeign(t)          // a sleep of the same user, outside paddock
+//	srv := newModelServer(t, gemini{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+//	o := u.run(t, session{backend: "seccomp", argv: []string{"node", dir + "/bundle/gemini.js", ...},
+//		env: []string{"GOOGLE_GEMINI_BASE_URL=" + srv.url, ...}})
+//	res := srv.conversed(t, o)      // the tool results the harness sent back, one per tool call
+//	if !strings.Contains(res[0], refusal("SIGTERM", f.pid())) { t.Errorf(...) }
+//	f.requireAlive(t)
+//
+// A dialect (anthropic{}, gemini{}, ...) is the model API a server speaks:
+// how it tells the conversation's requests from side requests, reads the
+// tool results back, and writes a turn as the API streams it (sse_test.go).
+// u.startOnPty runs a session on a pty instead, for a TUI; u.ownPattern
+// gives a pkill pattern that matches this session's processes alone.
 //
 // The server answers each request with the turn of its script that the
 // request's own tool results point at (a request carrying N tool results
