@@ -1,0 +1,235 @@
+package harness
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// codexCLI is the pinned Codex CLI: the npm package's node entry point
+// (bin/codex.js, which on Node older than 22.15 spawns the native binary
+// as its child, and execs it on newer ones) and the native binary itself,
+// from the platform package npm installs beside it.
+type codexCLI struct {
+	launcher string // bin/codex.js
+	native   string // the native codex binary
+}
+
+func codex(t *testing.T) codexCLI {
+	t.Helper()
+	dir := installed(t, "@openai/codex")
+	triple := map[string]string{"amd64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}[runtime.GOARCH]
+	platform := map[string]string{"amd64": "codex-linux-x64", "arm64": "codex-linux-arm64"}[runtime.GOARCH]
+	if triple == "" {
+		t.Skipf("Codex CLI has no Linux build for %s", runtime.GOARCH)
+	}
+	return codexCLI{
+		launcher: filepath.Join(dir, "bin", "codex.js"),
+		native:   filepath.Join(filepath.Dir(dir), platform, "vendor", triple, "bin", "codex"),
+	}
+}
+
+// codexLaunchers are the ways a user starts Codex, each the argv before
+// Codex's own arguments: the native binary run directly, the npm entry
+// point under node (a launcher process in front on this machine's Node
+// 20), and a plain `sh -c` launcher that stays in front of it.
+func (c codexCLI) launchers() map[string][]string {
+	return map[string][]string{
+		"native": {c.native},
+		"node":   {"node", c.launcher},
+		"sh":     {"sh", "-c", `"$0" "$@"; exit $?`, c.native},
+	}
+}
+
+// codexEnv writes the user's Codex config, pointing Codex at srv through
+// a model provider of its own (Responses API, a dummy key from the
+// environment, no retries), with the update check and analytics off and
+// the work directory trusted (the TUI asks otherwise), and returns
+// Codex's environment. CODEX_HOME is under HOME, not under TMPDIR: Codex
+// refuses to put its sandbox helper under a temporary directory, and its
+// sandboxed commands then fail (bwrap: execvp codex-linux-sandbox).
+func codexEnv(t *testing.T, u *user, srv *modelServer) []string {
+	t.Helper()
+	u.writeFile(t, ".codex/config.toml", `model = "gpt-test"
+model_provider = "scripted"
+check_for_update_on_startup = false
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "`+srv.url+`/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[projects."`+u.work+`"]
+trust_level = "trusted"
+`)
+	return []string{"CODEX_HOME=" + filepath.Join(u.home, ".codex"), "SCRIPTED_API_KEY=sk-paddock-test"}
+}
+
+// codexExec is `codex exec` on prompt with the sandbox mode given
+// ("danger-full-access": none; "read-only", its default, and
+// "workspace-write" run each command in bubblewrap with a PID namespace
+// of its own), after the launcher's argv.
+func codexExec(launcher []string, sandbox, prompt string) []string {
+	return append(append([]string(nil), launcher...), "exec", "--skip-git-repo-check", "--color", "never", "-s", sandbox, prompt)
+}
+
+// TestCodexKillRefused: with Codex's sandbox off, a tool call that kills
+// the foreign sleep is refused, and the model sees paddock's refusal word
+// for word in the tool result; the conversation ends with the final text.
+func TestCodexKillRefused(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			c := codex(t)
+			f := u.startForeign(t)
+			srv := newModelServer(t, responsesDialect{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+			o := u.run(t, session{backend: b, argv: codexExec([]string{c.native}, "danger-full-access", "kill the sleep"), env: codexEnv(t, u, srv)})
+			res := srv.conversed(t, o)
+			t.Logf("tool results: %q", res)
+			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+				t.Errorf("Codex did not finish its conversation with the final text:\n%v", o)
+			}
+			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
+			}
+			if !o.denied(t, f.pid()) {
+				t.Errorf("the journal has no refusal of pid %d:\n%s", f.pid(), o.journal)
+			}
+			f.requireAlive(t)
+		})
+	}
+}
+
+// TestCodexLifeline: a tool call's `pkill -f codex` (which matches the
+// harness, its launcher and paddock) or `kill -9 $PPID` (the process that
+// ran the command: Codex) does not end the session: the harness, however
+// it was launched, gets the tool result back, sends it to the model and
+// exits 0 with the final text.
+func TestCodexLifeline(t *testing.T) {
+	if out, err := exec.Command("node", "--version").Output(); err == nil {
+		t.Logf("node %s: the npm entry point %s", strings.TrimSpace(string(out)),
+			"spawns the native binary as its child before Node 22.15, and execs it from then on")
+	}
+	for _, b := range backends {
+		for _, l := range []string{"native", "node", "sh"} {
+			for name, command := range map[string]string{"pkill": "pkill -f codex", "ppid": "kill -9 $PPID"} {
+				t.Run(b+"/"+l+"/"+name, func(t *testing.T) {
+					u := newUser(t)
+					c := codex(t)
+					launcher := c.launchers()[l]
+					if l == "node" {
+						if _, err := exec.LookPath("node"); err != nil {
+							t.Skipf("needs node for Codex's npm entry point: %v", err)
+						}
+					}
+					f := u.startForeign(t)
+					srv := newModelServer(t, responsesDialect{}, shell(command), text("all done"))
+					o := u.run(t, session{backend: b, argv: codexExec(launcher, "danger-full-access", "stop codex"), env: codexEnv(t, u, srv)})
+					res := srv.conversed(t, o)
+					t.Logf("tool results: %q", res)
+					if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+						t.Errorf("Codex did not finish its conversation with the final text after %q:\n%v\ntool result:\n%s", command, o, res[0])
+					}
+					if want := "paddock refused kill(SIG"; !strings.Contains(res[0], want) {
+						t.Errorf("the tool result of %q lacks %q:\n%s", command, want, res[0])
+					}
+					if l != "native" && name == "pkill" {
+						// The launcher is in front of Codex, and pkill's pattern matches it.
+						if want := regexp.MustCompile(`paddock refused kill\(SIGTERM\) of pid \d+ \(` + launcher[0] + `\)`); !want.MatchString(res[0]) {
+							t.Errorf("the tool result of %q has no refusal of the %s launcher in front of Codex:\n%s", command, l, res[0])
+						}
+					}
+					f.requireAlive(t)
+				})
+			}
+		}
+	}
+}
+
+// pidNS matches the PID namespace a command printed with `readlink
+// /proc/self/ns/pid`.
+var pidNS = regexp.MustCompile(`pid:\[\d+\]`)
+
+// TestCodexSandbox: Codex's own sandbox on (`codex exec`'s default
+// read-only mode, and workspace-write), which runs each command in
+// bubblewrap with a PID namespace of its own: inside it, `sleep 300 &
+// kill $!` works, and a kill of the foreign sleep's pid, which names
+// nothing in that namespace, fails and leaves it alive.
+func TestCodexSandbox(t *testing.T) {
+	for _, b := range backends {
+		for _, mode := range []string{"read-only", "workspace-write"} {
+			t.Run(b+"/"+mode, func(t *testing.T) {
+				u := newUser(t)
+				c := codex(t)
+				f := u.startForeign(t)
+				host, err := os.Readlink("/proc/self/ns/pid")
+				if err != nil {
+					t.Fatalf("read the test's PID namespace: %v", err)
+				}
+				srv := newModelServer(t, responsesDialect{},
+					shell("readlink /proc/self/ns/pid; sleep 300 & kill $! && echo killed-own-child"),
+					shell("kill -TERM "+itoa(f.pid())),
+					text("all done"))
+				o := u.run(t, session{backend: b, argv: codexExec([]string{c.native}, mode, "kill a child"), env: codexEnv(t, u, srv)})
+				res := srv.conversed(t, o)
+				t.Logf("tool results: %q", res)
+				if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+					t.Errorf("Codex did not finish its conversation with the final text:\n%v", o)
+				}
+				if ns := pidNS.FindString(res[0]); ns == "" || ns == host {
+					t.Errorf("the command did not run in a PID namespace of its own (the test's is %s):\n%s", host, res[0])
+				}
+				if !strings.Contains(res[0], "killed-own-child") || !strings.Contains(res[0], "exited with code 0") {
+					t.Errorf("`sleep 300 & kill $!` did not work in Codex's sandbox:\n%s", res[0])
+				}
+				if strings.Contains(res[1], "exited with code 0") ||
+					!(strings.Contains(res[1], "No such process") || strings.Contains(res[1], refusal("SIGTERM", f.pid()))) {
+					t.Errorf("the kill of the foreign pid %d from Codex's sandbox was neither refused nor ESRCH:\n%s", f.pid(), res[1])
+				}
+				f.requireAlive(t)
+			})
+		}
+	}
+}
+
+// TestCodexTUI: Codex's TUI on a pty, the prompt given on its command
+// line: the refusal reaches the model, the TUI shows the final text, and
+// nothing of paddock's own (a log line, a "paddock:" line) is written on
+// the terminal. The TUI runs its commands in a `codex app-server` daemon
+// it starts itself (a child of the TUI, in a session of its own): it is
+// the app-server's command that is refused. Two Ctrl-C quit the TUI.
+func TestCodexTUI(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			c := codex(t)
+			f := u.startForeign(t)
+			srv := newModelServer(t, responsesDialect{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+			p := u.startOnPty(t, session{backend: b, argv: []string{c.native, "-s", "danger-full-access", "kill the sleep"}, env: codexEnv(t, u, srv)}, 40, 120)
+			res := srv.waitResults(t, 1)
+			p.expect(`all done`)
+			p.send("\x03")
+			p.send("\x03")
+			if code := p.wait(); code != 0 {
+				t.Errorf("the TUI exited %d after two Ctrl-C:\n%s", code, plain(p.output()))
+			}
+			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
+			}
+			if m := paddockLine.FindString(plain(p.output())); m != "" {
+				t.Errorf("paddock wrote %q on the TUI's terminal:\n%s", m, plain(p.output()))
+			}
+			f.requireAlive(t)
+		})
+	}
+}
