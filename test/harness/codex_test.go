@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // codexCLI is the pinned Codex CLI: the npm package's node entry point
@@ -204,32 +205,68 @@ func TestCodexSandbox(t *testing.T) {
 
 // TestCodexTUI: Codex's TUI on a pty, the prompt given on its command
 // line: the refusal reaches the model, the TUI shows the final text, and
-// nothing of paddock's own (a log line, a "paddock:" line) is written on
-// the terminal. The TUI runs its commands in a `codex app-server` daemon
-// it starts itself (a child of the TUI, in a session of its own): it is
-// the app-server's command that is refused. Two Ctrl-C quit the TUI.
+// while it runs nothing of paddock's own (a log line, a "paddock:" line) is
+// written on the terminal; at exit, one summary line at most. The TUI runs
+// its commands in a `codex app-server` daemon it starts itself (a child of
+// the TUI, in a session of its own): it is the app-server's command that is
+// refused. One Ctrl-C, once the turn is over, quits the TUI.
 func TestCodexTUI(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
 			c := codex(t)
 			f := u.startForeign(t)
-			srv := newModelServer(t, responsesDialect{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+			// The TUI draws words apart (cursor moves between them): a final text of one word.
+			srv := newModelServer(t, responsesDialect{}, shell("kill -TERM "+itoa(f.pid())), text("scripted-final-text"))
 			p := u.startOnPty(t, session{backend: b, argv: []string{c.native, "-s", "danger-full-access", "kill the sleep"}, env: codexEnv(t, u, srv)}, 40, 120)
 			res := srv.waitResults(t, 1)
-			p.expect(`all done`)
-			p.send("\x03")
+			expectAnswering(p, `scripted-final-text`)
+			expectAnswering(p, `Worked for`) // the turn is over
+			during := p.output()
 			p.send("\x03")
 			if code := p.wait(); code != 0 {
-				t.Errorf("the TUI exited %d after two Ctrl-C:\n%s", code, plain(p.output()))
+				t.Errorf("the TUI exited %d after Ctrl-C:\n%s", code, plain(p.output()))
 			}
 			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
 				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
 			}
-			if m := paddockLine.FindString(plain(p.output())); m != "" {
-				t.Errorf("paddock wrote %q on the TUI's terminal:\n%s", m, plain(p.output()))
+			if m := paddockLine.FindString(plain(during)); m != "" {
+				t.Errorf("paddock wrote %q on the TUI's terminal while Codex ran:\n%s", m, plain(during))
 			}
+			after := strings.TrimPrefix(p.output(), during)
+			if n := len(paddockLine.FindAllString(plain(after), -1)); n > 1 {
+				t.Errorf("paddock wrote %d lines of its own on the terminal at exit, not one summary at most:\n%s", n, plain(after))
+			}
+			t.Logf("the terminal after the TUI quit:\n%s", plain(after))
 			f.requireAlive(t)
 		})
+	}
+}
+
+// cursorQuery is a terminal's cursor position request (DSR 6), which
+// Codex's TUI sends and waits on.
+const cursorQuery = "\x1b[6n"
+
+// expectAnswering waits, as onPty.expect does, until the terminal's text
+// matches re, answering each cursor position request as a terminal
+// emulator would (the cursor at the top left corner).
+func expectAnswering(p *onPty, re string) {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	safety := time.After(time.Minute)
+	answered := 0
+	for {
+		out := p.output()
+		for ; answered < strings.Count(out, cursorQuery); answered++ {
+			p.send("\x1b[1;1R")
+		}
+		if rx.MatchString(plain(out)) {
+			return
+		}
+		select {
+		case <-p.more:
+		case <-safety:
+			p.t.Fatalf("the terminal never showed %q:\n%s", re, plain(p.output()))
+		}
 	}
 }
