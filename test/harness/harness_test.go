@@ -1,0 +1,744 @@
+// Package harness drives the real agent harnesses (Claude Code, Codex CLI,
+// Gemini CLI, opencode), installed at the versions pinned in pins.txt, under
+// `paddock run`, each against a scripted model server written here that
+// speaks the harness's own API with SSE streaming.
+//
+// A harness test uses the framework in this file like this:
+//
+//	u := newUser(t)                        // nobody's home and work dirs; skips unless root
+//	bin := installed(t, "@google/gemini-cli") // the pinned package's dir, installed when missing
+//	foreign := u.startForeign(t)           // a sleep of the same user, outside paddock
+//	srv := newModelServer(t, geminiDialect{}, shell("kill -TERM "+itoa(foreign.pid())), text("done"))
+//	out := u.run(t, "seccomp", []string{...argv of the harness...}, srv.env(...)...)
+//	res := srv.results(t)                  // the tool results the harness sent back, in order
+//	if !strings.Contains(res[0], refusal(foreign.pid(), "SIGTERM")) ...
+//	if !foreign.alive(t) ...
+//
+// The server answers each request with the turn of its script that the
+// request's own tool results point at (a request carrying N tool results
+// gets turn N), so a harness's retries and side requests (titles, quota
+// checks) never shift the script; a request that offers no shell tool is a
+// side request and gets a plain text. Every request is recorded.
+//
+// Everything runs as nobody (uid 65534), agent and foreign process alike,
+// as the project's other end-to-end tests do; the harnesses' cache must be
+// readable by nobody (install.sh makes it so). Waits are on events (a
+// process's exit, a recorded request, terminal output), each with a safety
+// limit that fails the test instead of hanging it.
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
+	"github.com/paddock-dev/paddock/internal/proctest"
+	"github.com/paddock-dev/paddock/internal/ptytest"
+)
+
+// nobody is the unprivileged user the harnesses and the foreign process run as.
+const nobody = 65534
+
+// suite holds what TestMain sets up once for the package.
+var suite struct {
+	// paddock is the binary under test, built into a directory nobody can read.
+	paddock string
+	// cache is where install.sh puts the harnesses (cacheDir).
+	cache string
+	// installMu serializes the tests' runs of install.sh.
+	installMu sync.Mutex
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(setUp(m))
+}
+
+func setUp(m *testing.M) int {
+	suite.cache = cacheDir()
+	dir, err := os.MkdirTemp("", "paddock-harness-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	suite.paddock = filepath.Join(dir, "paddock")
+	cmd := exec.Command("go", "build", "-o", suite.paddock, "../../cmd/paddock")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build paddock: %v\n%s", err, b)
+		return 1
+	}
+	return m.Run()
+}
+
+// cacheDir is install.sh's cache: $PADDOCK_HARNESS_CACHE, else
+// /var/cache/paddock/harness for root (nobody cannot enter /root), else
+// ${XDG_CACHE_HOME:-$HOME/.cache}/paddock/harness.
+func cacheDir() string {
+	if d := os.Getenv("PADDOCK_HARNESS_CACHE"); d != "" {
+		return d
+	}
+	if os.Getuid() == 0 {
+		return "/var/cache/paddock/harness"
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "paddock", "harness")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "paddock", "harness")
+}
+
+// pinned is the exact version pins.txt gives the npm package pkg.
+func pinned(t *testing.T, pkg string) string {
+	t.Helper()
+	b, err := os.ReadFile("pins.txt")
+	if err != nil {
+		t.Fatalf("read the pins: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), pkg+"@"); ok {
+			return v
+		}
+	}
+	t.Fatalf("pins.txt pins no version of %s", pkg)
+	return ""
+}
+
+// installed returns the directory of the npm package pkg (as in pins.txt:
+// "@anthropic-ai/claude-code") installed at its pinned version, running
+// install.sh when it is not in the cache yet. Without npm, or with the
+// registry unreachable, the test skips with the reason.
+func installed(t *testing.T, pkg string) string {
+	t.Helper()
+	spec := pkg + "@" + pinned(t, pkg)
+	root := filepath.Join(suite.cache, spec)
+	dir := filepath.Join(root, "node_modules", pkg)
+	suite.installMu.Lock()
+	defer suite.installMu.Unlock()
+	if _, err := os.Stat(filepath.Join(root, ".installed")); err == nil {
+		return dir
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skipf("needs npm to install %s: %v", spec, err)
+	}
+	// The registry's answer tells an unreachable registry (skip) from a
+	// failed install (a failure).
+	if out, err := exec.Command("npm", "view", spec, "version").CombinedOutput(); err != nil {
+		t.Skipf("needs the npm registry to install %s: npm view: %v\n%s", spec, err, out)
+	}
+	cmd := exec.Command("bash", "install.sh", spec)
+	cmd.Env = append(os.Environ(), "PADDOCK_HARNESS_CACHE="+suite.cache)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("install.sh %s: %v\n%s", spec, err, out)
+	}
+	return dir
+}
+
+// requireBackend skips when the kernel cannot give paddock the backend.
+func requireBackend(t *testing.T, backend string) {
+	t.Helper()
+	if backend == "ptrace" {
+		featuretest.Require(t, features.IDRetTrace, features.IDPtrace)
+		return
+	}
+	featuretest.Require(t, features.IDUserNotif)
+}
+
+// backends are the --backend values the scenarios run on.
+var backends = []string{"seccomp", "ptrace"}
+
+// user is the unprivileged user's side of one test: a home and a work
+// directory of nobody's own, removed when the test ends.
+type user struct {
+	dir  string // holds the rest, and the journal
+	home string // HOME, with XDG_CONFIG_HOME, XDG_CACHE_HOME and XDG_STATE_HOME under it
+	work string // the harness's working directory
+	tmp  string // TMPDIR: short, for paddock's control socket
+}
+
+// newUser skips unless the test runs as root with setpriv (to run the
+// harness and the foreign process as nobody), and makes nobody's directories.
+func newUser(t *testing.T) *user {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the harnesses as an unprivileged user with setpriv")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skipf("needs setpriv: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "paddock-harness-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	u := &user{dir: dir, home: filepath.Join(dir, "home"), work: filepath.Join(dir, "work"), tmp: filepath.Join(dir, "t")}
+	for _, d := range []string{dir, u.home, u.work, u.tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return u
+}
+
+// writeFile writes a file of nobody's under the user's home (a harness's
+// settings), making its directories.
+func (u *user) writeFile(t *testing.T, rel, content string) {
+	t.Helper()
+	p := filepath.Join(u.home, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(p); strings.HasPrefix(d, u.home+"/"); d = filepath.Dir(d) {
+		if err := os.Chown(d, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// env is the environment every harness gets: nobody's home and XDG
+// directories, a plain PATH (with node's), no terminal unless on a pty.
+func (u *user) env() []string {
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + u.home,
+		"USER=nobody",
+		"LOGNAME=nobody",
+		"SHELL=/bin/bash",
+		"LANG=C.UTF-8",
+		"TMPDIR=" + u.tmp,
+		"XDG_CONFIG_HOME=" + filepath.Join(u.home, ".config"),
+		"XDG_CACHE_HOME=" + filepath.Join(u.home, ".cache"),
+		"XDG_STATE_HOME=" + filepath.Join(u.home, ".local", "state"),
+		"XDG_DATA_HOME=" + filepath.Join(u.home, ".local", "share"),
+		"NO_COLOR=1",
+		"CI=", // some harnesses change their behaviour under CI=true, which .ci/run sets
+	}
+}
+
+// asNobody is setpriv's prefix that runs a command as nobody.
+func asNobody(argv ...string) []string {
+	return append([]string{"setpriv", "--reuid=" + itoa(nobody), "--regid=" + itoa(nobody), "--clear-groups"}, argv...)
+}
+
+// foreign is a process of nobody's started outside paddock: every scenario
+// ends with it alive.
+type foreign struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startForeign starts `sleep 1000` as nobody outside paddock; the test kills it at the end.
+func (u *user) startForeign(t *testing.T) *foreign {
+	t.Helper()
+	argv := asNobody("sleep", "1000")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the foreign sleep: %v", err)
+	}
+	f := &foreign{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(f.exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-f.exited
+	})
+	return f
+}
+
+// pid is the foreign process's pid (setpriv execs sleep: one process).
+func (f *foreign) pid() int { return f.cmd.Process.Pid }
+
+// alive reports whether the foreign process runs and nothing has doomed it
+// (proctest.Alive: no fatal signal pending either).
+func (f *foreign) alive(t *testing.T) bool {
+	t.Helper()
+	select {
+	case <-f.exited:
+		return false
+	default:
+	}
+	alive := proctest.Alive(t, f.pid())
+	select {
+	case <-f.exited:
+		return false
+	default:
+		return alive
+	}
+}
+
+// requireAlive fails the test when the foreign process did not survive.
+func (f *foreign) requireAlive(t *testing.T) {
+	t.Helper()
+	if !f.alive(t) {
+		t.Errorf("the foreign sleep (pid %d) of the same user, started outside paddock, did not survive", f.pid())
+	}
+}
+
+// session is one `paddock run` of a harness as nobody.
+type session struct {
+	backend string
+	argv    []string // the harness's command line
+	env     []string // added to user.env()
+	flags   []string // paddock run's own flags, before --
+}
+
+// outcome is what a finished session left.
+type outcome struct {
+	code           int
+	stdout, stderr string
+	journal        string
+}
+
+func (o outcome) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", o.code, o.stdout, o.stderr)
+}
+
+// command prepares `setpriv ... paddock run --backend B --journal J FLAGS -- ARGV`
+// in the user's work directory, and returns it with the journal's path.
+func (u *user) command(t *testing.T, s session) (*exec.Cmd, string) {
+	t.Helper()
+	requireBackend(t, s.backend)
+	j, err := os.CreateTemp(u.dir, "journal-*.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	if err := os.Chown(j.Name(), nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{suite.paddock, "run", "--backend", s.backend, "--journal", j.Name(), "--log-format", "json"}, s.flags...)
+	argv := asNobody(append(append(args, "--"), s.argv...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = u.work
+	cmd.Env = append(u.env(), s.env...)
+	// What the harness left running may hold the pipes open.
+	cmd.WaitDelay = 5 * time.Second
+	return cmd, j.Name()
+}
+
+// sessionLimit is how long a session may run before the test gives up on
+// it: a safety, far above what a scripted conversation takes.
+const sessionLimit = 2 * time.Minute
+
+// run runs the session to its end, without a terminal, stdin empty.
+func (u *user) run(t *testing.T, s session) outcome {
+	t.Helper()
+	cmd, journal := u.command(t, s)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(sessionLimit):
+		ps := processes()
+		stop(cmd, done)
+		t.Fatalf("%q did not finish in %v\nstdout:\n%s\nstderr:\n%s\nnobody's processes:\n%s", s.argv, sessionLimit, out.String(), errb.String(), ps)
+	}
+	o := outcome{stdout: out.String(), stderr: errb.String(), code: exitCode(t, cmd, err)}
+	o.journal = readFile(journal)
+	return o
+}
+
+// stop ends a session that did not end: SIGTERM first, which paddock
+// forwards to the harness and then ends what it left (a SIGKILL of paddock
+// would leave the harness's own sessions running), SIGKILL if that does
+// not do it in 10 s.
+func stop(cmd *exec.Cmd, done <-chan error) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// processes lists nobody's processes as a tree: what a session that did
+// not end left running.
+func processes() string {
+	out, err := exec.Command("ps", "-o", "pid,ppid,stat,args", "--forest", "-u", itoa(nobody)).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("ps: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// exitCode is the exit status Wait reported (128+N for death by signal N).
+func exitCode(t *testing.T, cmd *exec.Cmd, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	switch {
+	case err == nil, errors.Is(err, exec.ErrWaitDelay):
+		return cmd.ProcessState.ExitCode()
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	t.Fatalf("wait for %v: %v", cmd.Args, err)
+	return -1
+}
+
+// records parses the journal's JSON lines.
+func (o outcome) records(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(o.journal))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("journal line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// denied reports whether the journal has a signal_denied record aimed at target.
+func (o outcome) denied(t *testing.T, target int) bool {
+	t.Helper()
+	for _, rec := range o.records(t) {
+		if rec["action"] == "signal_denied" && rec["target"] == float64(target) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusals is the number of refusals the session's session_ended record
+// counts (every kind: signals, execs, the rest).
+func (o outcome) refusals(t *testing.T) int {
+	t.Helper()
+	for _, rec := range o.records(t) {
+		if rec["action"] == "session_ended" {
+			n, ok := rec["refusals"].(float64)
+			if !ok {
+				t.Fatalf("the session_ended record has no refusals count: %v", rec)
+			}
+			return int(n)
+		}
+	}
+	t.Fatalf("the journal has no session_ended record:\n%s", o.journal)
+	return 0
+}
+
+// refusal is the start of paddock's message to a process refused a
+// signal to pid: the model must see it word for word in its tool result.
+func refusal(sig string, pid int) string {
+	return fmt.Sprintf("paddock refused kill(%s) of pid %d", sig, pid)
+}
+
+// onPty is a session on a pty of its own, read as a terminal emulator would.
+type onPty struct {
+	t      *testing.T
+	master *os.File
+	cmd    *exec.Cmd
+	done   chan error
+
+	mu   sync.Mutex
+	out  bytes.Buffer
+	more chan struct{} // a token when out grew
+}
+
+// startOnPty starts the session leading a session of its own on a new pty
+// of rows x cols, as a program in a terminal emulator.
+func (u *user) startOnPty(t *testing.T, s session, rows, cols uint16) *onPty {
+	t.Helper()
+	master, slave := ptytest.Open(t)
+	if err := unix.IoctlSetWinsize(int(slave.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+		t.Fatalf("set the pty's size: %v", err)
+	}
+	cmd, _ := u.command(t, s)
+	cmd.Env = append(cmd.Env, "TERM=xterm-256color", "COLUMNS=", "LINES=")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	p := &onPty{t: t, master: master, cmd: cmd, done: make(chan error, 1), more: make(chan struct{}, 1)}
+	go p.read()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			stop(cmd, p.done)
+		}
+		if t.Failed() {
+			t.Logf("the terminal showed (escape sequences removed):\n%s", plain(p.output()))
+		}
+	})
+	return p
+}
+
+// read collects what is written on the terminal.
+func (p *onPty) read() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := p.master.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			select {
+			case p.more <- struct{}{}:
+			default:
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// output is everything written on the terminal so far.
+func (p *onPty) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// send types s.
+func (p *onPty) send(s string) {
+	p.t.Helper()
+	if _, err := p.master.Write([]byte(s)); err != nil {
+		p.t.Fatalf("type %q: %v", s, err)
+	}
+}
+
+// expect waits until the terminal's text (escape sequences removed)
+// matches re; a minute at most, as a safety.
+func (p *onPty) expect(re string) {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	safety := time.After(time.Minute)
+	for !rx.MatchString(plain(p.output())) {
+		select {
+		case <-p.more:
+		case <-safety:
+			p.t.Fatalf("the terminal never showed %q:\n%s", re, plain(p.output()))
+		}
+	}
+}
+
+// wait waits for the session to end (a safety limit, sessionLimit) and returns its exit status.
+func (p *onPty) wait() int {
+	p.t.Helper()
+	select {
+	case err := <-p.done:
+		return exitCode(p.t, p.cmd, err)
+	case <-time.After(sessionLimit):
+		p.t.Fatalf("the session on the pty did not end in %v:\n%s", sessionLimit, plain(p.output()))
+		return -1
+	}
+}
+
+// escapes matches a terminal's control sequences (CSI, OSC, two-byte ESC).
+var escapes = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-_]|\x1b[ -/][0-~]`)
+
+// cursorForward is the sequence a TUI moves right with instead of writing spaces.
+var cursorForward = regexp.MustCompile(`\x1b\[\d*C`)
+
+// plain is terminal output without its control sequences (a move to the
+// right is a space).
+func plain(s string) string {
+	return escapes.ReplaceAllString(cursorForward.ReplaceAllString(s, " "), "")
+}
+
+// paddockLine matches what paddock itself may not show on the agent's
+// terminal: a line of its own ("paddock: ...", "paddock run ...") or a log
+// line (JSON or console, at WRN or INF), anywhere in a line, as a TUI
+// draws lines at any column. The refused process's message ("paddock
+// refused ...") is not paddock's line but the harness's tool output.
+var paddockLine = regexp.MustCompile(`(?m)(^|[^a-z ])paddock(:| run| \d)|"component":"paddock"|\b(WRN|INF)\b`)
+
+// turn is one answer of a scripted model: a call of the harness's shell
+// tool with a command, or a final text.
+type turn struct {
+	command string
+	timeout time.Duration // the shell tool's own timeout, where it has one (0: none)
+	text    string
+}
+
+// shell is a turn that calls the shell tool with command.
+func shell(command string) turn { return turn{command: command} }
+
+// text is a final turn: the model's text, which ends the conversation.
+func text(s string) turn { return turn{text: s} }
+
+// request is one request the model server got.
+type request struct {
+	path string
+	body []byte
+}
+
+// dialect is one model API: how the server answers a request, and how it
+// reads the tool results back from one.
+type dialect interface {
+	// conversation tells the conversation's requests (those offering the
+	// shell tool) from side requests.
+	conversation(body []byte) bool
+	// results are the tool results a request carries, in order.
+	results(body []byte) []string
+	// answer writes the answer to a conversation request with turn, the
+	// i-th of the script (its id is derived from i), or to a side request
+	// (i < 0) a short text.
+	answer(w http.ResponseWriter, r *http.Request, body []byte, i int, tr turn)
+}
+
+// modelServer is a scripted model on 127.0.0.1 speaking one dialect.
+type modelServer struct {
+	url     string
+	dialect dialect
+	script  []turn
+
+	mu   sync.Mutex
+	reqs []request
+	more chan struct{} // a token when a request was recorded
+}
+
+// newModelServer starts a model server that plays script, closed when the test ends.
+func newModelServer(t *testing.T, d dialect, script ...turn) *modelServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on loopback: %v", err)
+	}
+	s := &modelServer{url: "http://" + ln.Addr().String(), dialect: d, script: script, more: make(chan struct{}, 1)}
+	hs := &http.Server{Handler: s}
+	go hs.Serve(ln) //nolint:errcheck // ends with Close
+	t.Cleanup(func() {
+		hs.Close()
+		if t.Failed() {
+			t.Logf("the model server got %d requests; the tool results the harness sent back: %q", len(s.requests()), s.results())
+		}
+	})
+	return s
+}
+
+// ServeHTTP records the request and answers it with its turn.
+func (s *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, request{path: r.URL.Path, body: body})
+	s.mu.Unlock()
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+	if r.Method != http.MethodPost || !s.dialect.conversation(body) {
+		s.dialect.answer(w, r, body, -1, text("ok"))
+		return
+	}
+	i := len(s.dialect.results(body))
+	tr := text("done")
+	if i < len(s.script) {
+		tr = s.script[i]
+	}
+	s.dialect.answer(w, r, body, i, tr)
+}
+
+// requests are the requests recorded so far.
+func (s *modelServer) requests() []request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]request(nil), s.reqs...)
+}
+
+// results are the tool results of the conversation's furthest request:
+// what the harness sent back for each tool call of the script, in order.
+func (s *modelServer) results() []string {
+	var best []string
+	for _, r := range s.requests() {
+		if !s.dialect.conversation(r.body) {
+			continue
+		}
+		if res := s.dialect.results(r.body); len(res) > len(best) {
+			best = res
+		}
+	}
+	return best
+}
+
+// waitResults waits until the harness has sent back n tool results (a
+// minute at most, as a safety) and returns them.
+func (s *modelServer) waitResults(t *testing.T, n int) []string {
+	t.Helper()
+	safety := time.After(time.Minute)
+	for {
+		if res := s.results(); len(res) >= n {
+			return res
+		}
+		select {
+		case <-s.more:
+		case <-safety:
+			t.Fatalf("the harness sent back %d tool results in a minute, not %d", len(s.results()), n)
+		}
+	}
+}
+
+// conversed checks that the harness went through the whole script: a
+// request carried a tool result for every tool call of it, and returns them.
+func (s *modelServer) conversed(t *testing.T, o fmt.Stringer) []string {
+	t.Helper()
+	res := s.results()
+	calls := 0
+	for _, tr := range s.script {
+		if tr.command != "" {
+			calls++
+		}
+	}
+	if len(res) < calls {
+		t.Fatalf("the harness sent back %d tool results, the script has %d tool calls; %d requests\n%v", len(res), calls, len(s.requests()), o)
+	}
+	return res
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// readFile returns a file's contents ("" when it cannot be read).
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
