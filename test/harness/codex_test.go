@@ -111,11 +111,12 @@ func TestCodexKillRefused(t *testing.T) {
 	}
 }
 
-// TestCodexLifeline: a tool call's `pkill -f codex` (which matches the
+// TestCodexLifeline: a tool call's `pkill -f codex...` (which matches the
 // harness, its launcher and paddock) or `kill -9 $PPID` (the process that
 // ran the command: Codex) does not end the session: the harness, however
 // it was launched, gets the tool result back, sends it to the model and
-// exits 0 with the final text.
+// exits 0 with the final text. The pattern is pkillPattern's: it matches
+// this test's processes only.
 func TestCodexLifeline(t *testing.T) {
 	if out, err := exec.Command("node", "--version").Output(); err == nil {
 		t.Logf("node %s: the npm entry point %s", strings.TrimSpace(string(out)),
@@ -123,9 +124,11 @@ func TestCodexLifeline(t *testing.T) {
 	}
 	for _, b := range backends {
 		for _, l := range []string{"native", "node", "sh"} {
-			for name, command := range map[string]string{"pkill": "pkill -f codex", "ppid": "kill -9 $PPID"} {
+			for _, name := range []string{"pkill", "ppid"} {
 				t.Run(b+"/"+l+"/"+name, func(t *testing.T) {
 					u := newUser(t)
+					prompt := "stop codex " + filepath.Base(u.dir)
+					command := map[string]string{"pkill": "pkill -f " + pkillPattern("codex", u), "ppid": "kill -9 $PPID"}[name]
 					c := codex(t)
 					launcher := c.launchers()[l]
 					if l == "node" {
@@ -135,7 +138,7 @@ func TestCodexLifeline(t *testing.T) {
 					}
 					f := u.startForeign(t)
 					srv := newModelServer(t, responsesDialect{}, shell(command), text("all done"))
-					o := u.run(t, session{backend: b, argv: codexExec(launcher, "danger-full-access", "stop codex"), env: codexEnv(t, u, srv)})
+					o := u.run(t, session{backend: b, argv: codexExec(launcher, "danger-full-access", prompt), env: codexEnv(t, u, srv)})
 					res := srv.conversed(t, o)
 					t.Logf("tool results: %q", res)
 					if o.code != 0 || !strings.Contains(o.stdout, "all done") {
@@ -269,4 +272,14 @@ func expectAnswering(p *onPty, re string) {
 			p.t.Fatalf("the terminal never showed %q:\n%s", re, plain(p.output()))
 		}
 	}
+}
+
+// pkillPattern is a `pkill -f` pattern, quoted for the shell, that matches
+// the command lines of name (the harness, its launcher, paddock) in u's
+// session only: name, then u's directory's name, which the session's
+// prompt carries. A bare `pkill -f codex` would also be aimed at every
+// other process of nobody's whose command line says codex (other tests',
+// other engineers'), which the project's tests never signal.
+func pkillPattern(name string, u *user) string {
+	return "'" + name + ".*" + filepath.Base(u.dir) + "'"
 }
