@@ -158,3 +158,38 @@ func TestOpencodeTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestOpencodeTUI: opencode's TUI on a pty, the prompt given with
+// --prompt: the refusal reaches the model, the TUI shows the final text,
+// and while it runs nothing of paddock's own (a log line, a "paddock:"
+// line) is written on the terminal; at exit, one summary line at most.
+// Ctrl-C quits the TUI.
+func TestOpencodeTUI(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := opencode(t)
+			f := u.startForeign(t)
+			srv := newModelServer(t, chatDialect{}, shell("kill -TERM "+itoa(f.pid())), text("scripted-final-text"))
+			p := u.startOnPty(t, session{backend: b, argv: []string{bin, "--prompt", "kill the sleep"}, env: opencodeEnv(t, srv)}, 40, 120)
+			res := srv.waitResults(t, 1)
+			expectAnswering(p, `scripted-final-text`)
+			during := p.output()
+			p.send("\x03")
+			if code := p.wait(); code != 0 {
+				t.Errorf("the TUI exited %d after Ctrl-C:\n%s", code, plain(p.output()))
+			}
+			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
+			}
+			if m := paddockLine.FindString(plain(during)); m != "" {
+				t.Errorf("paddock wrote %q on the TUI's terminal while opencode ran:\n%s", m, plain(during))
+			}
+			after := strings.TrimPrefix(p.output(), during)
+			if n := len(paddockLine.FindAllString(plain(after), -1)); n > 1 {
+				t.Errorf("paddock wrote %d lines of its own on the terminal at exit, not one summary at most:\n%s", n, plain(after))
+			}
+			f.requireAlive(t)
+		})
+	}
+}
