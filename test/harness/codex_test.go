@@ -325,3 +325,36 @@ func endLeftovers(t *testing.T, dir string) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
+
+// TestCodexEndsItsCommand: Codex's shell tool has no timeout, but a command
+// still running when its yield time is up stays a session of Codex's, and
+// `codex exec` ends it when the turn is over: under paddock that kill of
+// its own child is allowed, nothing is refused, and paddock finds nothing
+// left to clean up at exit.
+func TestCodexEndsItsCommand(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			c := codex(t)
+			srv := newModelServer(t, responsesDialect{},
+				turn{command: "echo started; sleep 300; echo not-reached", timeout: 250 * time.Millisecond},
+				text("all done"))
+			o := u.run(t, session{backend: b, argv: codexExec([]string{c.native}, "danger-full-access", "sleep"), env: codexEnv(t, u, srv)})
+			res := srv.conversed(t, o)
+			t.Logf("tool results: %q\nstderr:\n%s", res, o.stderr)
+			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+				t.Errorf("Codex did not finish its conversation with the final text:\n%v", o)
+			}
+			if !strings.Contains(res[0], "started") || !strings.Contains(res[0], "session ID") {
+				t.Errorf("the command did not outlive its yield time as a session of Codex's:\n%s", res[0])
+			}
+			if n := o.refusals(t); n != 0 {
+				t.Errorf("paddock refused %d calls; Codex ends its own command:\n%s", n, o.journal)
+			}
+			// paddock logs its cleanup only when the agent left something running.
+			if strings.Contains(o.stderr, "cleaned up the processes the agent left running") {
+				t.Errorf("Codex left its command running for paddock to end:\n%s", o.stderr)
+			}
+		})
+	}
+}

@@ -135,7 +135,13 @@ func responsesArguments(name string, tr turn) string {
 	default:
 		args["command"] = []string{"bash", "-lc", tr.command}
 	}
-	if tr.timeout > 0 && name != "exec_command" {
+	switch {
+	case tr.timeout <= 0:
+	case name == "exec_command":
+		// Unified exec has no timeout: it returns after yield_time_ms with
+		// the command still running, as a session Codex keeps.
+		args["yield_time_ms"] = tr.timeout.Milliseconds()
+	default:
 		args["timeout_ms"] = tr.timeout.Milliseconds()
 	}
 	b, _ := json.Marshal(args)
