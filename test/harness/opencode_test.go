@@ -1,9 +1,13 @@
 package harness
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -11,10 +15,38 @@ import (
 
 // opencode is the pinned opencode's native binary: the npm package's
 // postinstall puts it at bin/opencode.exe (a link to the platform
-// package's binary); there is no node launcher in front of it.
+// package's binary); there is no node launcher in front of it. Where npm
+// did not run the postinstall (--ignore-scripts, or an npm that wants
+// install scripts allowed first), bin/opencode.exe is a shell stub that
+// fails, and the platform package's binary is taken instead.
 func opencode(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(installed(t, "opencode-ai"), "bin", "opencode.exe")
+	dir := installed(t, "opencode-ai")
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	candidates := []string{
+		filepath.Join(dir, "bin", "opencode.exe"),
+		filepath.Join(filepath.Dir(dir), "opencode-linux-"+arch, "bin", "opencode"),
+		filepath.Join(filepath.Dir(dir), "opencode-linux-"+arch+"-baseline", "bin", "opencode"),
+	}
+	for _, c := range candidates {
+		if isELF(c) {
+			return c
+		}
+	}
+	t.Fatalf("no opencode binary among %q: the postinstall of opencode-ai did not run and no platform package is installed", candidates)
+	return ""
+}
+
+// isELF reports whether path is an ELF executable (not a script or stub).
+func isELF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && bytes.Equal(magic, []byte("\x7fELF"))
 }
 
 // opencodeEnv points opencode at srv through a provider of its own on the
