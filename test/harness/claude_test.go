@@ -241,7 +241,9 @@ func TestClaudeCodeTUI(t *testing.T) {
 // TestClaudeCodeHook: `paddock check --hook claude-code` as Claude Code's
 // PreToolUse hook under paddock run blocks a Bash call of `systemctl
 // reboot` before it runs (a stand-in systemctl, first on PATH, records
-// any run), with paddock's reason in the tool result, and lets `echo` run.
+// any run), with paddock's reason in the tool result, and lets `echo` run,
+// and a pkill, which it allows only where the session's supervisor
+// answers on the PADDOCK_SOCKET the hook inherited.
 func TestClaudeCodeHook(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
@@ -257,7 +259,10 @@ func TestClaudeCodeHook(t *testing.T) {
 			}
 			u.writeFile(t, ".claude/settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash",
   "hooks": [{"type": "command", "command": "\"${PADDOCK_BIN:-paddock}\" check --hook claude-code"}]}]}}`)
-			srv := newModelServer(t, anthropic{}, shell("systemctl reboot"), shell("echo hook-let-me-run"), text("all done"))
+			// The hook lets a broad kill through only when the session's
+			// supervisor answers on the PADDOCK_SOCKET it inherited.
+			srv := newModelServer(t, anthropic{}, shell("systemctl reboot"), shell("echo hook-let-me-run"),
+				shell("pkill -f 'paddock-harness-[n]o-such-process'; echo pkill=$?"), text("all done"))
 			o := u.run(t, session{backend: b, argv: claudePrint(bin, "reboot"),
 				env: append(claudeEnv(srv), "PATH="+stub+":/usr/local/bin:/usr/bin:/bin")})
 			res := srv.conversed(t, o)
@@ -273,6 +278,9 @@ func TestClaudeCodeHook(t *testing.T) {
 			}
 			if !strings.Contains(res[1], "hook-let-me-run") {
 				t.Errorf("the hook did not let echo run:\n%s", res[1])
+			}
+			if strings.TrimSpace(res[2]) != "pkill=1" {
+				t.Errorf("the hook did not let a pkill run inside the session (pkill=1: nothing matched):\n%s", res[2])
 			}
 			if b, err := os.ReadFile(ran); err == nil {
 				t.Errorf("the stand-in systemctl ran: %q", b)

@@ -138,23 +138,48 @@ func installed(t *testing.T, pkg string) string {
 	dir := filepath.Join(root, "node_modules", pkg)
 	suite.installMu.Lock()
 	defer suite.installMu.Unlock()
-	if _, err := os.Stat(filepath.Join(root, ".installed")); err == nil {
-		return dir
+	nobodyEnters(t, filepath.Dir(suite.cache))
+	if _, err := os.Stat(filepath.Join(root, ".installed")); err != nil {
+		if _, err := exec.LookPath("npm"); err != nil {
+			t.Skipf("needs npm to install %s: %v", spec, err)
+		}
+		// The registry's answer tells an unreachable registry (skip) from a
+		// failed install (a failure).
+		if out, err := exec.Command("npm", "view", "--fetch-retries=1", spec, "version").CombinedOutput(); err != nil {
+			t.Skipf("needs the npm registry to install %s: npm view: %v\n%s", spec, err, out)
+		}
+		cmd := exec.Command("bash", "install.sh", spec)
+		cmd.Env = append(os.Environ(), "PADDOCK_HARNESS_CACHE="+suite.cache)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("install.sh %s: %v\n%s", spec, err, out)
+		}
 	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skipf("needs npm to install %s: %v", spec, err)
-	}
-	// The registry's answer tells an unreachable registry (skip) from a
-	// failed install (a failure).
-	if out, err := exec.Command("npm", "view", spec, "version").CombinedOutput(); err != nil {
-		t.Skipf("needs the npm registry to install %s: npm view: %v\n%s", spec, err, out)
-	}
-	cmd := exec.Command("bash", "install.sh", spec)
-	cmd.Env = append(os.Environ(), "PADDOCK_HARNESS_CACHE="+suite.cache)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("install.sh %s: %v\n%s", spec, err, out)
-	}
+	nobodyEnters(t, root)
 	return dir
+}
+
+// nobodyEnters fails the test unless every user may read and enter dir
+// and every directory above it that exists: nobody runs the harnesses
+// from the cache.
+func nobodyEnters(t *testing.T, dir string) {
+	t.Helper()
+	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil || fi.Mode().Perm()&0o005 != 0o005 {
+			t.Fatalf("nobody cannot read the harness cache %s (%s: %v, mode %v): set PADDOCK_HARNESS_CACHE to a directory every user can read and enter", suite.cache, d, err, modeOf(fi))
+		}
+	}
+}
+
+// modeOf is fi's permission bits ("none" without fi).
+func modeOf(fi os.FileInfo) string {
+	if fi == nil {
+		return "none"
+	}
+	return fi.Mode().Perm().String()
 }
 
 // requireBackend skips when the kernel cannot give paddock the backend.
@@ -473,9 +498,10 @@ type onPty struct {
 	cmd    *exec.Cmd
 	done   chan error
 
-	mu   sync.Mutex
-	out  bytes.Buffer
-	more chan struct{} // a token when out grew
+	mu      sync.Mutex
+	out     bytes.Buffer
+	more    chan struct{} // a token when out grew
+	drained chan struct{} // closed when the last holder of the pty's slave closed it
 }
 
 // startOnPty starts the session leading a session of its own on a new pty
@@ -490,7 +516,7 @@ func (u *user) startOnPty(t *testing.T, s session, rows, cols uint16) *onPty {
 	cmd.Env = append(cmd.Env, "TERM=xterm-256color", "COLUMNS=", "LINES=")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	p := &onPty{t: t, master: master, cmd: cmd, done: make(chan error, 1), more: make(chan struct{}, 1)}
+	p := &onPty{t: t, master: master, cmd: cmd, done: make(chan error, 1), more: make(chan struct{}, 1), drained: make(chan struct{})}
 	go p.read()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -508,8 +534,10 @@ func (u *user) startOnPty(t *testing.T, s session, rows, cols uint16) *onPty {
 	return p
 }
 
-// read collects what is written on the terminal.
+// read collects what is written on the terminal, until every holder of
+// the slave has closed it.
 func (p *onPty) read() {
+	defer close(p.drained)
 	buf := make([]byte, 4096)
 	for {
 		n, err := p.master.Read(buf)
@@ -558,16 +586,24 @@ func (p *onPty) expect(re string) {
 	}
 }
 
-// wait waits for the session to end (a safety limit, sessionLimit) and returns its exit status.
+// wait waits for the session to end (a safety limit, sessionLimit) and
+// for the terminal to be read to its end (what paddock wrote last can
+// still be in the pty when it exits), and returns the exit status.
 func (p *onPty) wait() int {
 	p.t.Helper()
+	var code int
 	select {
 	case err := <-p.done:
-		return exitCode(p.t, p.cmd, err)
+		code = exitCode(p.t, p.cmd, err)
 	case <-time.After(sessionLimit):
 		p.t.Fatalf("the session on the pty did not end in %v:\n%s", sessionLimit, plain(p.output()))
-		return -1
 	}
+	select {
+	case <-p.drained:
+	case <-time.After(10 * time.Second):
+		p.t.Fatalf("the pty's slave was still open 10 s after the session ended (a process left behind?):\n%s", processes())
+	}
+	return code
 }
 
 // escapes matches a terminal's control sequences (CSI, OSC, two-byte ESC).
