@@ -1,0 +1,227 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// opencode is the pinned opencode's native binary: the npm package's
+// postinstall puts it at bin/opencode.exe (a link to the platform
+// package's binary); there is no node launcher in front of it. Where npm
+// did not run the postinstall (--ignore-scripts, or an npm that wants
+// install scripts allowed first), bin/opencode.exe is a shell stub that
+// fails, and the platform package's binary is taken instead.
+func opencode(t *testing.T) string {
+	t.Helper()
+	dir := installed(t, "opencode-ai")
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	candidates := []string{
+		filepath.Join(dir, "bin", "opencode.exe"),
+		filepath.Join(filepath.Dir(dir), "opencode-linux-"+arch, "bin", "opencode"),
+		filepath.Join(filepath.Dir(dir), "opencode-linux-"+arch+"-baseline", "bin", "opencode"),
+	}
+	for _, c := range candidates {
+		if isELF(c) {
+			return c
+		}
+	}
+	t.Fatalf("no opencode binary among %q: the postinstall of opencode-ai did not run and no platform package is installed", candidates)
+	return ""
+}
+
+// isELF reports whether path is an ELF executable (not a script or stub).
+func isELF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	return err == nil && bytes.Equal(magic, []byte("\x7fELF"))
+}
+
+// opencodeEnv points opencode at srv through a provider of its own on the
+// OpenAI-compatible SDK (bundled in opencode: nothing is downloaded for
+// it), its bash tool allowed without asking, the models.dev fetch, the
+// update check, sharing and LSP downloads off. opencode also npm-installs
+// @opencode-ai/plugin into its config directory in the background, which
+// nothing here needs: npm_config_offline keeps that off the network.
+func opencodeEnv(t *testing.T, srv *modelServer) []string {
+	t.Helper()
+	config, err := json.Marshal(map[string]any{
+		"$schema":    "https://opencode.ai/config.json",
+		"autoupdate": false,
+		"share":      "disabled",
+		"model":      "scripted/scripted-model",
+		"provider": map[string]any{"scripted": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "Scripted",
+			"options": map[string]any{"baseURL": srv.url + "/v1", "apiKey": "sk-paddock-test"},
+			"models":  map[string]any{"scripted-model": map[string]any{"name": "Scripted model"}},
+		}},
+		"permission": map[string]any{"bash": "allow", "edit": "allow"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{
+		"OPENCODE_CONFIG_CONTENT=" + string(config),
+		"OPENCODE_DISABLE_MODELS_FETCH=1",
+		"OPENCODE_DISABLE_AUTOUPDATE=1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_SHARE=1",
+		"npm_config_offline=true",
+	}
+}
+
+// opencodeLaunchers are the ways the tests start opencode: its binary run
+// directly, and behind a plain `sh -c` launcher that stays in front of it.
+func opencodeLaunchers(bin string) map[string][]string {
+	return map[string][]string{
+		"native": {bin},
+		"sh":     {"sh", "-c", `"$0" "$@"; exit $?`, bin},
+	}
+}
+
+// opencodeRun is `opencode run` on prompt after the launcher's argv.
+func opencodeRun(launcher []string, prompt string) []string {
+	return append(append([]string(nil), launcher...), "run", prompt)
+}
+
+// TestOpencodeKillRefused: a bash tool call that kills the foreign sleep
+// is refused, and the model sees paddock's refusal word for word in the
+// tool result; the conversation ends with the final text.
+func TestOpencodeKillRefused(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := opencode(t)
+			f := u.startForeign(t)
+			srv := newModelServer(t, chatDialect{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+			o := u.run(t, session{backend: b, argv: opencodeRun([]string{bin}, "kill the sleep"), env: opencodeEnv(t, srv)})
+			res := srv.conversed(t, o)
+			t.Logf("tool results: %q", res)
+			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+				t.Errorf("opencode did not finish its conversation with the final text:\n%v", o)
+			}
+			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
+			}
+			if !o.denied(t, f.pid()) {
+				t.Errorf("the journal has no refusal of pid %d:\n%s", f.pid(), o.journal)
+			}
+			f.requireAlive(t)
+		})
+	}
+}
+
+// TestOpencodeLifeline: a bash tool call's `pkill -f opencode...` (which
+// matches opencode, its launcher and paddock: pkillPattern) or `kill -9 $PPID` (opencode
+// itself, which runs the command's shell) does not end the session:
+// opencode gets the tool result back, sends it to the model and exits 0
+// with the final text, bare and behind `sh -c`.
+func TestOpencodeLifeline(t *testing.T) {
+	for _, b := range backends {
+		for _, l := range []string{"native", "sh"} {
+			for _, name := range []string{"pkill", "ppid"} {
+				t.Run(b+"/"+l+"/"+name, func(t *testing.T) {
+					u := newUser(t)
+					prompt := "stop opencode " + filepath.Base(u.dir)
+					command := map[string]string{"pkill": "pkill -f " + pkillPattern("opencode", u), "ppid": "kill -9 $PPID"}[name]
+					launcher := opencodeLaunchers(opencode(t))[l]
+					f := u.startForeign(t)
+					srv := newModelServer(t, chatDialect{}, shell(command), text("all done"))
+					o := u.run(t, session{backend: b, argv: opencodeRun(launcher, prompt), env: opencodeEnv(t, srv)})
+					res := srv.conversed(t, o)
+					t.Logf("tool results: %q", res)
+					if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+						t.Errorf("opencode did not finish its conversation with the final text after %q:\n%v\ntool result:\n%s", command, o, res[0])
+					}
+					if want := "paddock refused kill(SIG"; !strings.Contains(res[0], want) {
+						t.Errorf("the tool result of %q lacks %q:\n%s", command, want, res[0])
+					}
+					if l == "sh" && name == "pkill" {
+						if want := regexp.MustCompile(`paddock refused kill\(SIGTERM\) of pid \d+ \(sh\)`); !want.MatchString(res[0]) {
+							t.Errorf("the tool result of %q has no refusal of the sh launcher in front of opencode:\n%s", command, res[0])
+						}
+					}
+					f.requireAlive(t)
+				})
+			}
+		}
+	}
+}
+
+// TestOpencodeTimeout: the bash tool's own timeout parameter ends its
+// command under paddock (opencode signals the command it started, which
+// paddock allows): the tool result says the command was stopped by the
+// timeout, the conversation goes on, nothing is refused.
+func TestOpencodeTimeout(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := opencode(t)
+			f := u.startForeign(t)
+			srv := newModelServer(t, chatDialect{},
+				turn{command: "echo started; sleep 300; echo not-reached", timeout: time.Second},
+				text("all done"))
+			o := u.run(t, session{backend: b, argv: opencodeRun([]string{bin}, "sleep"), env: opencodeEnv(t, srv)})
+			res := srv.conversed(t, o)
+			t.Logf("tool results: %q", res)
+			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+				t.Errorf("opencode did not finish its conversation with the final text:\n%v", o)
+			}
+			if !strings.Contains(res[0], "started") || strings.Contains(res[0], "not-reached") || !strings.Contains(strings.ToLower(res[0]), "timeout") {
+				t.Errorf("the tool result does not say the bash tool's timeout ended the command:\n%s", res[0])
+			}
+			if n := o.refusals(t); n != 0 {
+				t.Errorf("paddock refused %d calls; opencode's timeout signals its own command:\n%s", n, o.journal)
+			}
+			f.requireAlive(t)
+		})
+	}
+}
+
+// TestOpencodeTUI: opencode's TUI on a pty, the prompt given with
+// --prompt: the refusal reaches the model, the TUI shows the final text,
+// and while it runs nothing of paddock's own (a log line, a "paddock:"
+// line) is written on the terminal; at exit, one summary line at most.
+// Ctrl-C quits the TUI.
+func TestOpencodeTUI(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			u := newUser(t)
+			bin := opencode(t)
+			f := u.startForeign(t)
+			srv := newModelServer(t, chatDialect{}, shell("kill -TERM "+itoa(f.pid())), text("scripted-final-text"))
+			p := u.startOnPty(t, session{backend: b, argv: []string{bin, "--prompt", "kill the sleep"}, env: opencodeEnv(t, srv)}, 40, 120)
+			res := srv.waitResults(t, 1)
+			expectAnswering(p, `scripted-final-text`)
+			during := p.output()
+			p.send("\x03")
+			if code := p.wait(); code != 0 {
+				t.Errorf("the TUI exited %d after Ctrl-C:\n%s", code, plain(p.output()))
+			}
+			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
+			}
+			if m := paddockLine.FindString(plain(during)); m != "" {
+				t.Errorf("paddock wrote %q on the TUI's terminal while opencode ran:\n%s", m, plain(during))
+			}
+			after := strings.TrimPrefix(p.output(), during)
+			if n := len(paddockLine.FindAllString(plain(after), -1)); n > 1 {
+				t.Errorf("paddock wrote %d lines of its own on the terminal at exit, not one summary at most:\n%s", n, plain(after))
+			}
+			f.requireAlive(t)
+		})
+	}
+}
