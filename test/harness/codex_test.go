@@ -118,7 +118,7 @@ func TestCodexKillRefused(t *testing.T) {
 // harness, its launcher and paddock) or `kill -9 $PPID` (the process that
 // ran the command: Codex) does not end the session: the harness, however
 // it was launched, gets the tool result back, sends it to the model and
-// exits 0 with the final text. The pattern is pkillPattern's: it matches
+// exits 0 with the final text. The pattern is the user's ownPattern: it matches
 // this test's processes only.
 func TestCodexLifeline(t *testing.T) {
 	if out, err := exec.Command("node", "--version").Output(); err == nil {
@@ -131,7 +131,7 @@ func TestCodexLifeline(t *testing.T) {
 				t.Run(b+"/"+l+"/"+name, func(t *testing.T) {
 					u := newUser(t)
 					prompt := "stop codex " + filepath.Base(u.dir)
-					command := map[string]string{"pkill": "pkill -f " + pkillPattern("codex", u), "ppid": "kill -9 $PPID"}[name]
+					command := map[string]string{"pkill": "pkill -f '" + u.ownPattern("codex") + "'", "ppid": "kill -9 $PPID"}[name]
 					c := codex(t)
 					launcher := c.launchers()[l]
 					if l == "node" {
@@ -283,16 +283,6 @@ func expectAnswering(p *onPty, re string) {
 			p.t.Fatalf("the terminal never showed %q:\n%s", re, plain(p.output()))
 		}
 	}
-}
-
-// pkillPattern is a `pkill -f` pattern, quoted for the shell, that matches
-// the command lines of name (the harness, its launcher, paddock) in u's
-// session only: name, then u's directory's name, which the session's
-// prompt carries. A bare `pkill -f codex` would also be aimed at every
-// other process of nobody's whose command line says codex (other tests',
-// other engineers'), which the project's tests never signal.
-func pkillPattern(name string, u *user) string {
-	return "'" + name + ".*" + filepath.Base(u.dir) + "'"
 }
 
 // leftovers are the pids of the processes whose command line starts with

@@ -125,7 +125,7 @@ func TestOpencodeKillRefused(t *testing.T) {
 }
 
 // TestOpencodeLifeline: a bash tool call's `pkill -f opencode...` (which
-// matches opencode, its launcher and paddock: pkillPattern) or `kill -9 $PPID` (opencode
+// matches opencode, its launcher and paddock: ownPattern) or `kill -9 $PPID` (opencode
 // itself, which runs the command's shell) does not end the session:
 // opencode gets the tool result back, sends it to the model and exits 0
 // with the final text, bare and behind `sh -c`.
@@ -136,7 +136,7 @@ func TestOpencodeLifeline(t *testing.T) {
 				t.Run(b+"/"+l+"/"+name, func(t *testing.T) {
 					u := newUser(t)
 					prompt := "stop opencode " + filepath.Base(u.dir)
-					command := map[string]string{"pkill": "pkill -f " + pkillPattern("opencode", u), "ppid": "kill -9 $PPID"}[name]
+					command := map[string]string{"pkill": "pkill -f '" + u.ownPattern("opencode") + "'", "ppid": "kill -9 $PPID"}[name]
 					launcher := opencodeLaunchers(opencode(t))[l]
 					f := u.startForeign(t)
 					srv := newModelServer(t, chatDialect{}, shell(command), text("all done"))
