@@ -13,6 +13,8 @@ import (
 // package's postinstall copies it over bin/claude.exe; no node launcher).
 func claudeCode(t *testing.T) string {
 	t.Helper()
+	// Claude Code 2.1 makes it at every run, whatever TMPDIR says.
+	removeMadeDir(t, "/tmp/cc-daemon-"+itoa(nobody))
 	return filepath.Join(installed(t, "@anthropic-ai/claude-code"), "bin", "claude.exe")
 }
 

@@ -30,7 +30,8 @@ func codex(t *testing.T) codexCLI {
 	if triple == "" {
 		t.Skipf("Codex CLI has no Linux build for %s", runtime.GOARCH)
 	}
-	removeCodexDaemonDir(t)
+	// Codex 0.171 keeps its daemons' sockets there, whatever TMPDIR says.
+	removeMadeDir(t, "/tmp/codex-daemon-"+itoa(nobody))
 	return codexCLI{
 		launcher: filepath.Join(dir, "bin", "codex.js"),
 		native:   filepath.Join(filepath.Dir(dir), platform, "vendor", triple, "bin", "codex"),
@@ -350,18 +351,3 @@ func TestCodexEndsItsCommand(t *testing.T) {
 	}
 }
 
-// codexDaemonDir is where Codex 0.171 keeps its daemons' sockets, whatever
-// TMPDIR says: every run of it makes the directory, the TUI's app-server
-// puts a socket there.
-var codexDaemonDir = "/tmp/codex-daemon-" + itoa(nobody)
-
-// removeCodexDaemonDir removes codexDaemonDir when the test ends, if it
-// was not there before and is empty then, so that the suite leaves nothing
-// outside its temporary directories.
-func removeCodexDaemonDir(t *testing.T) {
-	t.Helper()
-	if _, err := os.Lstat(codexDaemonDir); err == nil {
-		return
-	}
-	t.Cleanup(func() { _ = os.Remove(codexDaemonDir) })
-}

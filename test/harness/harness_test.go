@@ -243,6 +243,18 @@ func newUser(t *testing.T) *user {
 // do its launchers and paddock, which quote that command line.
 func (u *user) tag() string { return filepath.Base(u.dir) }
 
+// removeMadeDir removes dir when the test ends, if it was not there before
+// and is empty then: a directory a harness makes outside the test's own
+// (its daemons' sockets under /tmp, whatever TMPDIR says), so that the
+// suite leaves nothing outside its temporary directories.
+func removeMadeDir(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Lstat(dir); err == nil {
+		return
+	}
+	t.Cleanup(func() { _ = os.Remove(dir) })
+}
+
 // ownPattern is a `pkill -f` pattern for name that matches only command
 // lines that carry the tag: the harness, its launchers and paddock of this
 // test's session, never another test's or another user's process of that
