@@ -40,10 +40,10 @@ func claudePrint(bin, prompt string) []string {
 	return []string{bin, "-p", prompt, "--dangerously-skip-permissions"}
 }
 
-// TestClaudeCodeKillRefused: a Bash tool call that kills the foreign sleep
+// claudeCodeKillRefused: a Bash tool call that kills the foreign sleep
 // is refused, and the model sees paddock's refusal word for word in the
 // tool result; the conversation ends with the final text.
-func TestClaudeCodeKillRefused(t *testing.T) {
+func claudeCodeKillRefused(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -79,12 +79,12 @@ var launchers = []struct {
 	}},
 }
 
-// TestClaudeCodeSurvivesItsTools: a Bash tool call's `pkill -f claude...`
+// claudeCodeSurvivesItsTools: a Bash tool call's `pkill -f claude...`
 // (its pattern matching Claude Code, its launcher and paddock of this
 // session alone) and `kill -9 $PPID` (Claude Code itself) leave Claude
 // Code finishing its conversation: the server gets the request after the
 // tool result, and Claude Code exits 0 with the final text.
-func TestClaudeCodeSurvivesItsTools(t *testing.T) {
+func claudeCodeSurvivesItsTools(t *testing.T) {
 	for _, b := range backends {
 		for _, l := range launchers {
 			for _, c := range []struct {
@@ -122,11 +122,11 @@ func TestClaudeCodeSurvivesItsTools(t *testing.T) {
 	}
 }
 
-// TestClaudeCodeSandbox: with Claude Code's own sandbox on (bubblewrap,
+// claudeCodeSandbox: with Claude Code's own sandbox on (bubblewrap,
 // with a PID namespace of its own), a command inside it kills its own
 // child (`sleep 300 & kill $!` exits 0), and a kill of the foreign sleep
 // fails and leaves it alive.
-func TestClaudeCodeSandbox(t *testing.T) {
+func claudeCodeSandbox(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -158,13 +158,13 @@ func TestClaudeCodeSandbox(t *testing.T) {
 	}
 }
 
-// TestClaudeCodeTimeout: the Bash tool's own timeout kills its command:
+// claudeCodeTimeout: the Bash tool's own timeout kills its command:
 // the tool result says so, the command is gone when the model's next
 // command looks, and paddock refused nothing. Claude Code moves a command
 // that outlives its timeout to the background instead, and print mode
 // then waits for it (10 minutes; bare too), unless background tasks are
 // off (CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1), as here.
-func TestClaudeCodeTimeout(t *testing.T) {
+func claudeCodeTimeout(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -203,11 +203,11 @@ func claudeTrusted(u *user) string {
   "customApiKeyResponses": {"approved": [%q], "rejected": []}}`, u.work, key[len(key)-20:])
 }
 
-// TestClaudeCodeTUI: Claude Code's TUI on a pty, under paddock: while a
+// claudeCodeTUI: Claude Code's TUI on a pty, under paddock: while a
 // Bash tool call's kill of the foreign sleep is refused, and until Claude
 // Code exits, the terminal shows no line of paddock's own (no log line, no
 // start line); the refusal reaches the model.
-func TestClaudeCodeTUI(t *testing.T) {
+func claudeCodeTUI(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -241,13 +241,13 @@ func TestClaudeCodeTUI(t *testing.T) {
 	}
 }
 
-// TestClaudeCodeHook: `paddock check --hook claude-code` as Claude Code's
+// claudeCodeHook: `paddock check --hook claude-code` as Claude Code's
 // PreToolUse hook under paddock run blocks a Bash call of `systemctl
 // reboot` before it runs (a stand-in systemctl, first on PATH, records
 // any run), with paddock's reason in the tool result, and lets `echo` run,
 // and a pkill, which it allows only where the session's supervisor
 // answers on the PADDOCK_SOCKET the hook inherited.
-func TestClaudeCodeHook(t *testing.T) {
+func claudeCodeHook(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -289,5 +289,27 @@ func TestClaudeCodeHook(t *testing.T) {
 				t.Errorf("the stand-in systemctl ran: %q", b)
 			}
 		})
+	}
+}
+
+// TestClaudeCode runs Claude Code's scenarios one after another, beside the other
+// harnesses' (each harness is a parallel test of its own): the suite then
+// takes a larger share of a busy machine's CPU and ends within go test's
+// time for a package, and one harness's directories outside the test's
+// own (removeMadeDir) are never removed under another of its runs.
+func TestClaudeCode(t *testing.T) {
+	t.Parallel()
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"KillRefused", claudeCodeKillRefused},
+		{"SurvivesItsTools", claudeCodeSurvivesItsTools},
+		{"Sandbox", claudeCodeSandbox},
+		{"Timeout", claudeCodeTimeout},
+		{"TUI", claudeCodeTUI},
+		{"Hook", claudeCodeHook},
+	} {
+		t.Run(sc.name, sc.run)
 	}
 }

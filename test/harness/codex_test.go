@@ -88,10 +88,10 @@ func codexExec(launcher []string, sandbox, prompt string) []string {
 	return append(append([]string(nil), launcher...), "exec", "--skip-git-repo-check", "--color", "never", "-s", sandbox, prompt)
 }
 
-// TestCodexKillRefused: with Codex's sandbox off, a tool call that kills
+// codexKillRefused: with Codex's sandbox off, a tool call that kills
 // the foreign sleep is refused, and the model sees paddock's refusal word
 // for word in the tool result; the conversation ends with the final text.
-func TestCodexKillRefused(t *testing.T) {
+func codexKillRefused(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -115,51 +115,52 @@ func TestCodexKillRefused(t *testing.T) {
 	}
 }
 
-// TestCodexLifeline: a tool call's `pkill -f codex...` (which matches the
-// harness, its launcher and paddock) or `kill -9 $PPID` (the process that
-// ran the command: Codex) does not end the session: the harness, however
-// it was launched, gets the tool result back, sends it to the model and
-// exits 0 with the final text. The pattern is the user's ownPattern: it matches
-// this test's processes only.
-func TestCodexLifeline(t *testing.T) {
+// codexLifeline: a tool call's `pkill -f codex...` (which matches the
+// harness, its launcher and paddock) and then one's `kill -9 $PPID` (the
+// process that ran the command: Codex) do not end the session: the
+// harness, however it was launched, gets each tool result back, sends it
+// to the model and exits 0 with the final text. The pattern is the
+// user's ownPattern: it matches this test's processes only. Both calls
+// are in one conversation, which costs one start of the harness.
+func codexLifeline(t *testing.T) {
 	if out, err := exec.Command("node", "--version").Output(); err == nil {
 		t.Logf("node %s: the npm entry point %s", strings.TrimSpace(string(out)),
 			"spawns the native binary as its child before Node 22.15, and execs it from then on")
 	}
 	for _, b := range backends {
 		for _, l := range []string{"native", "node", "sh"} {
-			for _, name := range []string{"pkill", "ppid"} {
-				t.Run(b+"/"+l+"/"+name, func(t *testing.T) {
-					u := newUser(t)
-					prompt := "stop codex " + filepath.Base(u.dir)
-					command := map[string]string{"pkill": "pkill -f '" + u.ownPattern("codex") + "'", "ppid": "kill -9 $PPID"}[name]
-					c := codex(t)
-					launcher := c.launchers()[l]
-					if l == "node" {
-						if _, err := exec.LookPath("node"); err != nil {
-							t.Skipf("needs node for Codex's npm entry point: %v", err)
-						}
+			t.Run(b+"/"+l, func(t *testing.T) {
+				u := newUser(t)
+				prompt := "stop codex " + filepath.Base(u.dir)
+				commands := []string{"pkill -f '" + u.ownPattern("codex") + "'", "kill -9 $PPID"}
+				c := codex(t)
+				launcher := c.launchers()[l]
+				if l == "node" {
+					if _, err := exec.LookPath("node"); err != nil {
+						t.Skipf("needs node for Codex's npm entry point: %v", err)
 					}
-					f := u.startForeign(t)
-					srv := newModelServer(t, responsesDialect{}, shell(command), text("all done"))
-					o := u.run(t, session{backend: b, argv: codexExec(launcher, "danger-full-access", prompt), env: codexEnv(t, u, srv)})
-					res := srv.conversed(t, o)
-					t.Logf("tool results: %q", res)
-					if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-						t.Errorf("Codex did not finish its conversation with the final text after %q:\n%v\ntool result:\n%s", command, o, res[0])
+				}
+				f := u.startForeign(t)
+				srv := newModelServer(t, responsesDialect{}, shell(commands[0]), shell(commands[1]), text("all done"))
+				o := u.run(t, session{backend: b, argv: codexExec(launcher, "danger-full-access", prompt), env: codexEnv(t, u, srv)})
+				res := srv.conversed(t, o)
+				t.Logf("tool results: %q", res)
+				if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+					t.Errorf("Codex did not finish its conversation with the final text after %q:\n%v\ntool results:\n%q", commands, o, res)
+				}
+				for i, command := range commands {
+					if want := "paddock refused kill(SIG"; !strings.Contains(res[i], want) {
+						t.Errorf("the tool result of %q lacks %q:\n%s", command, want, res[i])
 					}
-					if want := "paddock refused kill(SIG"; !strings.Contains(res[0], want) {
-						t.Errorf("the tool result of %q lacks %q:\n%s", command, want, res[0])
+				}
+				if l != "native" {
+					// The launcher is in front of Codex, and pkill's pattern matches it.
+					if want := regexp.MustCompile(`paddock refused kill\(SIGTERM\) of pid \d+ \(` + launcher[0] + `\)`); !want.MatchString(res[0]) {
+						t.Errorf("the tool result of %q has no refusal of the %s launcher in front of Codex:\n%s", commands[0], l, res[0])
 					}
-					if l != "native" && name == "pkill" {
-						// The launcher is in front of Codex, and pkill's pattern matches it.
-						if want := regexp.MustCompile(`paddock refused kill\(SIGTERM\) of pid \d+ \(` + launcher[0] + `\)`); !want.MatchString(res[0]) {
-							t.Errorf("the tool result of %q has no refusal of the %s launcher in front of Codex:\n%s", command, l, res[0])
-						}
-					}
-					f.requireAlive(t)
-				})
-			}
+				}
+				f.requireAlive(t)
+			})
 		}
 	}
 }
@@ -168,12 +169,12 @@ func TestCodexLifeline(t *testing.T) {
 // /proc/self/ns/pid`.
 var pidNS = regexp.MustCompile(`pid:\[\d+\]`)
 
-// TestCodexSandbox: Codex's own sandbox on (`codex exec`'s default
+// codexSandbox: Codex's own sandbox on (`codex exec`'s default
 // read-only mode, and workspace-write), which runs each command in
 // bubblewrap with a PID namespace of its own: inside it, `sleep 300 &
 // kill $!` works, and a kill of the foreign sleep's pid, which names
 // nothing in that namespace, fails and leaves it alive.
-func TestCodexSandbox(t *testing.T) {
+func codexSandbox(t *testing.T) {
 	for _, b := range backends {
 		for _, mode := range []string{"read-only", "workspace-write"} {
 			t.Run(b+"/"+mode, func(t *testing.T) {
@@ -210,14 +211,14 @@ func TestCodexSandbox(t *testing.T) {
 	}
 }
 
-// TestCodexTUI: Codex's TUI on a pty, the prompt given on its command
+// codexTUI: Codex's TUI on a pty, the prompt given on its command
 // line: the refusal reaches the model, the TUI shows the final text, and
 // while it runs nothing of paddock's own (a log line, a "paddock:" line) is
 // written on the terminal; at exit, one summary line at most. The TUI runs
 // its commands in a `codex app-server` daemon it starts itself (a child of
 // the TUI, in a session of its own): it is the app-server's command that is
 // refused. One Ctrl-C, once the turn is over, quits the TUI.
-func TestCodexTUI(t *testing.T) {
+func codexTUI(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -318,12 +319,12 @@ func endLeftovers(t *testing.T, dir string) {
 	}
 }
 
-// TestCodexEndsItsCommand: Codex's shell tool has no timeout, but a command
+// codexEndsItsCommand: Codex's shell tool has no timeout, but a command
 // still running when its yield time is up stays a session of Codex's, and
 // `codex exec` ends it when the turn is over: under paddock that kill of
 // its own child is allowed, nothing is refused, and paddock finds nothing
 // left to clean up at exit.
-func TestCodexEndsItsCommand(t *testing.T) {
+func codexEndsItsCommand(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -351,3 +352,23 @@ func TestCodexEndsItsCommand(t *testing.T) {
 	}
 }
 
+// TestCodex runs Codex CLI's scenarios one after another, beside the other
+// harnesses' (each harness is a parallel test of its own): the suite then
+// takes a larger share of a busy machine's CPU and ends within go test's
+// time for a package, and one harness's directories outside the test's
+// own (removeMadeDir) are never removed under another of its runs.
+func TestCodex(t *testing.T) {
+	t.Parallel()
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"KillRefused", codexKillRefused},
+		{"Lifeline", codexLifeline},
+		{"Sandbox", codexSandbox},
+		{"TUI", codexTUI},
+		{"EndsItsCommand", codexEndsItsCommand},
+	} {
+		t.Run(sc.name, sc.run)
+	}
+}

@@ -166,14 +166,14 @@ var geminiLaunchers = []struct {
 	{"sh", nil, launchers[1].wrap, 2},
 }
 
-// TestGeminiCLITools: under each launcher, a run_shell_command call that
+// geminiCLITools: under each launcher, a run_shell_command call that
 // kills the foreign sleep is refused, and the model sees paddock's refusal
 // word for word in the function response; the real `pkill -f gemini...`
 // (its pattern matching Gemini CLI, its launchers and paddock of this
 // session alone) and `kill -9
 // $PPID` are refused too, and Gemini CLI finishes its conversation: it
 // sends the function responses and exits 0 with the final text.
-func TestGeminiCLITools(t *testing.T) {
+func geminiCLITools(t *testing.T) {
 	for _, b := range backends {
 		for _, l := range geminiLaunchers {
 			t.Run(b+"/"+l.name, func(t *testing.T) {
@@ -209,12 +209,12 @@ func TestGeminiCLITools(t *testing.T) {
 	}
 }
 
-// TestGeminiCLISandbox: with Gemini CLI's own tool sandbox on
+// geminiCLISandbox: with Gemini CLI's own tool sandbox on
 // (security.toolSandboxing: each command in bubblewrap, --unshare-all, a
 // PID namespace of its own), a command inside it kills its own child
 // (`sleep 300 & kill $!` exits 0), and a kill of the foreign sleep fails
 // and leaves it alive.
-func TestGeminiCLISandbox(t *testing.T) {
+func geminiCLISandbox(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -246,11 +246,11 @@ func TestGeminiCLISandbox(t *testing.T) {
 	}
 }
 
-// TestGeminiCLITimeout: the shell tool's own inactivity timeout
+// geminiCLITimeout: the shell tool's own inactivity timeout
 // (tools.shell.inactivityTimeout, seconds without output) kills its
 // command: the command is gone when the model's next command looks, and
 // paddock refused nothing.
-func TestGeminiCLITimeout(t *testing.T) {
+func geminiCLITimeout(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -278,11 +278,11 @@ func TestGeminiCLITimeout(t *testing.T) {
 	}
 }
 
-// TestGeminiCLITUI: Gemini CLI's TUI on a pty, under paddock: while a
+// geminiCLITUI: Gemini CLI's TUI on a pty, under paddock: while a
 // run_shell_command kill of the foreign sleep is refused, and until Gemini
 // CLI exits, the terminal shows no line of paddock's own; the refusal
 // reaches the model.
-func TestGeminiCLITUI(t *testing.T) {
+func geminiCLITUI(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -313,5 +313,25 @@ func TestGeminiCLITUI(t *testing.T) {
 			}
 			f.requireAlive(t)
 		})
+	}
+}
+
+// TestGeminiCLI runs Gemini CLI's scenarios one after another, beside the other
+// harnesses' (each harness is a parallel test of its own): the suite then
+// takes a larger share of a busy machine's CPU and ends within go test's
+// time for a package, and one harness's directories outside the test's
+// own (removeMadeDir) are never removed under another of its runs.
+func TestGeminiCLI(t *testing.T) {
+	t.Parallel()
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"Tools", geminiCLITools},
+		{"Sandbox", geminiCLISandbox},
+		{"Timeout", geminiCLITimeout},
+		{"TUI", geminiCLITUI},
+	} {
+		t.Run(sc.name, sc.run)
 	}
 }

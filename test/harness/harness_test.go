@@ -410,7 +410,13 @@ func (u *user) command(t *testing.T, s session) (*exec.Cmd, string) {
 
 // sessionLimit is how long a session may run before the test gives up on
 // it: a safety, far above what a scripted conversation takes.
-const sessionLimit = 2 * time.Minute
+const sessionLimit = 4 * time.Minute
+
+// waitLimit is how long a test waits for one step of a session (a tool
+// result, a line on its terminal) before it gives up: a safety, far above
+// what a step takes (opencode's TUI took over a minute to its first tool
+// call beside two busy loops and the other harnesses).
+const waitLimit = 3 * time.Minute
 
 // run runs the session to its end, without a terminal, stdin empty.
 func (u *user) run(t *testing.T, s session) outcome {
@@ -608,11 +614,11 @@ func (p *onPty) send(s string) {
 }
 
 // expect waits until the terminal's text (escape sequences removed)
-// matches re; a minute at most, as a safety.
+// matches re; waitLimit at most, as a safety.
 func (p *onPty) expect(re string) {
 	p.t.Helper()
 	rx := regexp.MustCompile(re)
-	safety := time.After(time.Minute)
+	safety := time.After(waitLimit)
 	for !rx.MatchString(plain(p.output())) {
 		select {
 		case <-p.more:
@@ -773,11 +779,11 @@ func (s *modelServer) results() []string {
 	return best
 }
 
-// waitResults waits until the harness has sent back n tool results (a
-// minute at most, as a safety) and returns them.
+// waitResults waits until the harness has sent back n tool results
+// (waitLimit at most, as a safety) and returns them.
 func (s *modelServer) waitResults(t *testing.T, n int) []string {
 	t.Helper()
-	safety := time.After(time.Minute)
+	safety := time.After(waitLimit)
 	for {
 		if res := s.results(); len(res) >= n {
 			return res
@@ -785,7 +791,7 @@ func (s *modelServer) waitResults(t *testing.T, n int) []string {
 		select {
 		case <-s.more:
 		case <-safety:
-			t.Fatalf("the harness sent back %d tool results in a minute, not %d", len(s.results()), n)
+			t.Fatalf("the harness sent back %d tool results in %v, not %d", len(s.results()), waitLimit, n)
 		}
 	}
 }

@@ -97,10 +97,10 @@ func opencodeRun(launcher []string, prompt string) []string {
 	return append(append([]string(nil), launcher...), "run", prompt)
 }
 
-// TestOpencodeKillRefused: a bash tool call that kills the foreign sleep
+// opencodeKillRefused: a bash tool call that kills the foreign sleep
 // is refused, and the model sees paddock's refusal word for word in the
 // tool result; the conversation ends with the final text.
-func TestOpencodeKillRefused(t *testing.T) {
+func opencodeKillRefused(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
@@ -124,49 +124,57 @@ func TestOpencodeKillRefused(t *testing.T) {
 	}
 }
 
-// TestOpencodeLifeline: a bash tool call's `pkill -f opencode...` (which
-// matches opencode, its launcher and paddock: ownPattern) or `kill -9 $PPID` (opencode
-// itself, which runs the command's shell) does not end the session:
-// opencode gets the tool result back, sends it to the model and exits 0
-// with the final text, bare and behind `sh -c`.
-func TestOpencodeLifeline(t *testing.T) {
+// opencodeLifeline: a bash tool call's `pkill -f opencode...` (which
+// matches opencode, its launcher and paddock: ownPattern) and then one's
+// `kill -9 $PPID` (opencode itself, which runs the command's shell) do not
+// end the session: opencode gets each tool result back, sends it to the
+// model and exits 0 with the final text, bare and behind `sh -c`. Both
+// calls are in one conversation, which costs one start of opencode.
+func opencodeLifeline(t *testing.T) {
 	for _, b := range backends {
 		for _, l := range []string{"native", "sh"} {
-			for _, name := range []string{"pkill", "ppid"} {
-				t.Run(b+"/"+l+"/"+name, func(t *testing.T) {
-					u := newUser(t)
-					prompt := "stop opencode " + filepath.Base(u.dir)
-					command := map[string]string{"pkill": "pkill -f '" + u.ownPattern("opencode") + "'", "ppid": "kill -9 $PPID"}[name]
-					launcher := opencodeLaunchers(opencode(t))[l]
-					f := u.startForeign(t)
-					srv := newModelServer(t, chatDialect{}, shell(command), text("all done"))
-					o := u.run(t, session{backend: b, argv: opencodeRun(launcher, prompt), env: opencodeEnv(t, srv)})
-					res := srv.conversed(t, o)
-					t.Logf("tool results: %q", res)
-					if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-						t.Errorf("opencode did not finish its conversation with the final text after %q:\n%v\ntool result:\n%s", command, o, res[0])
+			t.Run(b+"/"+l, func(t *testing.T) {
+				u := newUser(t)
+				prompt := "stop opencode " + filepath.Base(u.dir)
+				commands := []string{"pkill -f '" + u.ownPattern("opencode") + "'", "kill -9 $PPID"}
+				launcher := opencodeLaunchers(opencode(t))[l]
+				f := u.startForeign(t)
+				srv := newModelServer(t, chatDialect{}, shell(commands[0]), shell(commands[1]), text("all done"))
+				o := u.run(t, session{backend: b, argv: opencodeRun(launcher, prompt), env: opencodeEnv(t, srv)})
+				res := srv.conversed(t, o)
+				t.Logf("tool results: %q", res)
+				if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+					t.Errorf("opencode did not finish its conversation with the final text after %q:\n%v\ntool results:\n%q", commands, o, res)
+				}
+				for i, command := range commands {
+					if want := "paddock refused kill(SIG"; !strings.Contains(res[i], want) {
+						t.Errorf("the tool result of %q lacks %q:\n%s", command, want, res[i])
 					}
-					if want := "paddock refused kill(SIG"; !strings.Contains(res[0], want) {
-						t.Errorf("the tool result of %q lacks %q:\n%s", command, want, res[0])
+				}
+				if l == "sh" {
+					if want := regexp.MustCompile(`paddock refused kill\(SIGTERM\) of pid \d+ \(sh\)`); !want.MatchString(res[0]) {
+						t.Errorf("the tool result of %q has no refusal of the sh launcher in front of opencode:\n%s", commands[0], res[0])
 					}
-					if l == "sh" && name == "pkill" {
-						if want := regexp.MustCompile(`paddock refused kill\(SIGTERM\) of pid \d+ \(sh\)`); !want.MatchString(res[0]) {
-							t.Errorf("the tool result of %q has no refusal of the sh launcher in front of opencode:\n%s", command, res[0])
-						}
-					}
-					f.requireAlive(t)
-				})
-			}
+				}
+				f.requireAlive(t)
+			})
 		}
 	}
 }
 
-// TestOpencodeTimeout: the bash tool's own timeout parameter ends its
+// opencodeOneBackend is where the scenarios that do not depend on
+// paddock's backend (the harness's own timeout, its TUI) run for opencode:
+// the other harnesses run them on both, but opencode is the slowest to
+// start (about 10 s of CPU a run, three times that beside two busy loops),
+// and the package must stay within go test's time on a busy machine.
+var opencodeOneBackend = []string{"seccomp"}
+
+// opencodeTimeout: the bash tool's own timeout parameter ends its
 // command under paddock (opencode signals the command it started, which
 // paddock allows): the tool result says the command was stopped by the
 // timeout, the conversation goes on, nothing is refused.
-func TestOpencodeTimeout(t *testing.T) {
-	for _, b := range backends {
+func opencodeTimeout(t *testing.T) {
+	for _, b := range opencodeOneBackend {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
 			bin := opencode(t)
@@ -191,13 +199,13 @@ func TestOpencodeTimeout(t *testing.T) {
 	}
 }
 
-// TestOpencodeTUI: opencode's TUI on a pty, the prompt given with
+// opencodeTUI: opencode's TUI on a pty, the prompt given with
 // --prompt: the refusal reaches the model, the TUI shows the final text,
 // and while it runs nothing of paddock's own (a log line, a "paddock:"
 // line) is written on the terminal; at exit, one summary line at most.
 // Ctrl-C quits the TUI.
-func TestOpencodeTUI(t *testing.T) {
-	for _, b := range backends {
+func opencodeTUI(t *testing.T) {
+	for _, b := range opencodeOneBackend {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
 			bin := opencode(t)
@@ -223,5 +231,25 @@ func TestOpencodeTUI(t *testing.T) {
 			}
 			f.requireAlive(t)
 		})
+	}
+}
+
+// TestOpencode runs opencode's scenarios one after another, beside the other
+// harnesses' (each harness is a parallel test of its own): the suite then
+// takes a larger share of a busy machine's CPU and ends within go test's
+// time for a package, and one harness's directories outside the test's
+// own (removeMadeDir) are never removed under another of its runs.
+func TestOpencode(t *testing.T) {
+	t.Parallel()
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"KillRefused", opencodeKillRefused},
+		{"Lifeline", opencodeLifeline},
+		{"Timeout", opencodeTimeout},
+		{"TUI", opencodeTUI},
+	} {
+		t.Run(sc.name, sc.run)
 	}
 }

@@ -15,6 +15,7 @@ import (
 // (`sleep 300 & kill $!`, in its PID namespace) while a kill of the
 // foreign sleep, whose pid names nothing there, fails and leaves it alive.
 func TestSandboxRuntime(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
 			u := newUser(t)
