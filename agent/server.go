@@ -203,7 +203,7 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 		return false
 	}
 	s.Log.Info().Str("container", c.id).Str("status", string(h.State.State.Status)).Int("pid", h.State.Pid).
-		Str("bundle", c.bundle).Msg("serving container")
+		Str("bundle", c.bundle).Bool("init_shim", c.shim).Msg("serving container")
 	return false
 }
 

@@ -242,6 +242,22 @@ func (r *rootless) podman(ctx context.Context, args ...string) *exec.Cmd {
 	return r.as(ctx, "podman", args...)
 }
 
+// output runs the user's podman with args and returns its stdout and
+// stderr; a podman past podmanLimit fails the test.
+func (r *rootless) output(args ...string) (string, string, error) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), podmanLimit)
+	defer cancel()
+	cmd := r.podman(ctx, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		r.t.Fatalf("podman %s ran past %v (hung)\n%s%s\nagent:\n%s", args[0], podmanLimit, out.String(), errb.String(), readFile(r.logPath))
+	}
+	return out.String(), errb.String(), err
+}
+
 // run runs container name to completion, on a busybox root
 // file system, with the user's profile and extra flags; it returns its
 // stdout and stderr. A podman past podmanLimit fails the test.
@@ -261,19 +277,11 @@ func (r *rootless) run(name, script string, extra ...string) (string, string) {
 	args := []string{"run", "--name", name, "--cidfile", filepath.Join(r.dir, name+".cid"), "--network", "none",
 		"--security-opt", "seccomp=" + r.profile}
 	args = append(append(args, extra...), "--rootfs", rootfs, "sh", "-c", script)
-	ctx, cancel := context.WithTimeout(context.Background(), podmanLimit)
-	defer cancel()
-	cmd := r.podman(ctx, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		r.t.Fatalf("podman run %s ran past %v (hung)\n%s%s\nagent:\n%s", name, podmanLimit, out.String(), errb.String(), readFile(r.logPath))
+	out, errb, err := r.output(args...)
+	if err != nil && !strings.Contains(out, "=") {
+		r.t.Fatalf("podman run %s as uid %d: %v\n%s%s\nagent:\n%s", name, r.uid, err, out, errb, readFile(r.logPath))
 	}
-	if err != nil && !strings.Contains(out.String(), "=") {
-		r.t.Fatalf("podman run %s as uid %d: %v\n%s%s\nagent:\n%s", name, r.uid, err, out.String(), errb.String(), readFile(r.logPath))
-	}
-	return out.String(), errb.String()
+	return out, errb
 }
 
 // records counts the journal's records of container name with action
@@ -300,7 +308,8 @@ func (r *rootless) records(name, action string, target int) int {
 // refused with a journal record (so the user's agent serves it), and the
 // user's process outside it, a sleep of the same user, cannot be reached:
 // its pid names nothing in the container's namespace (ESRCH), and it
-// lives. With --pid host (the container shares the node's PID namespace,
+// lives. The same in a `podman exec` session (crun's is sent without a
+// pid), and under --init the program, catatonit's child, is safe too. With --pid host (the container shares the node's PID namespace,
 // and rootless podman on cgroup v1 makes no cgroup of its own: it is in
 // the cgroup of podman's caller, with the user's processes), the kill of
 // the user's sleep is refused by the agent (EPERM, the message, a
@@ -323,6 +332,41 @@ func TestFleetRootlessPodman(t *testing.T) {
 				}
 				if !foreign.alive(t) {
 					t.Error("the user's process outside the container died")
+				}
+			})
+			t.Run("exec", func(t *testing.T) {
+				r.t = t
+				r.run("exec", "sleep 600", "-d")
+				out, errb, err := r.output("exec", "exec", "sh", "-c", `sleep 100 & kill $!; echo own=$?
+(kill -9 $$; echo exec-lifeline=$?)
+kill -TERM `+itoa(foreign.pid())+`; echo foreign=$?`)
+				if err != nil {
+					t.Fatalf("podman exec: %v\n%s%s\nagent:\n%s", err, out, errb, readFile(r.logPath))
+				}
+				wantLines(t, out+errb, strings.Split(out, "\n"), "own=0", "exec-lifeline=1", "foreign=1")
+				if n := r.records("exec", "signal_denied", -1); n != 1 {
+					t.Errorf("want one signal_denied record of the exec session, got %d\n%s", n, readFile(r.journal))
+				}
+				if !foreign.alive(t) {
+					t.Error("the user's process outside the container died")
+				}
+			})
+			t.Run("init", func(t *testing.T) {
+				r.t = t
+				if _, err := os.Stat("/usr/libexec/podman/catatonit"); err != nil {
+					if _, err := exec.LookPath("catatonit"); err != nil {
+						t.Skipf("needs catatonit (podman's --init; apt-get install catatonit): %v", err)
+					}
+				}
+				out, errb := r.run("init", `sleep 100 & kill $!; echo own=$?
+(kill -9 1; echo init=$?)
+(kill -9 $$; echo program=$?)
+kill -0 1; echo probe=$?`, "--init")
+				// Not last: busybox sh runs a last subshell in its own
+				// process, where kill -9 $$ is a kill of itself.
+				wantLines(t, out+errb, strings.Split(out, "\n"), "own=0", "init=1", "program=1", "probe=0")
+				if t.Failed() {
+					t.Logf("agent:\n%s", readFile(r.logPath))
 				}
 			})
 			t.Run("hostPID", func(t *testing.T) {
