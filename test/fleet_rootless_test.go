@@ -369,6 +369,40 @@ kill -0 1; echo probe=$?`, "--init")
 					t.Logf("agent:\n%s", readFile(r.logPath))
 				}
 			})
+			t.Run("hostPIDexec", func(t *testing.T) {
+				r.t = t
+				r.run("hpexec", "sleep 600", "-d", "--pid", "host")
+				out, errb, err := r.output("exec", "hpexec", "sh", "-c", `sleep 100 & echo child=$!; kill $!; echo own=$?
+kill -TERM `+itoa(foreign.pid())+`; echo foreign=$?`)
+				if err != nil {
+					t.Fatalf("podman exec: %v\n%s%s\nagent:\n%s", err, out, errb, readFile(r.logPath))
+				}
+				lines := strings.Split(out, "\n")
+				// runc's exec session is a container of its own, its
+				// processes its first process's descendants. crun's is sent
+				// without a pid, and its first caller, not a descendant of
+				// the container's first process, cannot be placed: its
+				// calls are decided as from outside, and its own child's
+				// kill is refused too (fail closed; docs/fleet.md).
+				own := map[string]string{"runc": "own=0", "crun": "own=1"}[runtime]
+				wantLines(t, out+errb, lines, own, "foreign=1")
+				if !foreign.alive(t) {
+					t.Errorf("the user's process outside the container died\nagent:\n%s", readFile(r.logPath))
+				}
+				if t.Failed() {
+					t.Logf("agent:\n%s", readFile(r.logPath))
+				}
+				// A child the session could not kill: the test's (it
+				// started it through podman), and podman cannot end it (no
+				// PID namespace, no cgroup of the container's).
+				for _, l := range lines {
+					if pid, err := strconv.Atoi(strings.TrimPrefix(l, "child=")); err == nil && strings.HasPrefix(l, "child=") && pidAlive(pid) {
+						if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); string(cmdline) == "sleep\x00100\x00" {
+							_ = unix.Kill(pid, unix.SIGKILL)
+						}
+					}
+				}
+			})
 			t.Run("hostPID", func(t *testing.T) {
 				r.t = t
 				out, errb := r.run("hostpid", "kill -TERM "+itoa(foreign.pid())+"; echo foreign=$?; sleep 100 & kill $!; echo own=$?", "--pid", "host")
