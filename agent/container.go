@@ -34,6 +34,13 @@ type container struct {
 	pidns  uint64
 	shared bool
 	cgroup string
+	// byDescent says the cgroup is not the container's own: it shares
+	// the agent's PID namespace and other processes were in its cgroup
+	// when it was created (a rootless engine on cgroup v1, which makes no
+	// cgroup per container, or --cgroups=disabled). Its processes are
+	// then the descendants of its sessions' first processes (descends):
+	// the cgroup would make the user's or the node's processes its own.
+	byDescent bool
 	// refused, when set, says why the handoff of this listener was
 	// refused (Server.refuse): nothing is known of it but what the
 	// runtime sent, and each of its calls is refused.
@@ -122,7 +129,59 @@ func newContainer(fs procfs.FS, st specs.ContainerProcessState) (*container, err
 		return nil, err
 	}
 	c.first, c.shim = st.Pid, isShim(c.annotations, c.bundleArgs())
+	if c.shared {
+		if c.byDescent, err = c.cgroupShared(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// cgroupShared reports whether a process other than the container's
+// first process and its descendants is in the container's cgroup: then
+// the cgroup is not the container's own (a rootless engine on cgroup v1
+// runs the container in the cgroup of its monitor and its user's
+// session), and in a container that shares the node's PID namespace it
+// cannot tell the container's processes from anyone else's.
+func (c *container) cgroupShared() (bool, error) {
+	pids, err := c.fs.Pids()
+	if err != nil {
+		return false, fmt.Errorf("container %s: %w", c.id, err)
+	}
+	for _, p := range pids {
+		if cg, err := c.fs.Cgroup(p); err == nil && cg == c.cgroup && !c.descends(p) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// descends reports whether host process pid is one of the container's
+// sessions' first processes or a descendant of one: each process on the
+// way up started no earlier than its parent (a parent's pid reused by a
+// younger process ends the walk: the chain is not the process's own). A
+// process reparented away from the container's tree (to a subreaper or
+// the node's init) is not the container's any more, which fails closed:
+// its signals from the container are refused.
+func (c *container) descends(pid int) bool {
+	st, err := c.fs.Stat(pid)
+	if err != nil {
+		return false
+	}
+	for range walkLimit {
+		if c.lifeline(pid, st.StartTime) {
+			return true
+		}
+		if st.PPid <= 1 {
+			return false
+		}
+		parent, err := c.fs.Stat(st.PPid)
+		if err != nil || parent.StartTime > st.StartTime {
+			return false
+		}
+		pid, st = st.PPid, parent
+	}
+	return false
 }
 
 // closeNS releases the container's PID namespace.
@@ -156,8 +215,19 @@ func (c *container) lifeline(pid int, start uint64) bool {
 }
 
 // member reports whether host process pid is one of the container's: in
-// its PID namespace and its cgroup.
-func (c *container) member(pid int) bool { return c.inPidNS(pid) && c.inCgroup(pid) }
+// its PID namespace and its cgroup (its sessions' tree where the cgroup is
+// not its own: byDescent).
+func (c *container) member(pid int) bool { return c.inPidNS(pid) && c.inGroup(pid) }
+
+// inGroup reports whether host process pid is in the container's cgroup,
+// or, where that is not the container's own (byDescent), descends from
+// one of its sessions' first processes.
+func (c *container) inGroup(pid int) bool {
+	if c.byDescent {
+		return c.descends(pid)
+	}
+	return c.inCgroup(pid)
+}
 
 // inPidNS reports whether host process pid is in the container's PID
 // namespace.

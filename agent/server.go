@@ -41,6 +41,12 @@ type Server struct {
 	Guard guard.Policy
 	// FS is the /proc to read (zero: the host's).
 	FS procfs.FS
+	// Owner is the uid whose container runtime may hand listeners over
+	// (SO_PEERCRED): the agent's own, root (0) for a node's agent, the
+	// user for the per-user agent of a rootless engine, whose runtime runs
+	// as the user (its root in the engine's user namespace is the user).
+	// The agent serves no other user's containers.
+	Owner uint32
 	// Taken, when set, is what a takeover received (TakeOver): Serve goes
 	// on serving its containers, on its listening socket.
 	Taken *Taken
@@ -161,7 +167,7 @@ func (s *Server) HandedOver() bool {
 func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func()) bool {
 	defer conn.Close()
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	h, err := Receive(conn)
+	h, err := Receive(conn, s.Owner)
 	if err != nil {
 		s.refuse(h, err)
 		return false
@@ -197,7 +203,7 @@ func (s *Server) take(conn *net.UnixConn, ln *net.UnixListener, stopLoop func())
 		return false
 	}
 	s.Log.Info().Str("container", c.id).Str("status", string(h.State.State.Status)).Int("pid", h.State.Pid).
-		Str("bundle", c.bundle).Msg("serving container")
+		Str("bundle", c.bundle).Bool("init_shim", c.shim).Msg("serving container")
 	return false
 }
 

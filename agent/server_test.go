@@ -140,7 +140,7 @@ type harness struct {
 func startHarness(t testing.TB) *harness {
 	t.Helper()
 	if os.Getuid() != 0 {
-		t.Skip("needs root: a PID namespace for the container, and the agent takes handoffs from root only")
+		t.Skip("needs root: a PID namespace for the container")
 	}
 	dir, err := os.MkdirTemp("", "pda")
 	if err != nil {
@@ -325,7 +325,7 @@ func elsewhereMain(args []string) int {
 // own child then succeeded).
 func TestCallerOutOfSightRefused(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Skip("needs root: PID namespaces, and the agent takes handoffs from root only")
+		t.Skip("needs root: PID namespaces")
 	}
 	dir, err := os.MkdirTemp("", "pdo")
 	if err != nil {

@@ -39,7 +39,7 @@ type Handoff struct {
 	// Takeover marks a request from a new agent for this one's listeners
 	// (TakeOver): no state, no descriptor.
 	Takeover bool
-	// Peer is who sent it (SO_PEERCRED): root, with its pid in this
+	// Peer is who sent it (SO_PEERCRED): the agent's uid, with its pid in this
 	// agent's PID namespace (0 when it has none there).
 	Peer unix.Ucred
 }
@@ -90,7 +90,10 @@ func ParseState(msg []byte, nfds int) (specs.ContainerProcessState, int, error) 
 }
 
 // Receive reads one handoff from conn, a connection the runtime opened:
-// the peer must be root (SO_PEERCRED), the message one JSON value of at
+// the peer must have uid owner (SO_PEERCRED, which names a peer in a user
+// namespace by its uid in the receiver's: a rootless runtime's root is its
+// user), root for a node's agent, the user for a per-user agent of a
+// rootless engine, the message one JSON value of at
 // most MaxStateSize bytes, read within conn's deadline in as many parts as
 // the kernel splits it into (a stream socket carries about 32 KiB a part:
 // a state with a large annotation comes in several), its descriptors (at
@@ -107,13 +110,13 @@ func ParseState(msg []byte, nfds int) (specs.ContainerProcessState, int, error) 
 // message, if one did (-1 if none): the runtime, or the container's
 // process, may hold another copy and wait on it, so the caller must keep
 // it and answer its calls (Server.refuse), never just close it.
-func Receive(conn *net.UnixConn) (Handoff, error) {
+func Receive(conn *net.UnixConn, owner uint32) (Handoff, error) {
 	cred, err := peer.Cred(conn)
 	if err != nil {
 		return Handoff{Listener: -1}, fmt.Errorf("handoff: %w", err)
 	}
-	if cred.Uid != 0 {
-		return Handoff{Listener: -1}, fmt.Errorf("handoff from pid %d, uid %d: only root (the container runtime) may hand over a listener", cred.Pid, cred.Uid)
+	if cred.Uid != owner {
+		return Handoff{Listener: -1}, fmt.Errorf("handoff from pid %d, uid %d: only uid %d, the agent's own, may hand over a listener (the container runtime: root for a node's agent, the user for a per-user agent of a rootless engine)", cred.Pid, cred.Uid, owner)
 	}
 	msg, fds, err := readValue(conn, MaxStateSize, MaxFds)
 	// keep returns the listener among fds (the one at index, else the

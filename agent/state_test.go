@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -146,13 +147,10 @@ func send(t *testing.T, msg []byte, fds ...int) (*net.UnixConn, func()) {
 // seccompFd, a state that does not match the descriptors, and garbage are
 // refused, and every descriptor received is closed then.
 func TestReceive(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root: the handoff is taken from root peers only (here the test itself)")
-	}
 	fd := listener(t)
 	defer unix.Close(fd)
 	conn, wait := send(t, []byte(runcState), fd)
-	h, err := Receive(conn)
+	h, err := Receive(conn, uint32(os.Geteuid()))
 	conn.Close()
 	wait()
 	if err != nil {
@@ -162,6 +160,18 @@ func TestReceive(t *testing.T) {
 		t.Fatalf("Receive = %+v: want container c1 and a seccomp listener", h)
 	}
 	unix.Close(h.Listener)
+
+	// A runtime of another uid than the agent's (here the test's own
+	// connection, taken by an agent of another user) is refused before
+	// anything is read: a per-user agent serves its user's containers only.
+	other := uint32(os.Geteuid()) + 1
+	conn, wait = send(t, []byte(runcState), fd)
+	h, err = Receive(conn, other)
+	conn.Close()
+	wait()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("only uid %d, the agent's own", other)) || h.Listener != -1 {
+		t.Errorf("Receive from uid %d by an agent of uid %d = %+v, %v: want a refusal naming the agent's uid, nothing kept", os.Geteuid(), other, h, err)
+	}
 
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
@@ -188,7 +198,7 @@ func TestReceive(t *testing.T) {
 	} {
 		before := openFds(t)
 		conn, wait := send(t, c.msg, c.fds...)
-		h, err := Receive(conn)
+		h, err := Receive(conn, uint32(os.Geteuid()))
 		conn.Close()
 		wait()
 		if err == nil || !strings.Contains(err.Error(), c.err) {
@@ -212,9 +222,6 @@ func TestReceive(t *testing.T) {
 // (crun's helper leaves the connection open); descriptors with a later
 // part are refused, the first part's listener kept.
 func TestReceiveInParts(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root: the handoff is taken from root peers only (here the test itself)")
-	}
 	fd := listener(t)
 	defer unix.Close(fd)
 	big := strings.Replace(runcState, `"annotations":{`, `"annotations":{"big":"`+strings.Repeat("x", 40000)+`",`, 1)
@@ -260,7 +267,7 @@ func TestReceiveInParts(t *testing.T) {
 				sent <- nil
 			}()
 			before := openFds(t)
-			h, err := Receive(conn)
+			h, err := Receive(conn, uint32(os.Geteuid()))
 			if serr := <-sent; serr != nil {
 				t.Fatal(serr)
 			}

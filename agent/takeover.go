@@ -147,7 +147,9 @@ type containerRecord struct {
 	PidNS       uint64            `json:"pidns"`
 	Shared      bool              `json:"shared,omitempty"`
 	Cgroup      string            `json:"cgroup"`
-	Lifelines   map[int]uint64    `json:"lifelines"`
+	// ByDescent is container.byDescent.
+	ByDescent bool           `json:"by_descent,omitempty"`
+	Lifelines map[int]uint64 `json:"lifelines"`
 	// Key names the container in the batches' Listeners, unique in one
 	// takeover: two containers can have the same id (a restarted one,
 	// while the old one's listener is still open). An older agent sends
@@ -258,7 +260,7 @@ func (c *container) record() containerRecord {
 		l[k] = v
 	}
 	return containerRecord{ID: c.id, Bundle: c.bundle, Metadata: c.metadata, Annotations: c.annotations,
-		PidNS: c.pidns, Shared: c.shared, Cgroup: c.cgroup, Lifelines: l, Refused: c.refused,
+		PidNS: c.pidns, Shared: c.shared, Cgroup: c.cgroup, ByDescent: c.byDescent, Lifelines: l, Refused: c.refused,
 		First: c.first, Shim: c.shim, ShimPlaced: c.shimPlaced}
 }
 
@@ -363,7 +365,7 @@ func TakeOver(socket string) (*Taken, error) {
 				key = r.ID
 			}
 			c := &container{id: r.ID, bundle: r.Bundle, metadata: r.Metadata, annotations: r.Annotations,
-				pidns: r.PidNS, shared: r.Shared, cgroup: r.Cgroup, lifelines: r.Lifelines, hosts: map[int]int{}, refused: r.Refused,
+				pidns: r.PidNS, shared: r.Shared, cgroup: r.Cgroup, byDescent: r.ByDescent, lifelines: r.Lifelines, hosts: map[int]int{}, refused: r.Refused,
 				first: r.First, shim: r.Shim, shimPlaced: r.ShimPlaced}
 			if c.lifelines == nil {
 				c.lifelines = map[int]uint64{}

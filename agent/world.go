@@ -56,7 +56,7 @@ func (w *world) Lookup(n int) (policy.Target, error) {
 	switch {
 	// pin found h with number n in the container's PID namespace (any
 	// number, where the container shares the node's).
-	case !w.c.inCgroup(h) && !w.c.exitedOwn(st) || (w.c.shared && !w.c.inPidNS(h)):
+	case !w.c.inGroup(h) && !w.c.exitedOwn(st) || (w.c.shared && !w.c.inPidNS(h)):
 		t.Rel = audit.RelForeign
 	case w.c.lifeline(h, st.StartTime):
 		t.Rel = audit.RelAgentRoot

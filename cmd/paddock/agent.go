@@ -27,7 +27,7 @@ type agentFlags struct {
 func newAgentCmd() *cobra.Command {
 	var f agentFlags
 	cmd := &cobra.Command{
-		Use:   "agent --socket PATH [--journal FILE] [--profile FILE]",
+		Use:   "agent [--socket PATH] [--journal FILE] [--profile FILE]",
 		Short: "Serve every container of a node through the OCI runtime's seccomp listener (fleet mode)",
 		Long: `paddock agent listens on PATH, the listenerPath of the containers' seccomp
 profile: the OCI runtime (runc 1.1+, crun) connects for each container it
@@ -41,10 +41,16 @@ caller's stderr, a log line and a journal record naming the container (id,
 bundle, the pod's namespace, name and container name from the CRI
 annotations, and the profile's listenerMetadata).
 
-Only root may connect (the runtime runs as root). When the agent stops, the
-containers' trapped calls fail with ENOSYS and the runtime refuses to create
-new containers with the profile: run it as a DaemonSet (docs/kubernetes.md).
-Pid arguments are the container's own numbers; exec is not trapped.
+Only the agent's own user may connect: root for a node's agent (the runtime
+runs as root; --socket is required), the user for a rootless engine's
+(rootless podman's runtime runs as the user): run as a user, paddock agent
+serves that user's containers only, on $XDG_RUNTIME_DIR/paddock/agent.sock
+by default, which paddock agent profile then names too. When the agent
+stops, the containers' trapped calls fail with ENOSYS and the runtime
+refuses to create new containers with the profile: run it as a DaemonSet
+(docs/kubernetes.md), or as a user service (docs/fleet.md, "Rootless
+podman"). Pid arguments are the container's own numbers; exec is not
+trapped.
 
 --takeover upgrades without breaking running containers: the new agent asks
 the one serving PATH for every listener it serves and for the socket itself;
@@ -57,7 +63,7 @@ in the kernel's queue meanwhile (docs/fleet.md). With nothing serving PATH,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(f) },
 	}
-	cmd.Flags().StringVar(&f.socket, "socket", "", "unix socket `PATH` the runtime connects to (the profile's listenerPath; absolute)")
+	cmd.Flags().StringVar(&f.socket, "socket", "", "unix socket `PATH` the runtime connects to (the profile's listenerPath; absolute; required as root, else default $XDG_RUNTIME_DIR/paddock/agent.sock)")
 	cmd.Flags().StringVar(&f.journal, "journal", "", "append audit records (JSON Lines) to `FILE` (default $PADDOCK_JOURNAL, else $XDG_STATE_HOME/paddock/journal.jsonl)")
 	cmd.Flags().StringVar(&f.profile, "profile", "", "host profile `FILE` (TOML; default $PADDOCK_PROFILE, else $XDG_CONFIG_HOME/paddock/profile.toml); a broken profile stops paddock before it listens")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "console", "log format on stderr: `console` or json")
@@ -115,14 +121,16 @@ docs/fleet.md, "Docker".`,
 func newAgentProfileCmd() *cobra.Command {
 	var socket, format, metadata, output string
 	cmd := &cobra.Command{
-		Use:   "profile --socket PATH [--format oci|kubernetes|spo]",
+		Use:   "profile [--socket PATH] [--format oci|kubernetes|spo]",
 		Short: "Print the seccomp profile that hands a container's listener to paddock agent",
 		Long: `paddock agent profile prints the seccomp section a container needs to be
 served by the agent listening on PATH: SCMP_ACT_NOTIFY on exactly the calls
 paddock run's filter traps (from the same tables), with their argument
 filters, but exec, the power calls and the terminal ioctls, which fleet mode
 does not decide; the calls a runtime's default profile refuses still refused
-(EPERM), and everything else allowed.
+(EPERM), and everything else allowed. Run as a user without --socket, it
+names that user's agent, $XDG_RUNTIME_DIR/paddock/agent.sock (rootless
+podman: podman run --security-opt seccomp=FILE).
 
   oci         the linux.seccomp object of a config.json (JSON; the default)
   kubernetes  the file kubelet reads for a Localhost profile (the same JSON),
@@ -131,8 +139,9 @@ does not decide; the calls a runtime's default profile refuses still refused
               listener path must lie under /var/run/security-profiles-operator/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if socket == "" {
-				return fmt.Errorf("--socket is required: the path paddock agent --socket listens on")
+			socket, _, err := agentSocket(socket, "the path paddock agent --socket listens on")
+			if err != nil {
+				return err
 			}
 			p, err := agent.Profile(socket, metadata)
 			if err != nil {
@@ -149,7 +158,7 @@ does not decide; the calls a runtime's default profile refuses still refused
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&socket, "socket", "", "the agent's socket `PATH` (listenerPath; absolute)")
+	cmd.Flags().StringVar(&socket, "socket", "", "the agent's socket `PATH` (listenerPath; absolute; required as root, else default $XDG_RUNTIME_DIR/paddock/agent.sock)")
 	cmd.Flags().StringVar(&format, "format", "oci", "output `FORMAT`: oci, kubernetes or spo")
 	cmd.Flags().StringVar(&metadata, "metadata", "", "listenerMetadata `TEXT`, journaled with each refusal")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to `FILE` (its directory made if missing; replaced whole, never half-written) instead of stdout: what an init container without a shell uses to install the kubelet profile")
@@ -185,9 +194,36 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
+// agentSocket is the agent's socket: flag where given; else, for a user
+// (not root), its per-user agent's, $XDG_RUNTIME_DIR/paddock/agent.sock
+// (byDefault). Root has no default: a node's socket is the path its
+// profiles and its DaemonSet agree on. what says what the path is, for the
+// error.
+func agentSocket(flag, what string) (path string, byDefault bool, err error) {
+	if flag != "" {
+		return flag, false, nil
+	}
+	if os.Geteuid() == 0 {
+		return "", false, fmt.Errorf("--socket is required as root: %s (docs/fleet.md uses /run/paddock/agent.sock); run as a user, paddock agent defaults to $XDG_RUNTIME_DIR/paddock/agent.sock", what)
+	}
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	if !filepath.IsAbs(dir) {
+		return "", false, fmt.Errorf("--socket is required: %s; the per-user default lies under $XDG_RUNTIME_DIR, which is %q (want an absolute path: the user's runtime directory, /run/user/%d where logind makes it)", what, dir, os.Geteuid())
+	}
+	return filepath.Join(dir, "paddock", "agent.sock"), true, nil
+}
+
 func runAgent(f agentFlags) error {
-	if f.socket == "" {
-		return fmt.Errorf("--socket is required: the path the containers' seccomp profile names as listenerPath")
+	socket, byDefault, err := agentSocket(f.socket, "the path the containers' seccomp profile names as listenerPath")
+	if err != nil {
+		return err
+	}
+	f.socket = socket
+	if byDefault {
+		// Only the user may reach it: the directory is the user's alone.
+		if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
+			return fmt.Errorf("agent socket directory: %w", err)
+		}
 	}
 	log, err := newLogger(f.logFormat, f.logLevel)
 	if err != nil {
@@ -204,7 +240,7 @@ func runAgent(f agentFlags) error {
 	if j != nil {
 		defer j.Close()
 	}
-	s := &agent.Server{Journal: j, Log: log, Guard: prof.GuardPolicy()}
+	s := &agent.Server{Journal: j, Log: log, Guard: prof.GuardPolicy(), Owner: uint32(os.Geteuid())}
 	var ln *net.UnixListener
 	if f.takeover {
 		start := time.Now()
@@ -237,7 +273,7 @@ func runAgent(f agentFlags) error {
 	if j != nil {
 		jpath = j.Path()
 	}
-	log.Info().Str("socket", f.socket).Str("journal", jpath).Msg("fleet agent listening")
+	log.Info().Str("socket", f.socket).Str("journal", jpath).Int("serves_uid", os.Geteuid()).Msg("fleet agent listening")
 	if err := s.Serve(ln); err != nil {
 		return err
 	}
