@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/agent"
+	"github.com/paddock-dev/paddock/internal/features"
 )
 
 // Fleet mode through Docker (Debian's docker.io 20.10 with its containerd
@@ -28,6 +29,9 @@ import (
 // /run/docker and its containerd's shims /run/containerd whatever its
 // configuration says): its mounts and those directories go when it ends.
 // The image is the test's static busybox, imported (no registry needed).
+// With crun installed, daemon.json names it too, through the wrapper and
+// without; under the hybrid cgroup layout, which crun refuses, dockerd's
+// mount namespace has no /sys/fs/cgroup/unified (runc does not need it).
 
 // dockerRun is one test's dockerd.
 type dockerRun struct {
@@ -37,15 +41,22 @@ type dockerRun struct {
 	sock    string
 	profile string
 	logPath string
-	daemon  *exec.Cmd
-	done    chan error
+	// crun is crun's path, where it is installed (daemon.json names it
+	// as crun, and through the wrapper as dockerCrun).
+	crun   string
+	daemon *exec.Cmd
+	done   chan error
 }
 
 // dockerImage is the image the test imports: the fleet's busybox rootfs.
 const dockerImage = "paddock-test/busybox"
 
-// dockerRuntime is the name daemon.json gives the wrapper.
-const dockerRuntime = "paddock-runc"
+// dockerRuntime is the name daemon.json gives the wrapper (to runc);
+// dockerCrun the wrapper's to crun.
+const (
+	dockerRuntime = "paddock-runc"
+	dockerCrun    = "paddock-crun"
+)
 
 // hostPaths are where a dockerd run with its defaults leaves things on
 // the host; the test's must leave none of them.
@@ -83,10 +94,22 @@ func newDocker(t *testing.T, f *fleet) *dockerRun {
 	// docs/fleet.md's daemon.json, with the test's binary and socket.
 	// Its trust key (/etc/docker/key.json by default) in the test's
 	// directory too.
-	conf := map[string]any{"runtimes": map[string]any{dockerRuntime: map[string]any{
-		"path":        bins.paddock,
-		"runtimeArgs": []string{"agent", "runtime-wrapper", "--socket", f.socket, "--metadata", "docker", "--runtime", "runc", "--"},
-	}}, "deprecated-key-path": filepath.Join(dir, "key.json")}
+	wrapper := func(runtime string) map[string]any {
+		return map[string]any{"path": bins.paddock,
+			"runtimeArgs": []string{"agent", "runtime-wrapper", "--socket", f.socket, "--metadata", "docker", "--runtime", runtime, "--"}}
+	}
+	runtimes := map[string]any{dockerRuntime: wrapper("runc")}
+	setup := "mount -t tmpfs tmpfs /run"
+	if path, err := exec.LookPath("crun"); err == nil {
+		d.crun = path
+		runtimes[dockerCrun] = wrapper(path)
+		runtimes["crun"] = map[string]any{"path": path}
+		if features.HybridCgroups() {
+			setup += " && umount /sys/fs/cgroup/unified"
+			t.Log("crun cannot run under this machine's hybrid cgroup layout (cgroup v1 with /sys/fs/cgroup/unified): dockerd, its shims and the runtimes run in a mount namespace without that mount")
+		}
+	}
+	conf := map[string]any{"runtimes": runtimes, "deprecated-key-path": filepath.Join(dir, "key.json")}
 	raw, err = json.MarshalIndent(conf, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +126,7 @@ func newDocker(t *testing.T, f *fleet) *dockerRun {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	d.daemon = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", `mount -t tmpfs tmpfs /run && exec dockerd "$@"`, "dockerd",
+	d.daemon = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", setup+` && exec dockerd "$@"`, "dockerd",
 		"--config-file", filepath.Join(dir, "daemon.json"), "--data-root", filepath.Join(dir, "root"), "--exec-root", filepath.Join(dir, "exec"),
 		"--pidfile", filepath.Join(dir, "d.pid"), "-H", "unix://"+d.sock,
 		"--iptables=false", "--ip6tables=false", "--bridge=none")
@@ -253,7 +276,9 @@ func (d *dockerRun) id(cidfile string) string {
 // wrapper's metadata, and it kills its own child; without the wrapper
 // (plain runc) Docker, having dropped listenerPath, cannot start the
 // container; `docker exec` into a served container is served; under
-// --init (tini) the program is safe from its descendants.
+// --init (tini) the program is safe from its descendants; crun through
+// the wrapper is served as runc is, and without it runs the container
+// unserved (every trapped call ENOSYS).
 func TestFleetDocker(t *testing.T) {
 	f := newFleet(t)
 	d := newDocker(t, f)
@@ -268,13 +293,16 @@ func TestFleetDocker(t *testing.T) {
 		}
 		return rs
 	}
-	t.Run("wrapper", func(t *testing.T) {
+	// served: through the wrapper to runtime (as daemon.json names it),
+	// a --pid=host container's kill -9 of the node's process is refused
+	// and its own child killed.
+	served := func(t *testing.T, runtime string) {
 		d.t = t
-		cid := filepath.Join(d.dir, "wrapper.cid")
+		cid := filepath.Join(d.dir, runtime+".cid")
 		script := "kill -9 " + nodePid + "; echo rc=$?; sleep 300 & c=$!; kill $c; wait $c; echo own=$?"
-		out, errb, err := d.output(append(d.runArgs(cid, "--rm", "--runtime", dockerRuntime, "--pid=host"), dockerImage, "sh", "-c", script)...)
+		out, errb, err := d.output(append(d.runArgs(cid, "--rm", "--runtime", runtime, "--pid=host"), dockerImage, "sh", "-c", script)...)
 		if err != nil {
-			t.Fatalf("docker run --runtime %s: %v\n%s%s\nagent:\n%s", dockerRuntime, err, out, errb, f.log())
+			t.Fatalf("docker run --runtime %s: %v\n%s%s\nagent:\n%s", runtime, err, out, errb, f.log())
 		}
 		// own=143: wait's status for a child killed by SIGTERM.
 		wantLines(t, out+errb, strings.Split(out, "\n"), "rc=1", "own=143")
@@ -289,7 +317,8 @@ func TestFleetDocker(t *testing.T) {
 		if len(rs) != 1 || rs[0]["action"] != "signal_denied" || fmt.Sprint(rs[0]["target"]) != nodePid || rs[0]["listener_metadata"] != "docker" {
 			t.Errorf("want one signal_denied record of container %s against pid %s with the wrapper's metadata (docker), got %v", id, nodePid, rs)
 		}
-	})
+	}
+	t.Run("wrapper", func(t *testing.T) { served(t, dockerRuntime) })
 	t.Run("without-wrapper", func(t *testing.T) {
 		d.t = t
 		cid := filepath.Join(d.dir, "plain.cid")
@@ -342,6 +371,33 @@ echo survived`)...)
 		id := d.id(cid)
 		if rs := recordsOf(id); len(rs) != 1 || rs[0]["action"] != "signal_denied" || rs[0]["rule"] != "lifeline" {
 			t.Errorf("want one lifeline record of container %s (tini's child, the program, refused to its descendant), got %v\n%s", id, rs, errb)
+		}
+	})
+	t.Run("crun", func(t *testing.T) {
+		if d.crun == "" {
+			t.Skip("needs crun (apt-get install crun)")
+		}
+		served(t, dockerCrun)
+	})
+	t.Run("crun-without-wrapper", func(t *testing.T) {
+		if d.crun == "" {
+			t.Skip("needs crun (apt-get install crun)")
+		}
+		d.t = t
+		// Its own PID namespace: the child it cannot kill dies with it.
+		cid := filepath.Join(d.dir, "crun-plain.cid")
+		out, errb, err := d.output(append(d.runArgs(cid, "--rm", "--runtime", "crun"), dockerImage, "sh", "-c", "sleep 300 & kill $!; echo own=$?")...)
+		t.Logf("docker run --runtime crun, exit %v:\n%s%s", err, out, errb)
+		if err != nil {
+			t.Fatalf("docker run --runtime crun: %v", err)
+		}
+		// Unserved: the NOTIFY rules with no listener answer ENOSYS.
+		wantLines(t, out+errb, strings.Split(out, "\n"), "own=1")
+		if !strings.Contains(errb, "Function not implemented") {
+			t.Errorf("want the container's kill to fail with ENOSYS (crun ran it without a listener)\n%s", errb)
+		}
+		if rs := recordsOf(d.id(cid)); len(rs) != 0 {
+			t.Errorf("the agent journaled calls of a container it was never handed: %v", rs)
 		}
 	})
 }
