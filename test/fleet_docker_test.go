@@ -60,7 +60,7 @@ const (
 
 // hostPaths are where a dockerd run with its defaults leaves things on
 // the host; the test's must leave none of them.
-var hostPaths = []string{"/run/docker", "/run/docker.sock", "/run/docker.pid", "/run/containerd", "/var/run/docker", "/var/lib/docker", "/var/lib/containerd", "/etc/docker/key.json"}
+var hostPaths = []string{"/run/docker", "/run/docker.sock", "/run/docker.pid", "/run/containerd", "/var/run/docker", "/var/lib/docker", "/var/lib/containerd", "/etc/docker", "/etc/docker/key.json"}
 
 // newDocker skips without dockerd, docker, containerd or its runc shim, or
 // where the test's dockerd does not come up; it starts the test's dockerd
