@@ -97,6 +97,14 @@ func newPodman(t *testing.T, f *fleet, runtime string) *podmanRun {
 		defer cancel()
 		_ = p.cmd(ctx, "rm", "-a", "-f", "-t", "0").Run()
 		reap(t, p.dir)
+		// Podman's overlay storage bind-mounts its directory onto itself
+		// (to make it private) and leaves it mounted: the test's
+		// directory could not be removed.
+		for _, m := range mountsUnder(p.dir) {
+			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s, left by podman: %v", m, err)
+			}
+		}
 		for _, d := range made {
 			_ = os.Remove(d)
 		}
