@@ -3,7 +3,6 @@ package test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/internal/features"
 )
 
@@ -50,17 +48,7 @@ func newCtr(t *testing.T, f *fleet, runtime string) *ctrRun {
 		t.Fatal(err)
 	}
 	c := &ctrRun{f: f, t: t, runtime: runtime, dir: dir, sock: filepath.Join(dir, "c.sock"), profile: filepath.Join(dir, "profile.json"), done: make(chan error, 1)}
-	prof, err := agent.Profile(f.socket, "fleet-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(c.profile, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeProfile(t, f.socket, "fleet-test", c.profile)
 	conf := fmt.Sprintf(`version = 2
 root = %q
 state = %q

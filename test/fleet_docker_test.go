@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/internal/features"
 )
 
@@ -80,17 +79,7 @@ func newDocker(t *testing.T, f *fleet) *dockerRun {
 		logPath: filepath.Join(dir, "dockerd.log"), done: make(chan error, 1)}
 	// The profile's listenerPath and metadata are dropped by Docker 20.10;
 	// the wrapper's --metadata is what the journal gets.
-	prof, err := agent.Profile(f.socket, "dropped-by-docker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(d.profile, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeProfile(t, f.socket, "dropped-by-docker", d.profile)
 	// docs/fleet.md's daemon.json, with the test's binary and socket.
 	// Its trust key (/etc/docker/key.json by default) in the test's
 	// directory too.
@@ -110,7 +99,7 @@ func newDocker(t *testing.T, f *fleet) *dockerRun {
 		}
 	}
 	conf := map[string]any{"runtimes": runtimes, "deprecated-key-path": filepath.Join(dir, "key.json")}
-	raw, err = json.MarshalIndent(conf, "", "  ")
+	raw, err := json.MarshalIndent(conf, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}

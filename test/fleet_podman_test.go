@@ -3,7 +3,6 @@ package test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/paddock-dev/paddock/agent"
 	"github.com/paddock-dev/paddock/internal/features"
 )
 
@@ -64,17 +62,7 @@ func newPodman(t *testing.T, f *fleet, runtime string) *podmanRun {
 		t.Fatal(err)
 	}
 	p := &podmanRun{f: f, t: t, runtime: runtime, dir: dir, profile: filepath.Join(dir, "profile.json")}
-	prof, err := agent.Profile(f.socket, "fleet-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p.profile, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeProfile(t, f.socket, "fleet-test", p.profile)
 	conf := fmt.Sprintf("[engine]\nlock_type = \"file\"\nevents_logger = \"file\"\ncgroup_manager = \"cgroupfs\"\n[network]\nnetwork_config_dir = %q\n", filepath.Join(dir, "net"))
 	if err := os.WriteFile(filepath.Join(dir, "containers.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)

@@ -494,3 +494,21 @@ func TestFleetRuntimeWrapper(t *testing.T) {
 		t.Errorf("want one record of container wrapped with metadata docker, got %v", recs)
 	}
 }
+
+// writeProfile writes the seccomp profile `paddock agent profile` prints
+// for the agent at socket, with metadata, to path: what an engine's
+// --security-opt seccomp= takes.
+func writeProfile(t *testing.T, socket, metadata, path string) {
+	t.Helper()
+	prof, err := agent.Profile(socket, metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
