@@ -40,8 +40,13 @@ const (
 	// be written. Writing first puts the message ahead of the caller's own
 	// error line and reaches a caller that exits right after the refusal;
 	// the bound keeps a caller whose stderr is slow waiting no longer. The
-	// front end's loop never waits: the answer is sent by After.
-	TellWait = 50 * time.Millisecond
+	// front end's loop never waits: the answer is sent by After. 250 ms,
+	// not 50: beside two busy loops the teller was not scheduled within 50
+	// ms, and Gemini CLI's TUI, which reads a command's pty only until the
+	// command exits, lost the message (the harness suite, loaded); a write
+	// that blocks (a stopped terminal) costs its caller this once, then
+	// its messages are counted.
+	TellWait = 250 * time.Millisecond
 	// tellWrite bounds how long the teller waits for one write before it
 	// counts the caller as stuck.
 	tellWrite = 50 * time.Millisecond
