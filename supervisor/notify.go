@@ -74,14 +74,17 @@ func (s *Session) serve(w *liveWorld) {
 		close(s.serving) // in its first receive next (see launchDirect)
 	}
 	for {
-		if s.handing.asked.Load() {
-			// Nothing is received from here on: whatever comes goes to
-			// the keeper, which holds the listener too.
-			return
-		}
 		y.maybe()
-		if s.handing.wake >= 0 && !s.handing.ready(s.listener) {
-			continue
+		if s.handing.wake >= 0 {
+			// A session that may hand over (--keep-orphans): nothing is
+			// received once it has (whatever comes goes to the keeper,
+			// which holds the listener too). The others pay nothing here.
+			if s.handing.asked.Load() {
+				return
+			}
+			if !s.handing.ready(s.listener) {
+				continue
+			}
 		}
 		n = seccomp.Notif{}
 		if err := seccomp.Recv(s.listener, &n); err != nil {
