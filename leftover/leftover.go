@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -272,5 +271,5 @@ func (o ops) Inside(pid int) (bool, error) {
 
 // Describe is the one-line account of a keeper for paddock sessions.
 func Describe(e control.Ended) string {
-	return strings.TrimSpace(fmt.Sprintf("(left by session %s, ended %s)", e.Session, e.At.Local().Format("15:04:05")))
+	return fmt.Sprintf("(left by session %s, ended %s)", e.Session, e.At.Local().Format(time.TimeOnly))
 }
