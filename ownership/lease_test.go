@@ -281,21 +281,19 @@ func TestReaped(t *testing.T) {
 		t.Fatalf("pidfd_open(%d): %v", c.Process.Pid, err)
 	}
 	defer unix.Close(fd)
-	if Reaped(fd) {
-		t.Fatal("Reaped: true for a running process")
-	}
-	_ = c.Process.Kill()
-	for i := 0; i < 200; i++ {
-		if st, err := procfs.Default().Stat(c.Process.Pid); err == nil && st.State == 'Z' {
-			break
+	check := func(when string, want bool) {
+		t.Helper()
+		if got := Reaped(fd); got != want {
+			t.Errorf("Reaped %s: %v; want %v", when, got, want)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	if Reaped(fd) {
-		t.Error("Reaped: true for a zombie")
+	check("for a running process", false)
+	_ = c.Process.Kill()
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, c.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatalf("waitid(%d, WNOWAIT): %v", c.Process.Pid, err)
 	}
+	check("for a zombie", false)
 	_ = c.Wait()
-	if !Reaped(fd) {
-		t.Error("Reaped: false once the process was collected")
-	}
+	check("once the process was collected", true)
 }

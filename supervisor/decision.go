@@ -155,19 +155,22 @@ func (c *call) moveTo(w *liveWorld) *call {
 func (c *call) decide() (d policy.Decision, r answer.Answer, waiting bool) {
 	defer c.reset()
 	defer c.names.close()
-	translated := false
 	if c.preset != nil {
 		d = *c.preset
-	} else if d, translated = c.translate(); !translated {
-		d = policy.Decide(c.req, c.world())
-	}
-	if c.preset == nil && !translated && !c.hitsHold() {
-		// A process the decision knew from the pin cache was reaped since:
-		// its pid may name another process now. Decide again from /proc.
-		c.reset()
-		c.fresh = true
-		d = policy.Decide(c.req, c.world())
-		c.fresh = false
+	} else {
+		said := c.req
+		d = c.translateDecide()
+		if !c.hitsHold() {
+			// A process the decision knew from a cache (a target's pin, or
+			// the caller's found in paddock's PID namespace) was reaped
+			// since: its pid may name another process now. Decide again
+			// from /proc.
+			c.reset()
+			c.req = said
+			c.fresh = true
+			d = c.translateDecide()
+			c.fresh = false
+		}
 	}
 	// Whatever the decision read of the caller by its pid named the caller
 	// only if the caller is still waiting. That matters only for what the
@@ -209,21 +212,41 @@ func (c *call) reset() {
 	c.looked = c.looked[:0]
 }
 
-// hitsHold checks the pins this decision took from the pin cache: true when
-// each process is still there, so the facts it was decided on were true
-// throughout. A reaped one is dropped from the cache, and the caller must
-// decide again with fresh lookups (its pid may name another process now).
+// translateDecide reads c's pid arguments in its caller's namespace and
+// decides it.
+func (c *call) translateDecide() policy.Decision {
+	if d, done := c.translate(); done {
+		return d
+	}
+	return policy.Decide(c.req, c.world())
+}
+
+// hitsHold checks the pins this decision took from the loop's caches
+// unchecked (the pin cache's, and the caller's in sameNS), all at once
+// (liveWorld.sweep): true when each process is still there, so the facts
+// it was decided on were true throughout. An exited one is dropped from its
+// cache, and the caller must decide again with fresh lookups (its pid may
+// name another process once it is reaped).
 func (c *call) hitsHold() bool {
+	caller := c.names.checked && c.names.pin >= 0
+	hits := caller
+	for i := 0; i < len(c.looked) && !hits; i++ {
+		hits = c.looked[i].hit
+	}
+	if !hits {
+		return true
+	}
+	c.w.sweep()
 	ok := true
 	for i := range c.looked {
 		p := &c.looked[i]
-		if !p.hit {
-			continue
+		if p.hit && !c.w.pins.holds(p.t.Pid, p.pidfd) {
+			p.pidfd = -1 // closed by the cache
+			ok = false
 		}
-		if c.w.pins.alive(p.t.Pid) {
-			continue
-		}
-		p.pidfd = -1 // closed by the cache
+	}
+	if caller && !c.w.sameNS.holds(c.req.Tid, c.names.pin) {
+		c.names.pin = -1
 		ok = false
 	}
 	return ok

@@ -8,7 +8,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/pidns"
 	"github.com/paddock-dev/paddock/internal/procfs"
-	"github.com/paddock-dev/paddock/ownership"
 	"github.com/paddock-dev/paddock/policy"
 )
 
@@ -29,12 +28,17 @@ type callerNames struct {
 	checked bool
 	ns      *pidns.NS
 	err     error
+	// pin is the pidfd known holds on the caller when the answer came from
+	// it, unchecked (-1: none): the decision stands only if it shows the
+	// caller's thread alive afterwards (call.hitsHold).
+	pin int
 }
 
 // reset makes n the names of thread tid's calls, closing what it held.
 func (n *callerNames) reset(fs procfs.FS, self uint64, tid int, known *sameNS) {
 	n.close()
 	n.fs, n.self, n.tid, n.known = fs, self, tid, known
+	n.pin = -1
 }
 
 // close releases the namespace n opened.
@@ -42,7 +46,7 @@ func (n *callerNames) close() {
 	if n.ns != nil {
 		n.ns.Close()
 	}
-	n.checked, n.ns, n.err = false, nil, nil
+	n.checked, n.ns, n.err, n.pin = false, nil, nil, -1
 }
 
 // nested reports whether the caller is in a PID namespace other than
@@ -52,7 +56,8 @@ func (n *callerNames) nested() (*pidns.NS, error) {
 		return n.ns, n.err
 	}
 	n.checked = true
-	if n.known.has(n.tid) {
+	if fd, ok := n.known.lookup(n.tid); ok {
+		n.pin = fd
 		return nil, nil
 	}
 	if n.self == 0 {
@@ -137,30 +142,45 @@ const sameNSMax = 256
 // sameNS remembers, across a loop's notifications, the callers found in
 // paddock's own PID namespace, each pinned with a pidfd (of the thread,
 // Linux 6.9+, where it does not lead its process): a thread never changes
-// its PID namespace, and while the pin says it has not exited its tid
-// names it, so the next call of the same caller costs one
-// pidfd_send_signal(0) instead of a stat of /proc/TID/ns/pid. One belongs
-// to one loop; it is not safe for concurrent use. nil remembers nothing.
-type sameNS struct{ fds map[int]int }
+// its PID namespace, and while the pin says it has not been reaped its tid
+// names it. The next call of the same caller then reads nothing: its pin
+// is checked after the decision, in the one poll(2) that checks the
+// decision's other cached pins (call.hitsHold). One belongs to one loop;
+// it is not safe for concurrent use. nil remembers nothing.
+type sameNS struct {
+	fds map[int]int
+	// exits watches the pins (each under -tid).
+	exits *exitWatch
+}
 
-func newSameNS() *sameNS { return &sameNS{fds: make(map[int]int)} }
+func newSameNS(exits *exitWatch) *sameNS {
+	return &sameNS{fds: make(map[int]int), exits: exits}
+}
 
-// has reports whether tid is a caller found in paddock's namespace that has
-// not exited since, dropping it when it has.
-func (s *sameNS) has(tid int) bool {
+// lookup returns the pin of tid if tid was found in paddock's namespace,
+// unchecked: tid names that thread only while the pin shows it unreaped
+// (drop it when it does not).
+func (s *sameNS) lookup(tid int) (pidfd int, ok bool) {
 	if s == nil {
-		return false
+		return -1, false
 	}
 	fd, ok := s.fds[tid]
-	if !ok {
-		return false
+	return fd, ok
+}
+
+// drop forgets tid if pidfd is still its pin (its thread has exited),
+// closing it.
+func (s *sameNS) drop(tid, pidfd int) {
+	if fd, ok := s.fds[tid]; ok && fd == pidfd {
+		unix.Close(fd)
+		delete(s.fds, tid)
 	}
-	if !ownership.Reaped(fd) {
-		return true
-	}
-	unix.Close(fd)
-	delete(s.fds, tid)
-	return false
+}
+
+// holds reports whether pidfd is still the pin of tid, not dropped.
+func (s *sameNS) holds(tid, pidfd int) bool {
+	fd, ok := s.fds[tid]
+	return ok && fd == pidfd
 }
 
 // add remembers tid, just found in paddock's namespace, if it can be
@@ -178,6 +198,14 @@ func (s *sameNS) add(tid int) {
 	}
 	if len(s.fds) >= sameNSMax {
 		s.flush()
+	}
+	if old, ok := s.fds[tid]; ok {
+		unix.Close(old)
+	}
+	if !s.exits.watch(fd, -int32(tid)) {
+		unix.Close(fd)
+		delete(s.fds, tid)
+		return
 	}
 	s.fds[tid] = fd
 }

@@ -15,33 +15,47 @@ import (
 )
 
 // TestSameNSForgetsExitedCallers: a caller found in paddock's namespace is
-// remembered while it lives, and forgotten once it has exited, so that a
-// later caller of the same tid (in any namespace) is looked at again.
+// remembered while it lives; a decision that took the answer from the
+// cache for a caller whose pin shows it reaped does not stand (hitsHold),
+// and the caller is forgotten, so that a later caller of the same tid (in
+// any namespace) is looked at again.
 func TestSameNSForgetsExitedCallers(t *testing.T) {
-	s := newSameNS()
-	defer s.flush()
-	s.add(os.Getpid())
-	if !s.has(os.Getpid()) {
-		t.Fatal("the test process itself is not remembered")
+	w, _, sleep := pinWorld(t)
+	ask := func(tid int) (cached, held bool) {
+		c := w.begin(policy.Request{Tid: tid, Syscall: filter.Kill, ABI: filter.ABI{Name: "x86_64"}, Args: [6]uint64{uint64(sleep), 0}}, -1, 0)
+		defer c.reset()
+		defer c.names.close()
+		if _, done := c.translate(); done {
+			t.Fatalf("kill(%d) of caller %d: done in translate", sleep, tid)
+		}
+		cached = c.names.pin >= 0
+		return cached, c.hitsHold()
+	}
+	me := os.Getpid()
+	if cached, held := ask(me); cached || !held {
+		t.Errorf("first call of the test process: cached=%v held=%v; want read, held", cached, held)
+	}
+	if cached, held := ask(me); !cached || !held {
+		t.Errorf("second call of the test process: cached=%v held=%v; want cached, held", cached, held)
 	}
 	cmd := exec.Command("true")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	s.add(pid)
+	w.sameNS.add(pid)
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if s.has(pid) {
-		t.Errorf("pid %d is remembered after it was reaped", pid)
+	if cached, held := ask(pid); !cached || held {
+		t.Errorf("a call under the tid of a reaped caller: cached=%v held=%v; want cached, not held", cached, held)
 	}
-	if _, ok := s.fds[pid]; ok {
-		t.Errorf("pid %d's pin was not dropped", pid)
+	if _, ok := w.sameNS.lookup(pid); ok {
+		t.Errorf("pid %d is remembered after it was found reaped", pid)
 	}
 	var none *sameNS
-	none.add(os.Getpid())
-	if none.has(os.Getpid()) {
+	none.add(me)
+	if _, ok := none.lookup(me); ok {
 		t.Error("a nil sameNS remembers")
 	}
 }
@@ -106,11 +120,15 @@ func TestTranslateNestedCaller(t *testing.T) {
 			}
 		})
 	}
-	// paddock's own namespace: no translation, and the caller remembered.
+	// paddock's own namespace: no translation, the caller read (not cached:
+	// it is not a caller of this loop's yet), then remembered.
 	c := w.begin(policy.Request{Tid: os.Getpid(), Syscall: filter.Kill, ABI: filter.ABI{Name: "x86_64"}, Args: [6]uint64{uint64(sleep), 15}}, -1, 0)
 	defer c.reset()
 	defer c.names.close()
-	if _, done := c.translate(); done || c.req.Names != nil || c.req.Pid() != sleep || !w.sameNS.has(os.Getpid()) {
+	if _, done := c.translate(); done || c.req.Names != nil || c.req.Pid() != sleep || c.names.pin >= 0 {
 		t.Errorf("a caller in paddock's namespace: done=%v names=%v pid=%d", done, c.req.Names, c.req.Pid())
+	}
+	if _, ok := w.sameNS.lookup(os.Getpid()); !ok {
+		t.Error("a caller in paddock's namespace is not remembered")
 	}
 }

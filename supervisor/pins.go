@@ -13,7 +13,7 @@ const pinCacheMax = 256
 
 // pinCache keeps, between notifications, the pidfd and the decided facts of
 // the processes a loop looked up, so that the next signal to the same
-// process costs one pidfd_send_signal(0) instead of a pidfd_open, a stat
+// process costs a share of one poll(2) (call.hitsHold) instead of a pidfd_open, a stat
 // read and two closes. An entry serves only while its pidfd says the process
 // has not been reaped (so its pid still names it) and while the ownership
 // tree's epoch is the one it was classified under (ownership.Tree.Stable).
@@ -21,23 +21,28 @@ const pinCacheMax = 256
 type pinCache struct {
 	epoch uint64
 	byPid map[int]pinned
+	// exits watches the pins (each under its pid): an entry serves only
+	// while its process has not exited.
+	exits *exitWatch
 }
 
-func newPinCache() *pinCache { return &pinCache{byPid: make(map[int]pinned)} }
+func newPinCache(exits *exitWatch) *pinCache {
+	return &pinCache{byPid: make(map[int]pinned), exits: exits}
+}
 
-// alive reports whether the pinned process behind pid is still there (not
-// reaped, so pid still names it), dropping the pin when it is not.
-func (c *pinCache) alive(pid int) bool {
-	p, ok := c.byPid[pid]
-	if !ok {
-		return false
-	}
-	if ownership.Reaped(p.pidfd) {
+// drop forgets the pin of pid if pidfd is still it (its process has
+// exited), closing it.
+func (c *pinCache) drop(pid, pidfd int) {
+	if p, ok := c.byPid[pid]; ok && p.pidfd == pidfd {
 		unix.Close(p.pidfd)
 		delete(c.byPid, pid)
-		return false
 	}
-	return true
+}
+
+// holds reports whether pidfd is still the pin of pid, not dropped.
+func (c *pinCache) holds(pid, pidfd int) bool {
+	p, ok := c.byPid[pid]
+	return ok && p.pidfd == pidfd
 }
 
 // put takes over the pidfd of a looked-up target; it reports false when it
@@ -49,6 +54,10 @@ func (c *pinCache) put(t policy.Target, pidfd int) bool {
 	}
 	if old, ok := c.byPid[t.Pid]; ok {
 		unix.Close(old.pidfd)
+		delete(c.byPid, t.Pid)
+	}
+	if !c.exits.watch(pidfd, int32(t.Pid)) {
+		return false
 	}
 	c.byPid[t.Pid] = pinned{t: t, pidfd: pidfd, cached: true}
 	return true

@@ -152,7 +152,12 @@ func TestPinCacheBounded(t *testing.T) {
 		t.Fatalf("pidfd_open: %v", err)
 	}
 	_ = dead.Wait()
-	c := newPinCache()
+	x, err := newExitWatch()
+	if err != nil {
+		t.Fatalf("epoll_create1: %v", err)
+	}
+	defer x.close()
+	c := newPinCache(x)
 	defer c.flush()
 	put := func(pid, fd int) {
 		if !c.put(policy.Target{Pid: pid}, fd) {

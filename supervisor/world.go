@@ -51,8 +51,10 @@ type liveWorld struct {
 	// terms are the session's terminals and paddock's own, for the
 	// terminal ioctls (nil: not known, and those calls are refused).
 	terms *termSet
-	// pins, when set, keeps pins across notifications (see pinCache).
-	pins *pinCache
+	// pins, when set, keeps pins across notifications (see pinCache), and
+	// exits tells which of its and sameNS's pins have exited.
+	pins  *pinCache
+	exits *exitWatch
 	// cur is the call the loop decides in place, reused so that the hot
 	// path allocates nothing per notification.
 	cur call
@@ -72,10 +74,41 @@ func newLiveWorld(tree *ownership.Tree, fs procfs.FS, g guard.Policy, b func() *
 
 // keepPins makes w keep its pins across notifications (see pinCache); the
 // loop that owns w calls close when it ends.
+// Without an epoll instance to watch them (none could be made), it keeps
+// none: every lookup then reads /proc.
 func (w *liveWorld) keepPins() *liveWorld {
-	w.pins = newPinCache()
-	w.sameNS = newSameNS()
+	x, err := newExitWatch()
+	if err != nil {
+		return w
+	}
+	w.exits = x
+	w.pins = newPinCache(x)
+	w.sameNS = newSameNS(x)
 	return w
+}
+
+// sweep drops the kept pins whose process or thread has exited (exitWatch):
+// their pid may name another process once it is reaped. Every pin is
+// dropped if the watch cannot be read.
+func (w *liveWorld) sweep() {
+	for {
+		evs, err := w.exits.ready()
+		if err != nil {
+			w.pins.flush()
+			w.sameNS.flush()
+			return
+		}
+		for _, ev := range evs {
+			if ev.Pad > 0 {
+				w.pins.drop(int(ev.Pad), int(ev.Fd))
+			} else {
+				w.sameNS.drop(int(-ev.Pad), int(ev.Fd))
+			}
+		}
+		if len(evs) < len(w.exits.events) {
+			return
+		}
+	}
 }
 
 // spare is a world for a worker: the same tree, /proc and policy, without
@@ -95,6 +128,7 @@ func (w *liveWorld) close() {
 		w.pins.flush()
 	}
 	w.sameNS.flush()
+	w.exits.close()
 }
 
 // resolve turns a path as thread tid would resolve it (from its root, or
