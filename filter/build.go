@@ -37,6 +37,14 @@ type Options struct {
 	// refuse them on a terminal that is not the session's own (the
 	// user's, opened by its path).
 	Terminals bool
+	// Wall also traps the calls of the default wall (Syscall.Walled): a
+	// connect or sendto to an address of any length but an IPv4 or IPv6
+	// address's (unix sockets, and the others, which the supervisor
+	// carries out on the caller's behalf), and every open for writing, so
+	// that the supervisor refuses deputies and writes into other
+	// processes' /proc and cgroup files. The seccomp backend only: it
+	// answers with a descriptor it opened (SECCOMP_IOCTL_NOTIF_ADDFD).
+	Wall bool
 }
 
 // Offsets into struct seccomp_data { int nr; __u32 arch; __u64
@@ -79,6 +87,14 @@ func argLabel(s Syscall) string {
 	}
 	return "arg-" + s.String()
 }
+
+// addrLabel is the tail that lets s run without an address, or with one
+// of an IP address's length (AddrArg).
+func addrLabel(s Syscall) string { return "addr-" + s.String() }
+
+// writeLabel is the tail that lets an open run for reading only
+// (WriteFlagsArg).
+func writeLabel(arg int) string { return "write" + strconv.Itoa(arg) }
 
 // Build assembles the seccomp program for the running GOARCH: the native
 // ABI plus every other ABI the kernel may accept (x32 and i386 on amd64,
@@ -178,7 +194,10 @@ func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
 	// fcntl and ioctl: trapped only for the commands that aim signals
 	// (and, with o.Terminals, those that change a terminal), found by the
 	// same binary search as the numbers.
-	for _, s := range []Syscall{Fcntl, Ioctl} {
+	for _, s := range []Syscall{Fcntl, Ioctl, Socketcall} {
+		if s == Socketcall && !o.Wall {
+			continue
+		}
 		arg, values, _ := o.ArgFilter(s)
 		cmds := make([]entry, 0, len(values))
 		for _, v := range values {
@@ -188,6 +207,32 @@ func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
 		a.label(argLabel(s))
 		a.loadAbs(argLow(arg))
 		a.tree(cmds, lblAllow)
+	}
+	if o.Wall {
+		// connect and sendto: no address (sendto on a connected socket),
+		// or an IPv4 or IPv6 address's length, run without asking. A
+		// pointer is 64 bits on the native ABI: both halves must be 0.
+		for _, s := range []Syscall{Connect, Sendto} {
+			addr, length, _ := s.AddrArg()
+			a.label(addrLabel(s))
+			if s == Sendto {
+				byLength := a.newLabel()
+				a.loadAbs(argLow(addr))
+				a.jump(unix.BPF_JEQ, 0, "", byLength)
+				a.loadAbs(argLow(addr) + 4)
+				a.jump(unix.BPF_JEQ, 0, lblAllow, "")
+				a.label(byLength)
+			}
+			a.loadAbs(argLow(length))
+			a.jump(unix.BPF_JEQ, SockaddrInLen, lblAllow, "")
+			a.jump(unix.BPF_JEQ, SockaddrIn6Len, lblAllow, lblTrap)
+		}
+		// open and openat: trapped when the access mode writes.
+		for _, arg := range []int{1, 2} {
+			a.label(writeLabel(arg))
+			a.loadAbs(argLow(arg))
+			a.jump(unix.BPF_JSET, OAccWrite, lblTrap, lblAllow)
+		}
 	}
 	// seccomp(2): trapped only for a filter with a listener
 	// (SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_NEW_LISTENER).
@@ -251,6 +296,12 @@ func entries(o Options, t *table) ([]entry, error) {
 			}
 			if s == Seccomp {
 				target = lblListener
+			}
+			if _, _, ok := s.AddrArg(); ok {
+				target = addrLabel(s)
+			}
+			if arg, ok := s.WriteFlagsArg(); ok {
+				target = writeLabel(arg)
 			}
 			es = append(es, entry{nr: nr, target: target})
 		}

@@ -39,7 +39,8 @@ func nativeTable(name string, arch uint32, xsys string) wantTable {
 			SchedSetaffinity: unix.SYS_SCHED_SETAFFINITY, SchedSetscheduler: unix.SYS_SCHED_SETSCHEDULER,
 			SchedSetparam: unix.SYS_SCHED_SETPARAM, SchedSetattr: unix.SYS_SCHED_SETATTR, IoprioSet: unix.SYS_IOPRIO_SET,
 			MigratePages: unix.SYS_MIGRATE_PAGES, MovePages: unix.SYS_MOVE_PAGES, ProcessMadvise: unix.SYS_PROCESS_MADVISE,
-			Vhangup: unix.SYS_VHANGUP,
+			Vhangup: unix.SYS_VHANGUP, Connect: unix.SYS_CONNECT, Sendto: unix.SYS_SENDTO,
+			Openat: unix.SYS_OPENAT, Openat2: unix.SYS_OPENAT2,
 		},
 		untrapped: map[string]uint32{"read": unix.SYS_READ, "write": unix.SYS_WRITE, "getpid": unix.SYS_GETPID, "futex": unix.SYS_FUTEX},
 	}
@@ -68,6 +69,8 @@ var (
 		{Action: unix.SECCOMP_RET_TRACE, Exec: true, Power: true},
 		{Action: testAction, Exec: true, Power: true, Probes: true, Terminals: true},
 		{Action: unix.SECCOMP_RET_TRACE, Probes: true},
+		{Action: testAction, Wall: true},
+		{Action: testAction, Exec: true, Power: true, Terminals: true, Wall: true},
 	}
 )
 
@@ -163,9 +166,46 @@ func TestProgram(t *testing.T) {
 						}
 					}
 					for _, v := range others {
+						if slices.Contains(values, uint32(v)) {
+							continue
+						}
 						args := garbage
 						args[i] = v
 						add(fmt.Sprintf("%s/cmd=%#x", name, v), d(args), false)
+					}
+					return
+				}
+				if addr, length, ok := s.AddrArg(); ok {
+					// An IPv4 or IPv6 address's length runs (its low 32
+					// bits); so does sendto without an address; every other
+					// length is trapped under o.Wall.
+					for _, c := range []struct {
+						addr, length uint64
+						trap         bool
+					}{
+						{0x7ffd0000, 16, false}, {0x7ffd0000, 28, false}, {0x7ffd0000, 1<<32 | 16, false},
+						{0x7ffd0000, 110, true}, {0x7ffd0000, 17, true}, {0x7ffd0000, 24, true}, {0x7ffd0000, 0, true},
+						{0, 110, s == Connect}, {1 << 32, 110, true}, {0x7fff00000000, 3, true},
+					} {
+						args := garbage
+						args[addr], args[length] = c.addr, c.length
+						add(fmt.Sprintf("%s/addr=%#x,len=%#x", name, c.addr, c.length), d(args), c.trap && o.trapped(s))
+					}
+					return
+				}
+				if i, ok := s.WriteFlagsArg(); ok {
+					// O_RDONLY runs, whatever the other flags and the high
+					// bits; O_WRONLY and O_RDWR are trapped under o.Wall.
+					for _, c := range []struct {
+						flags uint64
+						trap  bool
+					}{
+						{0, false}, {unix.O_CLOEXEC | unix.O_CREAT | unix.O_DIRECTORY | unix.O_PATH, false}, {0xffffffff00000000, false},
+						{unix.O_WRONLY, true}, {unix.O_RDWR, true}, {3, true}, {unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC, true}, {1<<32 | 2, true},
+					} {
+						args := garbage
+						args[i] = c.flags
+						add(fmt.Sprintf("%s/flags=%#x", name, c.flags), d(args), c.trap && o.trapped(s))
 					}
 					return
 				}
@@ -283,6 +323,12 @@ func TestProgramMatchesLookup(t *testing.T) {
 					}
 					if s == Seccomp {
 						want = false // op 0 and 10 install no listener
+					}
+					if _, isOpen := s.WriteFlagsArg(); isOpen && sig == 0 {
+						want = false // O_RDONLY
+					}
+					if s == Sendto && sig == 0 {
+						want = false // no address
 					}
 					if conds, isSelf := s.SelfArgs(); isSelf && sig == 0 {
 						// All arguments 0: aimed at the caller when every
@@ -428,4 +474,13 @@ func TestBuildAction(t *testing.T) {
 			t.Errorf("Action %#x: ptrace returned %#x", c.action, got)
 		}
 	}
+}
+
+// withNrs is w with the numbers of more syscalls (those one native ABI has
+// and another lacks: open and creat are not on arm64).
+func withNrs(w wantTable, nrs map[Syscall]uint32) wantTable {
+	for s, n := range nrs {
+		w.nrs[s] = n
+	}
+	return w
 }

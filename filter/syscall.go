@@ -68,6 +68,18 @@ const (
 	ProcessMadvise // MADV_PAGEOUT/COLD on its memory, by pidfd
 	Vhangup        // hangs up the caller's terminal: SIGHUP to its session
 
+	// Deputies and writes into other processes' files, trapped with
+	// Options.Wall: a connect or sendto with an address (but one of an
+	// IPv4 or IPv6 address's length, see AddrArg), an open for writing
+	// (WriteFlagsArg), and i386's socketcall for its connect and sendto.
+	Connect
+	Sendto
+	Socketcall // i386 only
+	Open       // not on arm64
+	Openat
+	Openat2
+	Creat // not on arm64
+
 	numSyscalls // keep last
 )
 
@@ -104,6 +116,13 @@ var syscallNames = [numSyscalls]string{
 	MovePages:         "move_pages",
 	ProcessMadvise:    "process_madvise",
 	Vhangup:           "vhangup",
+	Connect:           "connect",
+	Sendto:            "sendto",
+	Socketcall:        "socketcall",
+	Open:              "open",
+	Openat:            "openat",
+	Openat2:           "openat2",
+	Creat:             "creat",
 }
 
 // Commands of fcntl and ioctl that paddock decides (uapi values, the same
@@ -128,6 +147,8 @@ func (s Syscall) ArgFilter() (arg int, values []uint32, ok bool) {
 		return 1, []uint32{FSetown, FSetownEx}, true
 	case Ioctl:
 		return 1, []uint32{TIOCSTI, TIOCSIG, FIOSETOWN, SIOCSPGRP}, true
+	case Socketcall:
+		return 0, []uint32{SocketcallConnect, SocketcallSendto}, true
 	}
 	return 0, nil, false
 }
@@ -247,8 +268,8 @@ func (s Syscall) ThreadArg() (int, bool) {
 }
 
 // Channels lists the syscalls Build traps for some commands only (see
-// ArgFilter), in a fresh slice.
-func Channels() []Syscall { return []Syscall{Fcntl, Fcntl64, Ioctl} }
+// ArgFilter; socketcall only with Options.Wall), in a fresh slice.
+func Channels() []Syscall { return []Syscall{Fcntl, Fcntl64, Ioctl, Socketcall} }
 
 // Affecting lists the syscalls that harm a process without a signal
 // (resource limits, scheduling, I/O priority, memory placement, perf
@@ -274,6 +295,59 @@ func (s Syscall) Affects() bool {
 	}
 	return false
 }
+
+// Walled reports whether s is one of the syscalls Options.Wall traps.
+func (s Syscall) Walled() bool {
+	switch s {
+	case Connect, Sendto, Socketcall, Open, Openat, Openat2, Creat:
+		return true
+	}
+	return false
+}
+
+// Socket address lengths the filter lets through without asking: a
+// struct sockaddr_in's and a struct sockaddr_in6's (linux/in.h,
+// linux/in6.h). A unix socket address of a path 13 or 14 bytes long, or
+// 25 or 26, can have one of these lengths too: that is the price of not
+// trapping every TCP connect (docs/limits.md).
+const (
+	SockaddrIn6Len = 28
+	SockaddrInLen  = 16
+)
+
+// AddrArg says which arguments of s hold a socket address and its length
+// (connect: 1 and 2; sendto: 4 and 5).
+func (s Syscall) AddrArg() (addr, length int, ok bool) {
+	switch s {
+	case Connect:
+		return 1, 2, true
+	case Sendto:
+		return 4, 5, true
+	}
+	return 0, 0, false
+}
+
+// WriteFlagsArg says which argument of s holds the open flags the filter
+// compares (open: 1, openat: 2): a call whose access mode is O_RDONLY
+// runs without asking.
+func (s Syscall) WriteFlagsArg() (int, bool) {
+	switch s {
+	case Open:
+		return 1, true
+	case Openat:
+		return 2, true
+	}
+	return 0, false
+}
+
+// Values the filter compares for the walled calls: the open access-mode
+// bits (O_WRONLY|O_RDWR, asm-generic/fcntl.h, the same on every ABI
+// paddock supports) and socketcall's calls (linux/net.h).
+const (
+	OAccWrite         = 3
+	SocketcallConnect = 3
+	SocketcallSendto  = 11
+)
 
 // ArgEq is a condition on one argument: its low 32 bits (the kernel's int
 // or pid_t) equal Value.
@@ -348,6 +422,9 @@ func (o Options) trapped(s Syscall) bool {
 		return o.Power
 	case Seccomp:
 		return true
+	}
+	if s.Walled() {
+		return o.Wall
 	}
 	return s.Affects()
 }

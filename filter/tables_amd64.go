@@ -38,6 +38,12 @@ var x86_64 = &table{
 		MovePages:         279,
 		ProcessMadvise:    440,
 		Vhangup:           153,
+		Connect:           42,
+		Sendto:            44,
+		Open:              2,
+		Openat:            257,
+		Openat2:           437,
+		Creat:             85,
 	},
 }
 
@@ -75,6 +81,12 @@ var x32 = &table{
 		MovePages:         533,
 		ProcessMadvise:    440,
 		Vhangup:           153,
+		Connect:           42,
+		Sendto:            44,
+		Open:              2,
+		Openat:            257,
+		Openat2:           437,
+		Creat:             85,
 	},
 	legacy: x86_64,
 }
@@ -113,6 +125,13 @@ var i386 = &table{
 		MovePages:         317,
 		ProcessMadvise:    440,
 		Vhangup:           111,
+		Connect:           362,
+		Sendto:            369,
+		Socketcall:        102,
+		Open:              5,
+		Openat:            295,
+		Openat2:           437,
+		Creat:             8,
 	},
 }
 

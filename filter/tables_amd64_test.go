@@ -6,7 +6,7 @@ import "golang.org/x/sys/unix"
 // golang.org/x/sys/unix, x32 and i386 from the kernel's syscall_64.tbl and
 // syscall_32.tbl.
 var wantTables = []wantTable{
-	nativeTable("x86_64", unix.AUDIT_ARCH_X86_64, "amd64"),
+	withNrs(nativeTable("x86_64", unix.AUDIT_ARCH_X86_64, "amd64"), map[Syscall]uint32{Open: unix.SYS_OPEN, Creat: unix.SYS_CREAT}),
 	{
 		name: "x32", arch: unix.AUDIT_ARCH_X86_64, x32: true,
 		nrs: map[Syscall]uint32{
@@ -17,6 +17,7 @@ var wantTables = []wantTable{
 			Prlimit64: 302, PerfEventOpen: 298, Setpriority: 141, SchedSetaffinity: 203, SchedSetscheduler: 144,
 			SchedSetparam: 142, SchedSetattr: 314, IoprioSet: 251, MigratePages: 256, MovePages: 533,
 			ProcessMadvise: 440, Vhangup: 153,
+			Connect: 42, Sendto: 44, Open: 2, Openat: 257, Openat2: 437, Creat: 85,
 		},
 		// The 64-bit-only numbers that pre-5.4 kernels also ran for x32.
 		legacy: map[Syscall]uint32{
@@ -35,6 +36,7 @@ var wantTables = []wantTable{
 			Prlimit64: 340, PerfEventOpen: 336, Setpriority: 97, SchedSetaffinity: 241, SchedSetscheduler: 156,
 			SchedSetparam: 154, SchedSetattr: 351, IoprioSet: 289, MigratePages: 294, MovePages: 317,
 			ProcessMadvise: 440, Vhangup: 111,
+			Connect: 362, Sendto: 369, Socketcall: 102, Open: 5, Openat: 295, Openat2: 437, Creat: 8,
 		},
 		// 62 and 320 are kill and kexec_file_load on x86_64 but ustat and
 		// utimensat here.

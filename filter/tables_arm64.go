@@ -39,6 +39,10 @@ var aarch64 = &table{
 		MovePages:         239,
 		ProcessMadvise:    440,
 		Vhangup:           58,
+		Connect:           203,
+		Sendto:            206,
+		Openat:            56,
+		Openat2:           437,
 	},
 }
 
@@ -76,6 +80,12 @@ var arm = &table{
 		MovePages:         344,
 		ProcessMadvise:    440,
 		Vhangup:           111,
+		Connect:           283,
+		Sendto:            290,
+		Open:              5,
+		Openat:            322,
+		Openat2:           437,
+		Creat:             8,
 	},
 }
 

@@ -16,6 +16,7 @@ var wantTables = []wantTable{
 			Prlimit64: 369, PerfEventOpen: 364, Setpriority: 97, SchedSetaffinity: 241, SchedSetscheduler: 156,
 			SchedSetparam: 154, SchedSetattr: 380, IoprioSet: 314, MigratePages: 400, MovePages: 344,
 			ProcessMadvise: 440, Vhangup: 111,
+			Connect: 283, Sendto: 290, Open: 5, Openat: 322, Openat2: 437, Creat: 8,
 		},
 		// 129 and 131 are kill and tgkill on aarch64 but delete_module and
 		// quotactl here.
