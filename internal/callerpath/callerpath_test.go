@@ -1,0 +1,114 @@
+package callerpath
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// sameFile reports whether fd is the object at path p (as this test sees it).
+func sameFile(t *testing.T, fd int, p string) bool {
+	t.Helper()
+	var a, b unix.Stat_t
+	if err := unix.Fstat(fd, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Lstat(p, &b); err != nil {
+		t.Fatal(err)
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+// TestResolve: paths resolved as a child process sees them (its working
+// directory, its procfs "self"), against the real filesystem.
+func TestResolve(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "a", "x"), nil, 0o644))
+	must(os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
+	must(os.Symlink("l2", filepath.Join(dir, "l1")))
+	must(os.Symlink(filepath.Join(dir, "file"), filepath.Join(dir, "l2")))
+	must(os.Symlink("/proc/self/fd/1", filepath.Join(dir, "out")))
+	must(os.Symlink("/proc/self", filepath.Join(dir, "me")))
+	out, err := os.Create(filepath.Join(dir, "stdout"))
+	must(err)
+	defer out.Close()
+	child := exec.Command("sleep", "300")
+	child.Dir = filepath.Join(dir, "a", "b")
+	child.Stdout = out
+	must(child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	pid := child.Process.Pid
+	v, err := Open("/proc", pid, pid)
+	must(err)
+	defer v.Close()
+
+	for _, tc := range []struct {
+		name, path string
+		follow     bool
+		want       string // the object, as the test sees it
+		missing    string // the directory of a missing last component
+		err        error
+		proc       string // ProcDir's path below /proc/PID
+	}{
+		{name: "absolute", path: filepath.Join(dir, "file"), follow: true, want: filepath.Join(dir, "file")},
+		{name: "relative", path: "../x", follow: true, want: filepath.Join(dir, "a", "x")},
+		{name: "relative above the start", path: "../../file", follow: true, want: filepath.Join(dir, "file")},
+		{name: "symlink chain", path: filepath.Join(dir, "l1"), follow: true, want: filepath.Join(dir, "file")},
+		{name: "symlink not followed", path: filepath.Join(dir, "l1"), follow: false, want: filepath.Join(dir, "l1")},
+		{name: "dot dot at the root", path: "/../../" + dir[1:] + "/file", follow: true, want: filepath.Join(dir, "file")},
+		{name: "missing", path: "../none", follow: true, missing: filepath.Join(dir, "a")},
+		{name: "missing directory", path: "../none/x", follow: true, err: unix.ENOENT},
+		{name: "trailing slash on a file", path: "../x/", follow: true, err: unix.ENOTDIR},
+		{name: "procfs self is the caller", path: "/proc/self/status", follow: true, want: "/proc/" + strconv.Itoa(pid) + "/status", proc: "status"},
+		{name: "a symlink to self", path: filepath.Join(dir, "me", "comm"), follow: true, want: "/proc/" + strconv.Itoa(pid) + "/comm", proc: "comm"},
+		{name: "thread-self", path: "/proc/thread-self/comm", follow: true, want: "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/comm", proc: "task/" + strconv.Itoa(pid) + "/comm"},
+		{name: "self's fd magic link is the caller's", path: filepath.Join(dir, "out"), follow: true, want: filepath.Join(dir, "stdout")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := v.Resolve(unix.AT_FDCWD, tc.path, tc.follow)
+			defer r.Close()
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("Resolve(%q): %v; want %v", tc.path, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve(%q): %v", tc.path, err)
+			}
+			if tc.missing != "" {
+				if !r.Missing || r.Fd >= 0 || !sameFile(t, r.Dir, tc.missing) {
+					t.Fatalf("Resolve(%q): %+v; want missing in %s", tc.path, r, tc.missing)
+				}
+				return
+			}
+			if r.Missing || r.Fd < 0 || !sameFile(t, r.Fd, tc.want) {
+				t.Fatalf("Resolve(%q): %+v; want %s", tc.path, r, tc.want)
+			}
+			if tc.proc != "" {
+				n, below, ok, err := ProcDir(r.Dir, r.Name)
+				if err != nil || !ok || n != pid || below != tc.proc {
+					t.Errorf("ProcDir: %d %q %v %v; want %d %q", n, below, ok, err, pid, tc.proc)
+				}
+			}
+		})
+	}
+	if _, err := v.Resolve(9999, "x", true); !errors.Is(err, unix.EBADF) {
+		t.Errorf("a dirfd the caller does not have: %v; want EBADF", err)
+	}
+	if n, _, ok, err := ProcDir(v.root, "etc"); ok || err != nil {
+		t.Errorf("ProcDir of a directory not on procfs: %d %v %v", n, ok, err)
+	}
+}
