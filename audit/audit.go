@@ -37,6 +37,15 @@ const (
 	PowerDenied Action = "power_denied"
 	// SeccompDenied: a seccomp filter the agent tried to install was refused.
 	SeccompDenied Action = "seccomp_denied"
+	// DeputyDenied: a connect or sendto to a deputy (a tmux or screen
+	// server the agent did not start, a container engine's API) or a call
+	// through a D-Bus bus (login1's power methods, systemd's unit
+	// killing) was refused; its syscall field names which.
+	DeputyDenied Action = "deputy_denied"
+	// WriteDenied: an open for writing of another process's /proc/PID
+	// file, or of a cgroup's file holding processes not the agent's, was
+	// refused.
+	WriteDenied Action = "write_denied"
 	// OptInUsed: an explicit opt-in let a guarded call through.
 	OptInUsed Action = "opt_in_used"
 	// ExecUnread: an exec ran that paddock could not read (a non-dumpable
@@ -60,7 +69,7 @@ const (
 )
 
 // actions lists every Action, in the order documentation shows them.
-var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, OptInUsed, ExecUnread, SessionStarted, SessionEnded, JournalRewritten}
+var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, DeputyDenied, WriteDenied, OptInUsed, ExecUnread, SessionStarted, SessionEnded, JournalRewritten}
 
 // Actions returns every action paddock journals, for tools that filter on
 // them (a fresh copy).
@@ -108,6 +117,18 @@ const (
 	// RuleSessionEnded: a call of a process a --keep-orphans session left
 	// running, after the session ended (package leftover).
 	RuleSessionEnded Rule = "session_ended"
+	// RuleDeputy: a socket (or FIFO) reaching a deputy: refused for a
+	// tmux or screen server the agent did not start and a container
+	// engine the profile does not open; a D-Bus bus passes through
+	// paddock's filter, whose refusals have this rule too.
+	RuleDeputy Rule = "deputy"
+	// RuleStrictWall: a write into a /proc/PID or cgroup file under
+	// --strict-wall, refused whoever's it is.
+	RuleStrictWall Rule = "strict_wall"
+	// RuleWallPassed: a walled call (a unix connect, an open for writing)
+	// whose target is nothing paddock guards, carried out on the caller's
+	// behalf.
+	RuleWallPassed Rule = "wall_passed"
 )
 
 // Rules of the command guards (package guard).

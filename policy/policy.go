@@ -51,6 +51,9 @@ type Request struct {
 	// the caller's numbers are the front end's.
 	Names Names
 	Said  [6]uint64
+	// Wall is what the front end read and found of a walled call
+	// (filter.Syscall.Walled); nil for the others.
+	Wall *Wall
 	// AllowUnread lets an exec whose strings paddock may not read (Exec.Err
 	// is ErrUnreadable: a non-dumpable caller) run, reported as
 	// audit.ExecUnread, instead of refusing it as undecidable
@@ -355,6 +358,10 @@ func ActionOf(sc filter.Syscall, d Decision) audit.Action {
 		return audit.PowerDenied
 	case sc == filter.Seccomp:
 		return audit.SeccompDenied
+	case sc == filter.Connect || sc == filter.Sendto || sc == filter.Socketcall:
+		return audit.DeputyDenied
+	case sc.Walled():
+		return audit.WriteDenied
 	}
 	return audit.SignalDenied
 }
@@ -369,6 +376,9 @@ func decide(r Request, w World) Decision {
 			d.Allow, d.Rule = true, audit.RuleSignalZero
 			return d
 		}
+	}
+	if r.Syscall.Walled() {
+		return decideWall(r, w, d)
 	}
 	switch r.Syscall {
 	case filter.Kill:

@@ -40,6 +40,7 @@ const (
 	KeyAdoption          = "adoption"
 	KeyPty               = "pty"
 	KeyStrictWall        = "strict_wall"
+	KeyDeputiesAllowed   = "deputies_allowed"
 )
 
 // Adoption modes: who may adopt a process into a session (key adoption).
@@ -57,7 +58,7 @@ const (
 // keys lists the profile keys in the order paddock prints them, in a fresh
 // slice.
 func keys() []string {
-	return []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption, KeyPty, KeyStrictWall}
+	return []string{KeyName, KeyTotalVRAMGB, KeyDesktopHeadroomGB, KeyServicesToSurvive, KeyHeadless, KeyAllowOptIn, KeyAdoption, KeyPty, KeyStrictWall, KeyDeputiesAllowed}
 }
 
 // Sources: where a value came from (Profile.Sources values; file values are
@@ -97,6 +98,10 @@ type Profile struct {
 	// StrictWall: paddock run starts the agent behind the strict wall, as
 	// `paddock run --strict-wall` does (default false).
 	StrictWall bool
+	// DeputiesAllowed lists the container engines whose API sockets the
+	// agent may talk to ("docker", "podman"; default none: the default
+	// wall refuses their connects, docs/deputies.md).
+	DeputiesAllowed []string
 	// Sources maps each key, and "profile" (the file's path), to where its
 	// value came from: "file PATH:LINE", "env PADDOCK_PROFILE", "flag
 	// --profile", "detected", "default".
@@ -367,6 +372,20 @@ func Parse(path string, data []byte) (Profile, error) {
 				return Profile{}, bad(key, "want true (the kernel also refuses the agent writes to /proc/PID and cgroup files, and mount(2), as paddock run --strict-wall) or false; got "+describe(v))
 			}
 			p.StrictWall = b
+		case KeyDeputiesAllowed:
+			list, ok := v.([]any)
+			want := `want a list of the container engines whose API socket the agent may use, of "docker" and "podman"; got `
+			if !ok {
+				return Profile{}, bad(key, want+describe(v))
+			}
+			p.DeputiesAllowed = nil
+			for _, e := range list {
+				name, ok := e.(string)
+				if !ok || (name != "docker" && name != "podman") {
+					return Profile{}, bad(key, want+describe(e))
+				}
+				p.DeputiesAllowed = append(p.DeputiesAllowed, name)
+			}
 		}
 		p.Sources[key] = src(key)
 	}

@@ -23,6 +23,7 @@ allow_opt_in = false
 adoption = "outside"
 pty = false
 strict_wall = true
+deputies_allowed = ["docker"]
 `
 	p, err := Parse("/etc/p.toml", []byte(data))
 	if err != nil {
@@ -38,7 +39,10 @@ strict_wall = true
 		"profile": "file", KeyName: "file /etc/p.toml:2", KeyTotalVRAMGB: "file /etc/p.toml:3",
 		KeyDesktopHeadroomGB: "file /etc/p.toml:4", KeyServicesToSurvive: "file /etc/p.toml:5",
 		KeyHeadless: "file /etc/p.toml:6", KeyAllowOptIn: "file /etc/p.toml:7", KeyAdoption: "file /etc/p.toml:8",
-		KeyPty: "file /etc/p.toml:9", KeyStrictWall: "file /etc/p.toml:10",
+		KeyPty: "file /etc/p.toml:9", KeyStrictWall: "file /etc/p.toml:10", KeyDeputiesAllowed: "file /etc/p.toml:11",
+	}
+	if !reflect.DeepEqual(p.DeputiesAllowed, []string{"docker"}) {
+		t.Errorf("deputies_allowed: %q", p.DeputiesAllowed)
 	}
 	if !reflect.DeepEqual(p.Sources, want) {
 		t.Errorf("sources:\n got %v\nwant %v", p.Sources, want)
@@ -129,6 +133,8 @@ func TestParseErrors(t *testing.T) {
 		{"adoption unknown", "adoption = \"nobody\"\n", 1, "adoption", `want "agent" (the agent may adopt, with a reason), "outside" (only from outside the session) or "off"; got the string "nobody"`},
 		{"adoption not a string", "adoption = false\n", 1, "adoption", `want "agent"`},
 		{"pty not a bool", "pty = \"no\"\n", 1, "pty", `want true (the agent on a pty of its own) or false (on the user's terminal); got the string "no"`},
+		{"deputies_allowed not a list", "deputies_allowed = \"docker\"\n", 1, "deputies_allowed", `want a list of the container engines whose API socket the agent may use, of "docker" and "podman"; got the string "docker"`},
+		{"deputies_allowed unknown engine", "deputies_allowed = [\"tmux\"]\n", 1, "deputies_allowed", `of "docker" and "podman"; got the string "tmux"`},
 		{"syntax", "name = \"x\ntotal_vram_gb = 1\n", 1, "", "not valid TOML"},
 		{"duplicate", "name = \"a\"\nname = \"b\"\n", 2, "", "not valid TOML"},
 	}

@@ -70,6 +70,8 @@ type call struct {
 	// names is the caller's PID namespace (translate), read only when
 	// a pid argument is.
 	names callerNames
+	// wall is what was read of a walled call (readWall).
+	wall wallCall
 }
 
 type pinned struct {
@@ -108,6 +110,9 @@ func (w *liveWorld) read(tid int, arch uint32, nr int32, args [6]uint64, listene
 	if c.req.Exec != nil || size > 0 {
 		c.callerRead = true
 	}
+	if sc.Walled() {
+		c.readWall(abi, args)
+	}
 	return c
 }
 
@@ -132,6 +137,9 @@ func (w *liveWorld) begin(req policy.Request, listener int, id uint64) *call {
 // workload (model files, GPU detection). Such a decision is taken off the
 // loop that received it, so that no other decision waits behind it.
 func (c *call) mayWait() bool {
+	if c.req.Wall != nil {
+		return true // resolves paths, and may connect or open on the caller's behalf
+	}
 	e := c.req.Exec
 	if e == nil || e.Err != nil || (c.req.Syscall != filter.Execve && c.req.Syscall != filter.Execveat) {
 		return false
@@ -145,7 +153,7 @@ func (c *call) mayWait() bool {
 func (c *call) moveTo(w *liveWorld) *call {
 	req := c.req
 	req.Mem = nil // points into the loop's scratch space; only exec calls move, and they have none
-	return &call{w: w, req: req, listener: c.listener, id: c.id, looked: make([]pinned, 0, 4), callerRead: c.callerRead, noLeases: c.noLeases}
+	return &call{w: w, req: req, listener: c.listener, id: c.id, looked: make([]pinned, 0, 4), callerRead: c.callerRead, noLeases: c.noLeases, wall: c.wall}
 }
 
 // decide runs steps 3 to 7 of c, and carries out what the supervisor does
@@ -155,6 +163,16 @@ func (c *call) moveTo(w *liveWorld) *call {
 func (c *call) decide() (d policy.Decision, r answer.Answer, waiting bool) {
 	defer c.reset()
 	defer c.names.close()
+	if c.preset == nil && c.req.Wall != nil {
+		d, r = c.decideWall()
+		if c.listener >= 0 && !seccomp.IDValid(c.listener, c.id) {
+			if r.HasFd {
+				unix.Close(r.Fd)
+			}
+			return d, r, false
+		}
+		return d, r, true
+	}
 	if c.preset != nil {
 		d = *c.preset
 	} else {

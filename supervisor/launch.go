@@ -86,7 +86,8 @@ type forkResult struct {
 // thread does nothing afterwards but wait for the agent root to be reaped
 // (its parent-death signal, SIGKILL, comes from this thread's exit).
 func (s *Session) launchDirect(backend Backend) (int, error) {
-	opts := filter.Options{Exec: s.cfg.TrapExec, Power: s.cfg.TrapExec, Terminals: true, Action: unix.SECCOMP_RET_USER_NOTIF, Probes: scopesSignals(s.cfg.KeepCaps)}
+	opts := filter.Options{Exec: s.cfg.TrapExec, Power: s.cfg.TrapExec, Terminals: true, Action: unix.SECCOMP_RET_USER_NOTIF, Probes: scopesSignals(s.cfg.KeepCaps),
+		Wall: s.wall != nil}
 	prog, err := filter.Build(opts)
 	if err != nil {
 		return 0, fmt.Errorf("supervisor: build filter: %w", err)
@@ -355,6 +356,9 @@ func (s *Session) newWorld() *liveWorld {
 	// domain that was not entered scopes nothing.
 	w.probes = scopesSignals(s.cfg.KeepCaps)
 	w.scoped = w.probes && s.wallErr == nil
+	if s.backend == BackendSeccomp {
+		w.wall = s.wall
+	}
 	return w
 }
 

@@ -119,6 +119,11 @@ type Config struct {
 	// writes to processes' and cgroups' files, and mount(2) (see
 	// landlock.go). Start fails where the kernel cannot, and with KeepCaps.
 	StrictWall bool
+	// Wall, when set, traps the default wall's calls on the seccomp backend
+	// (filter.Options.Wall): unix socket connects and opens for writing,
+	// decided on the object they reach and carried out on the caller's
+	// behalf (wall.go, docs/deputies.md). nil leaves them untrapped.
+	Wall *WallConfig
 	// Slice is the scheduler time slice this process's threads ask for
 	// while they supervise, and Boost how many nice steps below its own
 	// they take where that is permitted (sched.SupervisorSlice and
@@ -182,6 +187,8 @@ type Session struct {
 	// wallErr is why the agent is not in a Landlock domain of its own
 	// (nil: it is; see landlock.go).
 	wallErr error
+	// wall is the default wall's state (nil: not trapped).
+	wall *wallState
 	// trace is the ptrace backend's (reap.go; zero for the seccomp one).
 	trace tracing
 	// terms are the session's terminals and paddock's own (terminals.go).
@@ -242,6 +249,9 @@ func Start(cfg Config) (*Session, error) {
 	fs := procfs.Default()
 	s := &Session{cfg: cfg, fs: fs, done: make(chan struct{}), rootFd: -1, listener: -1, workers: newWorkers(),
 		readSlots: vram.NewReadSlots(maxStalledReads), terms: newTermSet(cfg, fs)}
+	if cfg.Wall != nil {
+		s.wall = newWallState(*cfg.Wall, cfg.StrictWall)
+	}
 	s.handing.stopped, s.handing.wake = make(chan struct{}), -1
 	if cfg.KeepOrphans {
 		var err error

@@ -46,6 +46,8 @@ type liveWorld struct {
 	// sameNS the callers a loop found in it (nil in a worker's world).
 	selfNS uint64
 	sameNS *sameNS
+	// wall is the session's default wall (nil: its calls are not trapped).
+	wall *wallState
 	// buf is scratch space for reading a caller's memory.
 	buf [execBufSize]byte
 	// terms are the session's terminals and paddock's own, for the
@@ -117,7 +119,7 @@ func (w *liveWorld) sweep() {
 func (w *liveWorld) spare() *liveWorld {
 	s := newLiveWorld(w.tree, w.fs, w.guard, w.vram)
 	s.files, s.strictExec, s.slots = w.files, w.strictExec, w.slots
-	s.scoped, s.probes, s.terms = w.scoped, w.probes, w.terms
+	s.scoped, s.probes, s.terms, s.wall = w.scoped, w.probes, w.terms, w.wall
 	return s
 }
 

@@ -384,7 +384,7 @@ func runRun(f runFlags, args []string) error {
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: logFile,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
 		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
-		OOMScoreAdj: supervisor.SupervisorOOMScoreAdj,
+		OOMScoreAdj: supervisor.SupervisorOOMScoreAdj, Wall: wallOf(prof),
 	})
 	if err != nil {
 		rec.end(map[string]any{"error": err.Error()})
@@ -527,4 +527,12 @@ func selfBin() string {
 		return ""
 	}
 	return exe
+}
+
+// wallOf is the session's default wall (docs/deputies.md): the deputies'
+// sockets where this environment has them, and the engines the profile
+// opens to the agent.
+func wallOf(prof profile.Profile) *supervisor.WallConfig {
+	w := supervisor.DefaultWall(os.Getenv, prof.DeputiesAllowed)
+	return &w
 }

@@ -26,6 +26,9 @@ type Creds struct {
 	// where the group or session lies outside a namespace).
 	NSpid, NSpgid, NSsid []int
 	SeccompFilters       int
+	// Umask is the process's file mode creation mask (Linux 4.7+; 0o022
+	// where the line is missing, the kernel's default).
+	Umask uint32
 }
 
 // Creds reads /proc/TID/status. A thread that no longer exists yields an
@@ -69,6 +72,14 @@ func ParseCreds(b []byte) (Creds, error) {
 			return c, fmt.Errorf("Uid %q: %w", truncate([]byte(v)), numError(err))
 		}
 		c.Uid[i] = uint32(u)
+	}
+	c.Umask = 0o022
+	if v, ok := field(b, "Umask:"); ok {
+		u, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+		if err != nil {
+			return c, fmt.Errorf("Umask %q: %w", truncate([]byte(v)), numError(err))
+		}
+		c.Umask = uint32(u)
 	}
 	if v, ok = field(b, "CapEff:"); !ok {
 		return c, fmt.Errorf("no CapEff line")

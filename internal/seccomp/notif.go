@@ -53,10 +53,34 @@ func Done(fd int, id uint64, errno unix.Errno) error {
 // Done's for one it carried out itself. Every front end answers through
 // it, so that none can let a call run that paddock has already carried out.
 func Answer(fd int, id uint64, a answer.Answer) error {
-	if a.Done {
+	switch {
+	case a.HasFd:
+		return AddFd(fd, id, a.Fd, a.Cloexec)
+	case a.Done && a.Errno == 0 && a.Val != 0:
+		return send(fd, &NotifResp{ID: id, Val: a.Val})
+	case a.Done:
 		return Done(fd, id, a.Errno)
 	}
 	return Send(fd, id, a.Errno)
+}
+
+// AddFd answers notification id with a new descriptor of the caller's, a
+// copy of src (close-on-exec when cloexec), which the call returns
+// (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14+). It closes src.
+func AddFd(fd int, id uint64, src int, cloexec bool) error {
+	defer unix.Close(src)
+	a := sys.SeccompAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(src)}
+	if cloexec {
+		a.NewfdFlags = unix.O_CLOEXEC
+	}
+	_, err := sys.SeccompNotifAddfd(fd, &a)
+	if errors.Is(err, unix.ENOENT) {
+		return nil // the caller is gone
+	}
+	if err != nil {
+		return fmt.Errorf("SECCOMP_IOCTL_NOTIF_ADDFD: %w", err)
+	}
+	return nil
 }
 
 func send(fd int, r *NotifResp) error {

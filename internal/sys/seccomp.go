@@ -94,3 +94,28 @@ func SeccompNotifSetFlags(fd int, flags uint64) error {
 	}
 	return nil
 }
+
+// SeccompAddfd mirrors struct seccomp_notif_addfd (24 bytes).
+type SeccompAddfd struct {
+	ID         uint64
+	Flags      uint32
+	Srcfd      uint32
+	Newfd      uint32
+	NewfdFlags uint32
+}
+
+var (
+	_ [24 - unsafe.Sizeof(SeccompAddfd{})]byte
+	_ [unsafe.Sizeof(SeccompAddfd{}) - 24]byte
+)
+
+// SeccompNotifAddfd is ioctl(SECCOMP_IOCTL_NOTIF_ADDFD) on listener fd
+// (Linux 5.9; SECCOMP_ADDFD_FLAG_SEND, 5.14): it installs a copy of a's
+// Srcfd in the caller and returns the caller's number for it.
+func SeccompNotifAddfd(fd int, a *SeccompAddfd) (int, error) {
+	r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(a)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}

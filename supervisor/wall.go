@@ -1,0 +1,779 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/answer"
+	"github.com/paddock-dev/paddock/filter"
+	"github.com/paddock-dev/paddock/internal/callerpath"
+	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/policy"
+)
+
+// WallConfig says what the default wall (docs/deputies.md) guards beyond
+// the calls it traps: the deputies' sockets paddock knows by path, and
+// which of them the session's profile opens to the agent.
+type WallConfig struct {
+	// Sockets maps a deputy to the paths of its sockets, as paddock sees
+	// them (the Docker and Podman API sockets, the system and session
+	// buses); a socket the agent names is compared with them by inode.
+	Sockets map[policy.Deputy][]string
+	// EnginesAllowed opens the container engines' sockets (Docker,
+	// Podman) to the agent (the profile's deputies_allowed).
+	EnginesAllowed map[policy.Deputy]bool
+}
+
+// wallState is a session's WallConfig, its deputies' sockets found.
+type wallState struct {
+	cfg WallConfig
+	// known are the deputies' sockets by device and inode.
+	known map[devIno]policy.Deputy
+	// umask is paddock's own file mode mask, which an open it makes for a
+	// caller applies on top of the caller's.
+	umask uint32
+	// strict says the session runs with --strict-wall.
+	strict bool
+}
+
+type devIno struct{ dev, ino uint64 }
+
+// newWallState finds cfg's deputies' sockets.
+func newWallState(cfg WallConfig, strict bool) *wallState {
+	ws := &wallState{cfg: cfg, known: make(map[devIno]policy.Deputy), strict: strict}
+	for dep, paths := range cfg.Sockets {
+		for _, p := range paths {
+			var st unix.Stat_t
+			if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+				ws.known[devIno{st.Dev, st.Ino}] = dep
+			}
+		}
+	}
+	old := unix.Umask(0o022)
+	unix.Umask(old)
+	ws.umask = uint32(old)
+	return ws
+}
+
+// deputyOf is the deputy whose socket fd (O_PATH) is, by inode.
+func (ws *wallState) deputyOf(fd int) policy.Deputy {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return policy.DeputyNone
+	}
+	return ws.known[devIno{st.Dev, st.Ino}]
+}
+
+// wallCall is what was read of a walled call from its caller.
+type wallCall struct {
+	// An open: its path, directory descriptor, flags and mode, and
+	// openat2's resolve flags.
+	path    string
+	dirfd   int
+	flags   uint64
+	mode    uint32
+	resolve uint64
+	// A connect or sendto: the socket, the address as read, and sendto's
+	// data and flags.
+	sock     int
+	addr     []byte
+	data     []byte
+	sendFlag int
+	err      error
+}
+
+// maxSendto bounds the data of a sendto paddock carries out for its caller
+// (a unix datagram is at most about 200 KiB).
+const maxSendto = 1 << 20
+
+// readWall reads what deciding walled call c needs from its caller.
+func (c *call) readWall(abi filter.ABI, args [6]uint64) {
+	wc := &c.wall
+	*wc = wallCall{dirfd: unix.AT_FDCWD, sock: -1}
+	c.req.Wall = &policy.Wall{}
+	c.callerRead = true
+	ps := abi.PointerSize()
+	ptr := func(v uint64) uint64 {
+		if ps == 4 {
+			return uint64(uint32(v))
+		}
+		return v
+	}
+	pm := &procMem{tid: c.req.Tid, memFd: -1}
+	defer pm.close()
+	m := &memReader{mem: pm, buf: c.w.buf[:]}
+	str := func(addr uint64) {
+		p, trunc, err := m.cstring(ptr(addr), maxPath)
+		if err == nil && trunc {
+			err = unix.ENAMETOOLONG
+		}
+		wc.path, wc.err = p, err
+	}
+	bytesAt := func(addr, n uint64, limit int) []byte {
+		if n > uint64(limit) {
+			wc.err = fmt.Errorf("%d bytes at %#x: more than paddock reads (%d)", n, addr, limit)
+			return nil
+		}
+		buf := make([]byte, n)
+		if n == 0 {
+			return buf
+		}
+		if _, err := readMem(c.req.Tid, ptr(addr), buf); err != nil {
+			wc.err = err
+			return nil
+		}
+		return buf
+	}
+	sc := c.req.Syscall
+	switch sc {
+	case filter.Open:
+		str(args[0])
+		wc.flags, wc.mode = args[1], uint32(args[2])
+	case filter.Creat:
+		str(args[0])
+		wc.flags, wc.mode = unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, uint32(args[1])
+	case filter.Openat:
+		wc.dirfd = int(int32(uint32(args[0])))
+		str(args[1])
+		wc.flags, wc.mode = args[2], uint32(args[3])
+	case filter.Openat2:
+		wc.dirfd = int(int32(uint32(args[0])))
+		str(args[1])
+		if how := bytesAt(args[2], min(args[3], unix.SizeofOpenHow), unix.SizeofOpenHow); len(how) == unix.SizeofOpenHow {
+			wc.flags = binary.LittleEndian.Uint64(how[0:])
+			wc.mode = uint32(binary.LittleEndian.Uint64(how[8:]))
+			wc.resolve = binary.LittleEndian.Uint64(how[16:])
+		} else if wc.err == nil {
+			wc.err = fmt.Errorf("openat2's struct open_how of %d bytes", args[3])
+		}
+	case filter.Connect:
+		wc.sock = int(int32(uint32(args[0])))
+		wc.addr = bytesAt(args[1], uint64(uint32(args[2])), unix.SizeofSockaddrAny)
+	case filter.Sendto:
+		wc.sock = int(int32(uint32(args[0])))
+		wc.sendFlag = int(int32(uint32(args[3])))
+		wc.addr = bytesAt(args[4], uint64(uint32(args[5])), unix.SizeofSockaddrAny)
+		if wc.err == nil {
+			wc.data = bytesAt(args[1], args[2], maxSendto)
+		}
+	case filter.Socketcall:
+		// socketcall(call, args): six unsigned longs of i386 (4 bytes).
+		a := bytesAt(args[1], 24, 24)
+		if wc.err != nil {
+			break
+		}
+		word := func(i int) uint64 { return uint64(binary.LittleEndian.Uint32(a[4*i:])) }
+		wc.sock = int(int32(uint32(word(0))))
+		if uint32(args[0]) == filter.SocketcallConnect {
+			wc.addr = bytesAt(word(1), word(2), unix.SizeofSockaddrAny)
+		} else {
+			wc.sendFlag = int(int32(uint32(word(3))))
+			wc.addr = bytesAt(word(4), word(5), unix.SizeofSockaddrAny)
+			if wc.err == nil {
+				wc.data = bytesAt(word(1), word(2), maxSendto)
+			}
+		}
+	}
+	wl := c.req.Wall
+	wl.Path, wl.Flags, wl.Err = wc.path, wc.flags, wc.err
+	if wc.addr != nil && len(wc.addr) >= 2 {
+		wl.Family = int(binary.LittleEndian.Uint16(wc.addr))
+	}
+	if ws := c.w.wall; ws != nil {
+		wl.StrictWall = ws.strict
+	}
+	wl.Scoped = c.w.scoped
+}
+
+// connectLike reports whether a walled call is a connect or a sendto
+// (i386's socketcall for either included).
+func connectLike(sc filter.Syscall) bool {
+	return sc == filter.Connect || sc == filter.Sendto || sc == filter.Socketcall
+}
+
+// decideWall decides walled call c and carries it out on its caller's
+// behalf: the path resolved as the caller sees it, the target's facts
+// found, policy asked, and, where it allows, the open or connect made by
+// paddock against the object it resolved (never the caller's memory read
+// again): the decision and the call see the same object.
+func (c *call) decideWall() (policy.Decision, answer.Answer) {
+	wl := c.req.Wall
+	if wl.Err != nil {
+		d := policy.Decide(c.req, c.world())
+		return d, answer.Refuse(d.Errno)
+	}
+	if connectLike(c.req.Syscall) {
+		return c.wallConnect()
+	}
+	return c.wallOpen()
+}
+
+// wallOpen decides and carries out an open for writing.
+func (c *call) wallOpen() (policy.Decision, answer.Answer) {
+	wc, wl := &c.wall, c.req.Wall
+	tgid, err := c.w.fs.Tgid(c.req.Tid)
+	if err != nil {
+		return c.wallFail(err)
+	}
+	v, err := callerpath.Open(c.w.fs.Root, c.req.Tid, tgid)
+	if err != nil {
+		return c.wallFail(err)
+	}
+	defer v.Close()
+	if wc.resolve != 0 {
+		// openat2 with its own resolve flags: the kernel's rules, from the
+		// caller's descriptor.
+		return c.wallOpenat2()
+	}
+	follow := wc.flags&unix.O_NOFOLLOW == 0
+	res, err := v.Resolve(wc.dirfd, wc.path, follow)
+	if err != nil {
+		return c.wallErrno(err)
+	}
+	defer res.Close()
+	if err := c.wallFacts(&res); err != nil {
+		wl.Err = err
+	}
+	d := policy.Decide(c.req, c.world())
+	if !d.Allow {
+		return d, answer.Refuse(d.Errno)
+	}
+	fd, err := c.openOnBehalf(&res)
+	if err != nil {
+		return d, answer.Completed(errnoOf(err))
+	}
+	return d, answer.Descriptor(fd, wc.flags&unix.O_CLOEXEC != 0)
+}
+
+// wallFacts finds what policy needs of the object res resolved: its
+// filesystem, and for a process's /proc file or a cgroup's, whose it is.
+func (c *call) wallFacts(res *callerpath.Result) error {
+	wl := c.req.Wall
+	probe := res.Fd
+	if res.Missing || probe < 0 {
+		probe = res.Dir
+	}
+	if probe < 0 {
+		return nil
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(probe, &fs); err != nil {
+		return fmt.Errorf("statfs %s: %w", wl.Path, err)
+	}
+	switch fs.Type {
+	case unix.PROC_SUPER_MAGIC:
+		wl.FS = "proc"
+		if res.Dir < 0 {
+			// A magic link's object on procfs (the caller reopening a
+			// process's file through its own descriptor): whose it is
+			// cannot be told from here.
+			var st unix.Stat_t
+			if unix.Fstat(res.Fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				return nil
+			}
+			return fmt.Errorf("%s reaches a /proc file through a descriptor link, whose process paddock cannot tell", wl.Path)
+		}
+		n, below, ok, err := callerpath.ProcDir(res.Dir, res.Name)
+		if err != nil {
+			return fmt.Errorf("the /proc directory of %s: %w", wl.Path, err)
+		}
+		if !ok {
+			return nil
+		}
+		host, err := c.procHost(n, res)
+		if err != nil {
+			return err
+		}
+		wl.Proc, wl.ProcFile = host, below
+	case unix.CGROUP2_SUPER_MAGIC, unix.CGROUP_SUPER_MAGIC:
+		wl.FS = "cgroup"
+		dir := res.Dir
+		if res.Fd >= 0 {
+			var st unix.Stat_t
+			if unix.Fstat(res.Fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				dir = res.Fd
+			}
+		}
+		if dir < 0 {
+			return fmt.Errorf("%s reaches a cgroup file through a descriptor link, whose cgroup paddock cannot tell", wl.Path)
+		}
+		wl.Cgroup, _ = os.Readlink(procfs.FdPath(dir))
+		wl.Members, wl.CgroupErr = cgroupMembers(dir)
+	}
+	return nil
+}
+
+// procHost turns the number n of a /proc/N directory, as the procfs mount
+// the caller's path reached numbers it, into paddock's, and checks that
+// both name the same process (its start time).
+func (c *call) procHost(n int, res *callerpath.Result) (int, error) {
+	host := n
+	c.names.reset(c.w.fs, c.w.selfNS, c.req.Tid, c.w.sameNS)
+	if h, err := c.names.Host(n); err == nil && h > 0 {
+		host = h
+	}
+	st, err := c.w.fs.Stat(host)
+	if err != nil {
+		return 0, fmt.Errorf("process %d of %s: %w", n, c.req.Wall.Path, err)
+	}
+	theirs, err := procStartTime(res.Dir, res.Name)
+	if err != nil {
+		return 0, err
+	}
+	if theirs != st.StartTime {
+		return 0, fmt.Errorf("/proc/%d of %s is not paddock's process %d (another PID namespace's /proc)", n, c.req.Wall.Path, host)
+	}
+	return host, nil
+}
+
+// procStartTime reads the start time in the stat file of the /proc/N
+// directory that name in dir lies in.
+func procStartTime(dir int, name string) (uint64, error) {
+	cur, err := unix.Openat(dir, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { unix.Close(cur) }()
+	for depth := 0; depth < 16; depth++ {
+		fd, err := unix.Openat(cur, "stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			var buf [1024]byte
+			n, rerr := unix.Read(fd, buf[:])
+			unix.Close(fd)
+			if rerr == nil {
+				line := string(buf[:max(n, 0)])
+				if i := strings.LastIndexByte(line, ')'); i >= 0 {
+					f := strings.Fields(line[i+1:])
+					// Field 22 of stat is the 20th after the command.
+					if len(f) > 19 {
+						return strconv.ParseUint(f[19], 10, 64)
+					}
+				}
+			}
+		}
+		up, err := unix.Openat(cur, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return 0, err
+		}
+		unix.Close(cur)
+		cur = up
+	}
+	return 0, fmt.Errorf("no stat file above %s", name)
+}
+
+// maxMembers bounds the processes paddock lists for one cgroup decision.
+const maxMembers = 4096
+
+// cgroupMembers lists the processes in cgroup directory dir and every
+// cgroup below it.
+func cgroupMembers(dir int) ([]int, error) {
+	var out []int
+	var walk func(d int, depth int) error
+	walk = func(d int, depth int) error {
+		if depth > 32 {
+			return errors.New("cgroups nested deeper than 32")
+		}
+		fd, err := unix.Openat(d, "cgroup.procs", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("read cgroup.procs: %w", err)
+		}
+		f := os.NewFile(uintptr(fd), "cgroup.procs")
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
+			if err == nil {
+				out = append(out, pid)
+			}
+			if len(out) > maxMembers {
+				f.Close()
+				return fmt.Errorf("more than %d processes", maxMembers)
+			}
+		}
+		f.Close()
+		rd, err := unix.Openat(d, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		df := os.NewFile(uintptr(rd), "cgroup")
+		names, err := df.Readdirnames(-1)
+		df.Close()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			sub, err := unix.Openat(d, n, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue // a file, not a cgroup
+			}
+			err = walk(sub, depth+1)
+			unix.Close(sub)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(dir, 0); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// openOnBehalf opens what res resolved with the caller's flags: the object
+// itself reopened, or, for a missing name with O_CREAT, created in the
+// directory resolved, with the caller's mode and umask. The descriptor is
+// paddock's; the answer hands a copy to the caller.
+func (c *call) openOnBehalf(res *callerpath.Result) (int, error) {
+	wc := &c.wall
+	flags := int(wc.flags)&^unix.O_CLOEXEC | unix.O_CLOEXEC | unix.O_NOCTTY
+	if !res.Missing && res.Fd >= 0 {
+		return unix.Open(procfs.FdPath(res.Fd), flags, 0)
+	}
+	if !res.Missing || wc.flags&unix.O_CREAT == 0 || res.Dir < 0 {
+		return -1, unix.ENOENT
+	}
+	cr, err := c.w.fs.Creds(c.req.Tid)
+	if err != nil {
+		return -1, err
+	}
+	mode := wc.mode & 0o7777 &^ cr.Umask
+	fd, err := unix.Openat(res.Dir, res.Name, flags, mode)
+	if err != nil {
+		return -1, err
+	}
+	if ws := c.w.wall; ws != nil && mode&ws.umask != 0 && wc.flags&unix.O_EXCL != 0 {
+		// paddock's own umask took bits the caller's leaves: put them back
+		// on the file it has just made (O_EXCL: made by this open).
+		_ = unix.Fchmod(fd, mode)
+	}
+	return fd, nil
+}
+
+// wallOpenat2 carries out an openat2 that asks for resolve flags of its own
+// (RESOLVE_BENEATH, RESOLVE_IN_ROOT, ...): from the caller's directory
+// descriptor, with those flags, as the kernel would; the object is then
+// decided like any other before paddock hands it over.
+func (c *call) wallOpenat2() (policy.Decision, answer.Answer) {
+	wc := &c.wall
+	base, err := c.dirOf(wc.dirfd)
+	if err != nil {
+		return c.wallErrno(err)
+	}
+	defer unix.Close(base)
+	how := unix.OpenHow{Flags: wc.flags&(unix.O_DIRECTORY|unix.O_NOFOLLOW) | unix.O_PATH | unix.O_CLOEXEC, Resolve: wc.resolve}
+	res := callerpath.Result{Fd: -1, Dir: -1}
+	dir, derr := unix.Openat2(base, filepath.Dir(wc.path), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: wc.resolve})
+	if derr != nil {
+		return c.wallErrno(derr)
+	}
+	res.Dir, res.Name = dir, filepath.Base(wc.path)
+	defer res.Close()
+	pin, err := unix.Openat2(base, wc.path, &how)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		res.Missing = true
+	case err != nil:
+		return c.wallErrno(err)
+	default:
+		res.Fd = pin
+	}
+	if err := c.wallFacts(&res); err != nil {
+		c.req.Wall.Err = err
+	}
+	d := policy.Decide(c.req, c.world())
+	if !d.Allow {
+		return d, answer.Refuse(d.Errno)
+	}
+	fd, err := c.openOnBehalf(&res)
+	if err != nil {
+		return d, answer.Completed(errnoOf(err))
+	}
+	return d, answer.Descriptor(fd, wc.flags&unix.O_CLOEXEC != 0)
+}
+
+// dirOf opens the caller's directory descriptor dirfd (its working
+// directory for AT_FDCWD) as paddock's own.
+func (c *call) dirOf(dirfd int) (int, error) {
+	name := c.w.fs.Root + "/" + strconv.Itoa(c.req.Tid) + "/cwd"
+	if dirfd != unix.AT_FDCWD {
+		name = c.w.fs.Root + "/" + strconv.Itoa(c.req.Tid) + "/fd/" + strconv.Itoa(dirfd)
+	}
+	fd, err := unix.Open(name, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return -1, unix.EBADF
+	}
+	return fd, err
+}
+
+// wallConnect decides and carries out a connect or sendto with an address.
+func (c *call) wallConnect() (policy.Decision, answer.Answer) {
+	wc, wl := &c.wall, c.req.Wall
+	sock, err := c.callerFd(wc.sock)
+	if err != nil {
+		return c.wallErrno(err)
+	}
+	defer unix.Close(sock)
+	sendto := wc.data != nil
+	if wl.Family != unix.AF_UNIX {
+		// Another family (netlink, a scoped IPv6 address, vsock): nothing
+		// of the user's is reached by path; carried out from paddock's
+		// copy of the address.
+		d := policy.Decide(c.req, c.world())
+		if !d.Allow {
+			return d, answer.Refuse(d.Errno)
+		}
+		return d, c.rawSockCall(sock, wc.addr, sendto)
+	}
+	path, abstract := unixAddr(wc.addr)
+	var target string
+	if abstract {
+		wl.Abstract = strings.TrimRight(path, "\x00")
+		target = "@" + path
+	} else {
+		wl.Path = path
+		tgid, err := c.w.fs.Tgid(c.req.Tid)
+		if err != nil {
+			return c.wallFail(err)
+		}
+		v, err := callerpath.Open(c.w.fs.Root, c.req.Tid, tgid)
+		if err != nil {
+			return c.wallFail(err)
+		}
+		res, err := v.Resolve(unix.AT_FDCWD, path, true)
+		v.Close()
+		if err != nil {
+			return c.wallErrno(err)
+		}
+		defer res.Close()
+		if res.Missing || res.Fd < 0 {
+			return c.wallErrno(unix.ENOENT)
+		}
+		if c.w.wall != nil {
+			wl.Deputy = c.w.wall.deputyOf(res.Fd)
+			wl.EngineAllowed = c.w.wall.cfg.EnginesAllowed[wl.Deputy]
+		}
+		target = procfs.FdPath(res.Fd)
+		if wl.Deputy != policy.DeputyNone {
+			// Known by its path: decided before anything reaches it.
+			d := policy.Decide(c.req, c.world())
+			if !d.Allow {
+				return d, answer.Refuse(d.Errno)
+			}
+		}
+	}
+	if sendto {
+		d := policy.Decide(c.req, c.world())
+		if !d.Allow {
+			return d, answer.Refuse(d.Errno)
+		}
+		n, err := sendtoUnix(sock, wc.data, wc.sendFlag, target, abstract)
+		if err != nil {
+			return d, answer.Completed(errnoOf(err))
+		}
+		return d, answer.Value(int64(n))
+	}
+	cerr := connectUnix(sock, target, abstract)
+	if cerr != nil && !errors.Is(cerr, unix.EINPROGRESS) && !errors.Is(cerr, unix.EAGAIN) {
+		return policy.Decision{Syscall: c.req.Syscall.String()}, answer.Completed(errnoOf(cerr))
+	}
+	if cred, err := unix.GetsockoptUcred(sock, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && cred.Pid > 0 {
+		wl.Peer = int(cred.Pid)
+		if wl.Deputy == policy.DeputyNone {
+			wl.Deputy = deputyByProcess(c.w.fs.Root, wl.Peer)
+		}
+	}
+	d := policy.Decide(c.req, c.world())
+	if !d.Allow {
+		// Connected already: cut it before the caller can use it.
+		_ = unix.Shutdown(sock, unix.SHUT_RDWR)
+		return d, answer.Refuse(d.Errno)
+	}
+	return d, answer.Completed(errnoOf(cerr))
+}
+
+// callerFd copies the caller's descriptor fd (pidfd_getfd): the same open
+// file, so that what paddock does on it is done on the caller's socket.
+func (c *call) callerFd(fd int) (int, error) {
+	tgid, err := c.w.fs.Tgid(c.req.Tid)
+	if err != nil {
+		return -1, err
+	}
+	pidfd, err := unix.PidfdOpen(tgid, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pidfd_open(%d): %w", tgid, err)
+	}
+	defer unix.Close(pidfd)
+	own, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		if errors.Is(err, unix.EBADF) {
+			return -1, unix.EBADF
+		}
+		return -1, fmt.Errorf("pidfd_getfd(%d, %d): %w", tgid, fd, err)
+	}
+	return own, nil
+}
+
+// deputyByProcess names the deputy process pid is, by its command name
+// (a tmux server calls itself "tmux: server"; GNU screen's is "screen" or
+// "SCREEN").
+func deputyByProcess(proc string, pid int) policy.Deputy {
+	b, err := os.ReadFile(proc + "/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return policy.DeputyNone
+	}
+	comm := strings.TrimSpace(string(b))
+	switch {
+	case strings.HasPrefix(comm, "tmux"):
+		return policy.DeputyTmux
+	case strings.EqualFold(comm, "screen"):
+		return policy.DeputyScreen
+	}
+	return policy.DeputyNone
+}
+
+// unixAddr reads a struct sockaddr_un: its path, or an abstract name.
+func unixAddr(addr []byte) (string, bool) {
+	if len(addr) <= 2 {
+		return "", false
+	}
+	p := addr[2:]
+	if p[0] == 0 {
+		return string(p[1:]), true
+	}
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		p = p[:i]
+	}
+	return string(p), false
+}
+
+// connectUnix connects sock to the unix socket at path (an abstract name
+// when abstract).
+func connectUnix(sock int, path string, abstract bool) error {
+	if abstract {
+		path = "@" + path
+	}
+	return unix.Connect(sock, &unix.SockaddrUnix{Name: path})
+}
+
+// sendtoUnix sends data on sock to the unix socket at path.
+func sendtoUnix(sock int, data []byte, flags int, path string, abstract bool) (int, error) {
+	if abstract {
+		path = "@" + path
+	}
+	err := unix.Sendto(sock, data, flags, &unix.SockaddrUnix{Name: path})
+	if err != nil {
+		return 0, err
+	}
+	return len(data), nil
+}
+
+// rawSockCall carries out a connect (or, with sendto, a sendto of the
+// call's data) on sock with the address bytes as read.
+func (c *call) rawSockCall(sock int, addr []byte, sendto bool) answer.Answer {
+	var p unsafe.Pointer
+	if len(addr) > 0 {
+		p = unsafe.Pointer(&addr[0])
+	}
+	if !sendto {
+		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(p), uintptr(len(addr)))
+		return answer.Completed(e)
+	}
+	data := c.wall.data
+	var dp unsafe.Pointer
+	if len(data) > 0 {
+		dp = unsafe.Pointer(&data[0])
+	}
+	n, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(sock), uintptr(dp), uintptr(len(data)), uintptr(c.wall.sendFlag), uintptr(p), uintptr(len(addr)))
+	if e != 0 {
+		return answer.Completed(e)
+	}
+	return answer.Value(int64(n))
+}
+
+// wallErrno answers a walled call with the error the kernel would have
+// given it (a path that does not exist, a descriptor the caller lacks):
+// nothing was reached, so nothing is decided or reported.
+func (c *call) wallErrno(err error) (policy.Decision, answer.Answer) {
+	var e unix.Errno
+	if !errors.As(err, &e) {
+		return c.wallFail(err)
+	}
+	return policy.Decision{Syscall: c.req.Syscall.String(), Errno: e}, answer.Completed(e)
+}
+
+// wallFail refuses a walled call whose target could not be established.
+func (c *call) wallFail(err error) (policy.Decision, answer.Answer) {
+	c.req.Wall.Err = err
+	d := policy.Decide(c.req, c.world())
+	return d, answer.Refuse(d.Errno)
+}
+
+// DefaultWall is the wall of a session whose environment getenv reads:
+// the deputies' sockets where they usually are and where the environment
+// says they are (DOCKER_HOST, CONTAINER_HOST, DBUS_SYSTEM_BUS_ADDRESS,
+// DBUS_SESSION_BUS_ADDRESS, XDG_RUNTIME_DIR), and allowed, the engines a
+// profile opens ("docker", "podman").
+func DefaultWall(getenv func(string) string, allowed []string) WallConfig {
+	run := getenv("XDG_RUNTIME_DIR")
+	socks := map[policy.Deputy][]string{
+		policy.DeputyDocker:     {"/run/docker.sock", "/var/run/docker.sock", unixURL(getenv("DOCKER_HOST"))},
+		policy.DeputyPodman:     {"/run/podman/podman.sock", joinIf(run, "podman/podman.sock"), unixURL(getenv("CONTAINER_HOST"))},
+		policy.DeputySystemBus:  {"/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket", busPath(getenv("DBUS_SYSTEM_BUS_ADDRESS"))},
+		policy.DeputySessionBus: {joinIf(run, "bus"), busPath(getenv("DBUS_SESSION_BUS_ADDRESS"))},
+	}
+	cfg := WallConfig{Sockets: make(map[policy.Deputy][]string), EnginesAllowed: make(map[policy.Deputy]bool)}
+	for dep, paths := range socks {
+		for _, p := range paths {
+			if p != "" {
+				cfg.Sockets[dep] = append(cfg.Sockets[dep], p)
+			}
+		}
+	}
+	for _, a := range allowed {
+		cfg.EnginesAllowed[policy.Deputy(a)] = true
+	}
+	return cfg
+}
+
+// joinIf is dir/name, or "" without dir.
+func joinIf(dir, name string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, name)
+}
+
+// unixURL is the path of a unix:// URL (DOCKER_HOST), "" for another.
+func unixURL(u string) string {
+	p, ok := strings.CutPrefix(u, "unix://")
+	if !ok {
+		return ""
+	}
+	return p
+}
+
+// busPath is the path of a D-Bus address's first unix:path= entry.
+func busPath(addr string) string {
+	for _, a := range strings.Split(addr, ";") {
+		rest, ok := strings.CutPrefix(a, "unix:")
+		if !ok {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			if p, ok := strings.CutPrefix(kv, "path="); ok {
+				return p
+			}
+		}
+	}
+	return ""
+}
