@@ -46,6 +46,9 @@ const (
 	// file, or of a cgroup's file holding processes not the agent's, was
 	// refused.
 	WriteDenied Action = "write_denied"
+	// WallUnread: an open for writing or a unix connect ran that paddock
+	// could not read (a non-dumpable caller), so nothing decided it.
+	WallUnread Action = "wall_unread"
 	// OptInUsed: an explicit opt-in let a guarded call through.
 	OptInUsed Action = "opt_in_used"
 	// ExecUnread: an exec ran that paddock could not read (a non-dumpable
@@ -69,7 +72,7 @@ const (
 )
 
 // actions lists every Action, in the order documentation shows them.
-var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, DeputyDenied, WriteDenied, OptInUsed, ExecUnread, SessionStarted, SessionEnded, JournalRewritten}
+var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, DeputyDenied, WriteDenied, OptInUsed, ExecUnread, WallUnread, SessionStarted, SessionEnded, JournalRewritten}
 
 // Actions returns every action paddock journals, for tools that filter on
 // them (a fresh copy).

@@ -3,12 +3,9 @@ package control
 import (
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/paddock-dev/paddock/internal/peer"
 )
 
 // Connection budgets. A connection is charged, at accept time and before it
@@ -121,14 +118,14 @@ func (b *budget) give(s side, pid int32) {
 // once it has answered (while a pidfd on it shows it unreaped, its pid
 // cannot have named another process). Everything else, errors included,
 // is charged inside, with the reason for the log.
-func sideOf(ops Ops, conn *net.UnixConn, cred *unix.Ucred, credErr error) (side, error) {
+func sideOf(ops Ops, pin func(pid int32) (int, error), cred *unix.Ucred, credErr error) (side, error) {
 	if credErr != nil {
 		return inside, fmt.Errorf("cannot identify the connector: %w", credErr)
 	}
 	if cred.Pid <= 0 {
 		return inside, fmt.Errorf("the connector's pid is not visible in paddock's PID namespace (SO_PEERCRED pid %d)", cred.Pid)
 	}
-	pidfd, err := peer.Pidfd(conn, cred.Pid)
+	pidfd, err := pin(cred.Pid)
 	if err != nil {
 		return inside, err
 	}

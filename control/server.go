@@ -181,34 +181,51 @@ func (s *Server) serve() {
 			continue
 		}
 		cred, credErr := peer.Cred(conn)
-		if credErr == nil {
-			if err := allowedPeer(cred.Uid, os.Geteuid()); err != nil {
-				s.log.Warn().Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("control request refused: another user")
-				s.reply(conn, Response{Error: err.Error()})
-				continue
-			}
-		}
-		pid := int32(0) // unidentified connectors share one per-peer budget
-		if credErr == nil {
-			pid = cred.Pid
-		}
-		if err := s.budget.peerBusy(pid); err != nil {
-			s.reply(conn, Response{Error: err.Error()})
-			continue
-		}
-		sd, why := sideOf(s.ops, conn, cred, credErr)
-		if why != nil {
-			s.log.Debug().Err(why).Msg("control socket: connection counted as the session's")
-		}
-		if err := s.budget.take(sd, pid); err != nil {
-			s.reply(conn, Response{Error: err.Error()})
-			continue
-		}
-		go func() {
-			defer s.budget.give(sd, pid)
-			s.reply(conn, s.answer(conn, cred, credErr, sd == inside))
-		}()
+		s.admit(conn, cred, credErr, func(pid int32) (int, error) { return peer.Pidfd(conn, pid) })
 	}
+}
+
+// ServeConn serves a connection paddock made for one of the session's
+// processes (its connect to this socket, carried out on its behalf: the
+// default wall), whose other end that process holds: cred and pidfd (a pin
+// of cred.Pid, which ServeConn closes) name it, as SO_PEERCRED and
+// SO_PEERPIDFD would have had it connected itself.
+func (s *Server) ServeConn(conn *net.UnixConn, cred unix.Ucred, pidfd int) {
+	s.admit(conn, &cred, nil, func(int32) (int, error) { return unix.FcntlInt(uintptr(pidfd), unix.F_DUPFD_CLOEXEC, 0) })
+	unix.Close(pidfd)
+}
+
+// admit charges a connection to its budget and serves it on a goroutine of
+// its own, or answers it at once (another user, over budget); pin pins the
+// connector.
+func (s *Server) admit(conn *net.UnixConn, cred *unix.Ucred, credErr error, pin func(pid int32) (int, error)) {
+	if credErr == nil {
+		if err := allowedPeer(cred.Uid, os.Geteuid()); err != nil {
+			s.log.Warn().Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("control request refused: another user")
+			s.reply(conn, Response{Error: err.Error()})
+			return
+		}
+	}
+	pid := int32(0) // unidentified connectors share one per-peer budget
+	if credErr == nil {
+		pid = cred.Pid
+	}
+	if err := s.budget.peerBusy(pid); err != nil {
+		s.reply(conn, Response{Error: err.Error()})
+		return
+	}
+	sd, why := sideOf(s.ops, pin, cred, credErr)
+	if why != nil {
+		s.log.Debug().Err(why).Msg("control socket: connection counted as the session's")
+	}
+	if err := s.budget.take(sd, pid); err != nil {
+		s.reply(conn, Response{Error: err.Error()})
+		return
+	}
+	go func() {
+		defer s.budget.give(sd, pid)
+		s.reply(conn, s.answer(conn, cred, credErr, sd == inside))
+	}()
 }
 
 // describePeer names a peer for the journal: "pid 4242 (bash) uid 1000".

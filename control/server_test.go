@@ -603,7 +603,7 @@ func TestSideOf(t *testing.T) {
 	for _, tc := range tests {
 		var m atomic.Int32
 		m.Store(int32(tc.m))
-		got, why := sideOf(&recorder{inside: classifier(&m)}, conn, tc.cred, tc.credErr)
+		got, why := sideOf(&recorder{inside: classifier(&m)}, func(pid int32) (int, error) { return peer.Pidfd(conn, pid) }, tc.cred, tc.credErr)
 		if got != tc.want || (why == nil) != (tc.why == "") || why != nil && !strings.Contains(why.Error(), tc.why) {
 			t.Errorf("%s: %v, %v; want %v, %q", tc.name, got, why, tc.want, tc.why)
 		}

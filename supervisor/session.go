@@ -291,6 +291,12 @@ func Start(cfg Config) (*Session, error) {
 		<-s.ended // a failed start leaves nothing running
 		return nil, err
 	}
+	if s.wall != nil {
+		var st unix.Stat_t
+		if unix.Stat(s.control.Path(), &st) == nil {
+			s.wall.control, s.wall.serveControl = devIno{st.Dev, st.Ino}, s.control.ServeConn
+		}
+	}
 
 	started := make(chan error, 1)
 	s.reporting.Add(1) // done when launchAndReap returns

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,9 +16,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/answer"
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/callerpath"
 	"github.com/paddock-dev/paddock/internal/procfs"
+	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/policy"
 )
 
@@ -44,6 +47,11 @@ type wallState struct {
 	umask uint32
 	// strict says the session runs with --strict-wall.
 	strict bool
+	// control is the session's control socket, and serveControl serves a
+	// connection to it that paddock made for one of the session's
+	// processes, as that process's (redirect).
+	control      devIno
+	serveControl func(conn *net.UnixConn, cred unix.Ucred, pidfd int)
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -208,6 +216,13 @@ func connectLike(sc filter.Syscall) bool {
 // again): the decision and the call see the same object.
 func (c *call) decideWall() (policy.Decision, answer.Answer) {
 	wl := c.req.Wall
+	if wl.Err != nil && errors.Is(wl.Err, policy.ErrUnreadable) && c.req.AllowUnread {
+		// A caller that made itself non-dumpable: paddock may not read
+		// what it names, as for its execs (docs/limits.md); reported as
+		// unread, not shown to it.
+		return policy.Decision{Syscall: c.req.Syscall.String(), Allow: true, Unread: true, Rule: audit.RuleExecUnread,
+			Action: audit.WallUnread}, answer.Continue()
+	}
 	if wl.Err != nil {
 		d := policy.Decide(c.req, c.world())
 		return d, answer.Refuse(d.Errno)
@@ -215,17 +230,21 @@ func (c *call) decideWall() (policy.Decision, answer.Answer) {
 	if connectLike(c.req.Syscall) {
 		return c.wallConnect()
 	}
+	if c.wall.flags&unix.O_PATH != 0 || (c.req.Syscall == filter.Openat2 && c.wall.flags&(unix.O_WRONLY|unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC) == 0) {
+		// It writes nothing: O_PATH ignores the access mode (and its
+		// descriptor could not be handed over), and an openat2 is trapped
+		// only because the filter cannot read its flags. The flags of an
+		// openat2 were read from memory: docs/limits.md says what a thread
+		// rewriting them could do.
+		return policy.Decision{Syscall: c.req.Syscall.String(), Allow: true, Rule: audit.RuleWallPassed}, answer.Continue()
+	}
 	return c.wallOpen()
 }
 
 // wallOpen decides and carries out an open for writing.
 func (c *call) wallOpen() (policy.Decision, answer.Answer) {
 	wc, wl := &c.wall, c.req.Wall
-	tgid, err := c.w.fs.Tgid(c.req.Tid)
-	if err != nil {
-		return c.wallFail(err)
-	}
-	v, err := callerpath.Open(c.w.fs.Root, c.req.Tid, tgid)
+	v, err := c.view()
 	if err != nil {
 		return c.wallFail(err)
 	}
@@ -237,6 +256,9 @@ func (c *call) wallOpen() (policy.Decision, answer.Answer) {
 	}
 	follow := wc.flags&unix.O_NOFOLLOW == 0
 	res, err := v.Resolve(wc.dirfd, wc.path, follow)
+	if errors.Is(err, callerpath.ErrNoCwd) {
+		return c.wallFail(fmt.Errorf("%w: paddock may not read this process's working directory (it is not dumpable)", err))
+	}
 	if err != nil {
 		return c.wallErrno(err)
 	}
@@ -253,6 +275,21 @@ func (c *call) wallOpen() (policy.Decision, answer.Answer) {
 		return d, answer.Completed(errnoOf(err))
 	}
 	return d, answer.Descriptor(fd, wc.flags&unix.O_CLOEXEC != 0)
+}
+
+// view opens the filesystem view of c's caller: its own, or, for a
+// caller paddock may not inspect (it made itself non-dumpable), paddock's
+// root with no working directory (callerpath.HostView).
+func (c *call) view() (*callerpath.View, error) {
+	tgid, err := c.w.fs.Tgid(c.req.Tid)
+	if err != nil {
+		return nil, err
+	}
+	v, err := callerpath.Open(c.w.fs.Root, c.req.Tid, tgid)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		return callerpath.HostView(c.req.Tid, tgid)
+	}
+	return v, err
 }
 
 // wallFacts finds what policy needs of the object res resolved: its
@@ -437,7 +474,10 @@ func (c *call) openOnBehalf(res *callerpath.Result) (int, error) {
 	wc := &c.wall
 	flags := int(wc.flags)&^unix.O_CLOEXEC | unix.O_CLOEXEC | unix.O_NOCTTY
 	if !res.Missing && res.Fd >= 0 {
-		return unix.Open(procfs.FdPath(res.Fd), flags, 0)
+		// O_NOFOLLOW was the resolution's (a symlink itself pinned fails
+		// the same here); on the link that names the pin it would refuse
+		// every reopen.
+		return unix.Open(procfs.FdPath(res.Fd), flags&^unix.O_NOFOLLOW, 0)
 	}
 	if !res.Missing || wc.flags&unix.O_CREAT == 0 || res.Dir < 0 {
 		return -1, unix.ENOENT
@@ -519,10 +559,18 @@ func (c *call) dirOf(dirfd int) (int, error) {
 func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 	wc, wl := &c.wall, c.req.Wall
 	sock, err := c.callerFd(wc.sock)
-	if err != nil {
+	unread := errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)
+	switch {
+	case unread:
+		// A caller paddock may not take a descriptor from (it made itself
+		// non-dumpable): decided on what it names, then let run
+		// (docs/limits.md).
+		sock = -1
+	case err != nil:
 		return c.wallErrno(err)
+	default:
+		defer unix.Close(sock)
 	}
-	defer unix.Close(sock)
 	sendto := wc.data != nil
 	if wl.Family != unix.AF_UNIX {
 		// Another family (netlink, a scoped IPv6 address, vsock): nothing
@@ -531,6 +579,9 @@ func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 		d := policy.Decide(c.req, c.world())
 		if !d.Allow {
 			return d, answer.Refuse(d.Errno)
+		}
+		if unread {
+			return d, answer.Continue()
 		}
 		return d, c.rawSockCall(sock, wc.addr, sendto)
 	}
@@ -541,16 +592,15 @@ func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 		target = "@" + path
 	} else {
 		wl.Path = path
-		tgid, err := c.w.fs.Tgid(c.req.Tid)
-		if err != nil {
-			return c.wallFail(err)
-		}
-		v, err := callerpath.Open(c.w.fs.Root, c.req.Tid, tgid)
+		v, err := c.view()
 		if err != nil {
 			return c.wallFail(err)
 		}
 		res, err := v.Resolve(unix.AT_FDCWD, path, true)
 		v.Close()
+		if errors.Is(err, callerpath.ErrNoCwd) {
+			return c.wallFail(fmt.Errorf("%w: paddock may not read this process's working directory (it is not dumpable)", err))
+		}
 		if err != nil {
 			return c.wallErrno(err)
 		}
@@ -563,6 +613,11 @@ func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 			wl.EngineAllowed = c.w.wall.cfg.EnginesAllowed[wl.Deputy]
 		}
 		target = procfs.FdPath(res.Fd)
+		if ws := c.w.wall; ws != nil && ws.serveControl != nil && !unread && !sendto && sameInode(res.Fd, ws.control) {
+			// paddock's own control socket: served as the caller's
+			// connection, not paddock's.
+			return c.redirect(sock, ws.serveControl)
+		}
 		if wl.Deputy != policy.DeputyNone {
 			// Known by its path: decided before anything reaches it.
 			d := policy.Decide(c.req, c.world())
@@ -570,6 +625,9 @@ func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 				return d, answer.Refuse(d.Errno)
 			}
 		}
+	}
+	if unread {
+		return c.wallConnectUnread(target, abstract, sendto)
 	}
 	if sendto {
 		d := policy.Decide(c.req, c.world())
@@ -599,6 +657,111 @@ func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 		return d, answer.Refuse(d.Errno)
 	}
 	return d, answer.Completed(errnoOf(cerr))
+}
+
+// wallConnectUnread decides a unix connect or sendto of a caller paddock
+// may not take the socket of: the listener is found through a connection
+// of paddock's own (a connect it opens and closes), and an allowed call
+// runs as the caller made it.
+func (c *call) wallConnectUnread(target string, abstract, sendto bool) (policy.Decision, answer.Answer) {
+	wl := c.req.Wall
+	if !sendto {
+		if probe, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
+			if connectUnix(probe, target, abstract) == nil {
+				if cred, err := unix.GetsockoptUcred(probe, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil && cred.Pid > 0 {
+					wl.Peer = int(cred.Pid)
+					if wl.Deputy == policy.DeputyNone {
+						wl.Deputy = deputyByProcess(c.w.fs.Root, wl.Peer)
+					}
+				}
+			}
+			unix.Close(probe)
+		}
+	}
+	d := policy.Decide(c.req, c.world())
+	if !d.Allow {
+		return d, answer.Refuse(d.Errno)
+	}
+	return d, answer.Continue()
+}
+
+// sameInode reports whether fd is the file at di.
+func sameInode(fd int, di devIno) bool {
+	var st unix.Stat_t
+	return di.ino != 0 && unix.Fstat(fd, &st) == nil && st.Dev == di.dev && st.Ino == di.ino
+}
+
+// redirect carries out a connect of the caller's stream socket sock (a copy)
+// to a socket paddock serves itself: one end of a new socket pair takes the
+// place of the caller's socket (SECCOMP_ADDFD_FLAG_SETFD, with its file
+// flags), and serve gets the other with the caller's credentials and a pin
+// of it, as SO_PEERCRED and SO_PEERPIDFD would have named it.
+func (c *call) redirect(sock int, serve func(conn *net.UnixConn, cred unix.Ucred, pidfd int)) (policy.Decision, answer.Answer) {
+	d := policy.Decision{Syscall: c.req.Syscall.String(), Allow: true, Rule: audit.RuleWallPassed}
+	if typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_STREAM {
+		return d, answer.Completed(unix.EPROTOTYPE)
+	}
+	fl, err := unix.FcntlInt(uintptr(sock), unix.F_GETFL, 0)
+	if err != nil {
+		return c.wallFail(err)
+	}
+	cloexec, err := c.callerCloexec(c.wall.sock)
+	if err != nil {
+		return c.wallFail(err)
+	}
+	tgid, err := c.w.fs.Tgid(c.req.Tid)
+	if err != nil {
+		return c.wallFail(err)
+	}
+	cr, err := c.w.fs.Creds(c.req.Tid)
+	if err != nil {
+		return c.wallFail(err)
+	}
+	pidfd, err := unix.PidfdOpen(tgid, 0)
+	if err != nil {
+		return c.wallFail(err)
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(pidfd)
+		return c.wallFail(err)
+	}
+	if fl&unix.O_NONBLOCK != 0 {
+		_ = unix.SetNonblock(pair[0], true)
+	}
+	if err := seccomp.AddFdAt(c.listener, c.id, pair[0], c.wall.sock, cloexec); err != nil {
+		unix.Close(pair[1])
+		unix.Close(pidfd)
+		return c.wallFail(err)
+	}
+	f := os.NewFile(uintptr(pair[1]), "redirect")
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		unix.Close(pidfd)
+		return c.wallFail(err)
+	}
+	serve(conn.(*net.UnixConn), unix.Ucred{Pid: int32(tgid), Uid: cr.Uid[1], Gid: cr.Gid[1]}, pidfd)
+	return d, answer.Completed(0)
+}
+
+// callerCloexec reads whether the caller's descriptor fd is close-on-exec
+// (its fdinfo's flags).
+func (c *call) callerCloexec(fd int) (bool, error) {
+	b, err := os.ReadFile(c.w.fs.Root + "/" + strconv.Itoa(c.req.Tid) + "/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			f, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			if err != nil {
+				return false, fmt.Errorf("fdinfo flags %q: %w", v, err)
+			}
+			return f&unix.O_CLOEXEC != 0, nil
+		}
+	}
+	return false, errors.New("fdinfo has no flags line")
 }
 
 // callerFd copies the caller's descriptor fd (pidfd_getfd): the same open

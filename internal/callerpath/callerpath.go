@@ -56,13 +56,30 @@ func Open(proc string, tid, tgid int) (*View, error) {
 	return v, nil
 }
 
+// ErrNoCwd is Resolve's error for a relative path in a view without a
+// working directory (HostView).
+var ErrNoCwd = errors.New("the caller's working directory could not be read")
+
+// HostView is the view of a thread whose /proc entries paddock may not
+// read (a process that made itself non-dumpable): paddock's own root, the
+// thread's numbers for procfs's self, and no working directory.
+func HostView(tid, tgid int) (*View, error) {
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /: %w", err)
+	}
+	return &View{proc: "/proc", tid: tid, tgid: tgid, root: root, cwd: -1}, nil
+}
+
 // Close releases the view.
 func (v *View) Close() {
 	if v == nil {
 		return
 	}
 	unix.Close(v.root)
-	unix.Close(v.cwd)
+	if v.cwd >= 0 {
+		unix.Close(v.cwd)
+	}
 }
 
 // Result is the object a path names.
@@ -118,6 +135,8 @@ func (v *View) start(dirfd int, p string) (int, error) {
 	switch {
 	case strings.HasPrefix(p, "/"):
 		return dup(v.root)
+	case v.cwd < 0:
+		return -1, ErrNoCwd
 	case dirfd == unix.AT_FDCWD:
 		return dup(v.cwd)
 	case dirfd < 0:

@@ -18,7 +18,10 @@ import (
 type Creds struct {
 	Tgid int
 	// Uid is the real, effective, saved and filesystem user id.
-	Uid    [4]uint32
+	Uid [4]uint32
+	// Gid is the real, effective, saved and filesystem group id (zero
+	// where the line is missing).
+	Gid    [4]uint32
 	CapEff uint64
 	// NSpid is the pid in the reader's PID namespace first, the thread's
 	// own namespace last (one entry when they are the same); NSpgid and
@@ -72,6 +75,17 @@ func ParseCreds(b []byte) (Creds, error) {
 			return c, fmt.Errorf("Uid %q: %w", truncate([]byte(v)), numError(err))
 		}
 		c.Uid[i] = uint32(u)
+	}
+	if v, ok := field(b, "Gid:"); ok {
+		if f := strings.Fields(v); len(f) == 4 {
+			for i, x := range f {
+				g, err := strconv.ParseUint(x, 10, 32)
+				if err != nil {
+					return c, fmt.Errorf("Gid %q: %w", truncate([]byte(v)), numError(err))
+				}
+				c.Gid[i] = uint32(g)
+			}
+		}
 	}
 	c.Umask = 0o022
 	if v, ok := field(b, "Umask:"); ok {

@@ -64,6 +64,22 @@ func Answer(fd int, id uint64, a answer.Answer) error {
 	return Send(fd, id, a.Errno)
 }
 
+// AddFdAt installs a copy of src in the caller of notification id at
+// descriptor number target, closing what was there (dup2's way:
+// SECCOMP_ADDFD_FLAG_SETFD, Linux 5.9+), close-on-exec when cloexec; the
+// notification still waits for its answer. It closes src.
+func AddFdAt(fd int, id uint64, src, target int, cloexec bool) error {
+	defer unix.Close(src)
+	a := sys.SeccompAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SETFD, Srcfd: uint32(src), Newfd: uint32(target)}
+	if cloexec {
+		a.NewfdFlags = unix.O_CLOEXEC
+	}
+	if _, err := sys.SeccompNotifAddfd(fd, &a); err != nil {
+		return fmt.Errorf("SECCOMP_IOCTL_NOTIF_ADDFD(SETFD %d): %w", target, err)
+	}
+	return nil
+}
+
 // AddFd answers notification id with a new descriptor of the caller's, a
 // copy of src (close-on-exec when cloexec), which the call returns
 // (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14+). It closes src.
@@ -78,6 +94,8 @@ func AddFd(fd int, id uint64, src int, cloexec bool) error {
 		return nil // the caller is gone
 	}
 	if err != nil {
+		// The call must still be answered, or its caller waits for good.
+		_ = send(fd, &NotifResp{ID: id, Error: -int32(unix.EIO)})
 		return fmt.Errorf("SECCOMP_IOCTL_NOTIF_ADDFD: %w", err)
 	}
 	return nil
