@@ -39,7 +39,8 @@ func strictWallSealsProcFiles(t *testing.T, b backend) {
 echo 900 > /proc/self/oom_score_adj 2>/dev/null && echo own-oom=written || echo own-oom=refused
 mkdir -p "$HOME/a" "$HOME/b" && echo data > "$HOME/a/f" && : > "$HOME/a/f" && echo data > "$HOME/a/f" && mv "$HOME/a/f" "$HOME/b/f" && echo files=ok
 unshare -rm true 2>/dev/null && echo mount=ok || echo mount=refused`
-	out, lines := b.nobodyRun(t, bins.paddock, dir, script, "--strict-wall", "--log-level", "debug")
+	// Decisions forced to allow (a test build): the kernel's wall alone.
+	out, lines := b.nobodyRun(t, bins.forceAllow, dir, script, "--strict-wall", "--log-level", "debug")
 	wantLines(t, out, lines, "foreign-oom=refused", "own-oom=refused", "files=ok", "mount=refused")
 	if got := readTrim(t, adj); got != "0" {
 		t.Errorf("the foreign process's oom_score_adj is %s after the strict run, want 0\n%s", got, out)
@@ -60,9 +61,10 @@ unshare -rm true 2>/dev/null && echo mount=ok || echo mount=refused`
 	if err := os.Remove(prof); err != nil {
 		t.Fatal(err)
 	}
-	// Without --strict-wall: the write goes through (set back to 0 by
-	// root, who alone may lower it).
-	out, lines = b.nobodyRun(t, bins.paddock, dir, script)
+	// With neither wall (decisions forced to allow, --keep-caps: no
+	// Landlock domain), the write goes through (set back to 0 by root, who
+	// alone may lower it): the test shows the kernel's wall.
+	out, lines = b.nobodyRun(t, bins.forceAllow, dir, script, "--keep-caps")
 	wantLines(t, out, lines, "foreign-oom=written", "files=ok")
 	if got := readTrim(t, adj); got != "900" {
 		t.Errorf("without --strict-wall the foreign oom_score_adj is %s, want 900 (the open class)\n%s", got, out)
@@ -120,7 +122,7 @@ func strictWallSealsCgroups(t *testing.T, b backend) {
 	}
 	script := `echo 1 > ` + victim + `/cgroup.freeze 2>/dev/null && echo freeze=written || echo freeze=refused
 echo 1 > ` + victim + `/cgroup.kill 2>/dev/null && echo kill=written || echo kill=refused`
-	out, lines := b.nobodyRun(t, bins.paddock, dir, script, "--strict-wall")
+	out, lines := b.nobodyRun(t, bins.forceAllow, dir, script, "--strict-wall")
 	wantLines(t, out, lines, "freeze=refused", "kill=refused")
 	if !f.alive(t) {
 		t.Fatalf("the foreign process died under the strict wall\n%s", out)
@@ -128,13 +130,15 @@ echo 1 > ` + victim + `/cgroup.kill 2>/dev/null && echo kill=written || echo kil
 	if frozen := cgroupEvent(t, victim, "frozen"); frozen != "0" {
 		t.Errorf("the foreign process's cgroup is frozen (%s) after the strict run\n%s", frozen, out)
 	}
-	// Without --strict-wall: frozen, then killed.
-	out, lines = b.nobodyRun(t, bins.paddock, dir, script)
+	// Without --strict-wall and with --keep-caps (no Landlock domain) on a
+	// build whose decisions are forced to allow, neither wall stands:
+	// frozen, then killed. The test shows the kernel's wall.
+	out, lines = b.nobodyRun(t, bins.forceAllow, dir, script, "--keep-caps")
 	wantLines(t, out, lines, "freeze=written", "kill=written")
 	select {
 	case <-f.exited:
 	case <-time.After(10 * time.Second):
-		t.Errorf("without --strict-wall the foreign process survived cgroup.kill: the test shows nothing\n%s", out)
+		t.Errorf("with no wall the foreign process survived cgroup.kill: the test shows nothing\n%s", out)
 	}
 }
 

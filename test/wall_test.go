@@ -1,0 +1,314 @@
+package test
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/features"
+	"github.com/paddock-dev/paddock/internal/features/featuretest"
+)
+
+// The default wall (docs/deputies.md): the seccomp backend's trapped unix
+// connects and opens for writing. Agent and foreign processes all run as
+// nobody: the desktop case.
+
+// wallNobody skips unless the seccomp backend can run here as nobody, and
+// returns nobody's directory.
+func wallNobody(t *testing.T) string {
+	t.Helper()
+	featuretest.Require(t, features.IDUserNotif)
+	return nobodyDir(t)
+}
+
+// needTool skips without program name.
+func needTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Skipf("needs %s: %v", name, err)
+	}
+}
+
+// asNobody runs NAME ARGS as nobody outside paddock and returns its
+// combined output.
+func asNobody(t *testing.T, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", name}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// journalHas reports whether the session journal in dir holds a record of
+// action whose message contains want.
+func journalHas(t *testing.T, dir, action, want string) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "j.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `"action":"`+action+`"`) && strings.Contains(line, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWallProcWrites: a foreign process's oom_score_adj is unchanged after
+// the agent's shell redirection and its open(2) of it for writing, each
+// refused with paddock's message and journaled; the agent's own child's
+// can be raised, and its own; unshare -m and bubblewrap still work in the
+// session (no mount(2) restriction). Checked by turning the wall off
+// (paddock built without Config.Wall): the foreign score changes.
+func TestWallProcWrites(t *testing.T) {
+	dir := wallNobody(t)
+	f := nobodyStart(t, "sleep", "300")
+	fp := itoa(f.pid())
+	script := `echo 700 > /proc/` + fp + `/oom_score_adj; echo redirect=$?
+python3 -c 'import os; os.open("/proc/` + fp + `/oom_score_adj", os.O_WRONLY)' 2>/dev/null; echo open=$?
+sleep 300 & c=$!
+echo 500 > /proc/$c/oom_score_adj && echo own=$(cat /proc/$c/oom_score_adj)
+kill $c
+(echo 400 > /proc/self/oom_score_adj && echo self=$(cat /proc/self/oom_score_adj))
+unshare -Urm sh -c 'echo in-ns > /dev/null' && echo unshare=ok
+if command -v bwrap >/dev/null; then bwrap --ro-bind / / --dev /dev --proc /proc sh -c 'echo 9 > /dev/null' && echo bwrap=ok; else echo bwrap=ok; fi`
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
+	wantLines(t, out, lines, "redirect=1", "open=1", "own=500", "self=400", "unshare=ok", "bwrap=ok")
+	b, err := os.ReadFile("/proc/" + fp + "/oom_score_adj")
+	if err != nil || strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("the foreign process's oom_score_adj is %q (%v); want 0", b, err)
+	}
+	msg := "paddock refused openat(/proc/" + fp + "/oom_score_adj, O_WRONLY) from pid "
+	if n := strings.Count(out, msg); n != 2 {
+		t.Errorf("%d refusal messages for the foreign oom_score_adj; want 2 (the redirection's and python's)\n%s", n, out)
+	}
+	if !journalHas(t, dir, "write_denied", "/proc/"+fp+"/oom_score_adj") {
+		t.Errorf("the journal has no write_denied record for the foreign oom_score_adj")
+	}
+	if !f.alive(t) {
+		t.Error("the foreign process died")
+	}
+}
+
+// TestWallTmux: as an agent inside the user's tmux (TMUX set), against a
+// tmux server of the same user started outside: tmux kill-server and
+// send-keys into the user's pane are refused with paddock's message and
+// the user's server is untouched; a tmux server the agent starts itself
+// works, and the agent can kill it.
+func TestWallTmux(t *testing.T) {
+	dir := wallNobody(t)
+	needTool(t, "tmux")
+	env := []string{"TMUX_TMPDIR=" + dir, "TERM=xterm"}
+	if out, err := asNobody(t, env, "tmux", "-L", "user", "new-session", "-d", "-s", "main", "cat"); err != nil {
+		t.Fatalf("start the user's tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = asNobody(t, env, "tmux", "-L", "user", "kill-server") })
+	sock := filepath.Join(dir, "tmux-65534", "user")
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("TMUX", sock+",1,0")
+	script := `tmux kill-server; echo kill=$?
+tmux -L user send-keys -t main 'echo typed-by-agent' Enter; echo keys=$?
+tmux -L mine new-session -d -s x 'sleep 300' && tmux -L mine has-session -t x && echo own=up
+tmux -L mine kill-server && echo own=killed`
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
+	wantLines(t, out, lines, "kill=1", "keys=1", "own=up", "own=killed")
+	if n := strings.Count(out, "paddock refused connect("+sock+") from pid "); n != 2 {
+		t.Errorf("%d refusal messages naming the user's tmux socket; want 2\n%s", n, out)
+	}
+	if !strings.Contains(out, "a tmux server the agent did not start") {
+		t.Errorf("the refusal does not say why\n%s", out)
+	}
+	if got, err := asNobody(t, env, "tmux", "-L", "user", "has-session", "-t", "main"); err != nil {
+		t.Errorf("the user's tmux server is gone: %v\n%s", err, got)
+	}
+	if pane, _ := asNobody(t, env, "tmux", "-L", "user", "capture-pane", "-p", "-t", "main"); strings.Contains(pane, "typed-by-agent") {
+		t.Errorf("the agent's keys reached the user's pane:\n%s", pane)
+	}
+	if !journalHas(t, dir, "deputy_denied", sock) {
+		t.Errorf("the journal has no deputy_denied record for the user's tmux")
+	}
+}
+
+// TestWallScreen: screen -X quit of a GNU screen session of the user's,
+// started outside, is refused; the session lives.
+func TestWallScreen(t *testing.T) {
+	dir := wallNobody(t)
+	needTool(t, "screen")
+	sdir := filepath.Join(dir, "screens")
+	if err := os.Mkdir(sdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(sdir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SCREENDIR=" + sdir, "TERM=xterm"}
+	if out, err := asNobody(t, env, "screen", "-dmS", "usersess", "sleep", "300"); err != nil {
+		t.Fatalf("start the user's screen: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = asNobody(t, env, "screen", "-S", "usersess", "-X", "quit") })
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		t.Setenv(k, v)
+	}
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, `screen -S usersess -X quit; echo quit=$?`)
+	wantLines(t, out, lines, "quit=1")
+	if !strings.Contains(out, "a screen server the agent did not start") {
+		t.Errorf("no refusal naming the user's screen\n%s", out)
+	}
+	if got, err := asNobody(t, env, "screen", "-ls"); !strings.Contains(got, "usersess") {
+		t.Errorf("the user's screen session is gone: %v\n%s", err, got)
+	}
+}
+
+// TestWallHarmlessServer: a unix socket server of the user's started
+// outside (a dev server) answers the agent, through the connect paddock
+// makes for it.
+func TestWallHarmlessServer(t *testing.T) {
+	dir := wallNobody(t)
+	needTool(t, "socat")
+	sock := filepath.Join(dir, "dev.sock")
+	srv := nobodyStart(t, "socat", "UNIX-LISTEN:"+sock+",fork", "SYSTEM:echo served-by-user")
+	waitForSocket(t, sock, srv)
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, `echo hi | socat - UNIX-CONNECT:`+sock)
+	wantLines(t, out, lines, "served-by-user")
+}
+
+// waitForSocket waits until a server has bound sock and listens on it:
+// the socket file's creation (inotify), then its listener in
+// /proc/net/unix, which follows bind(2) at once; it fails when the server
+// exits first.
+func waitForSocket(t *testing.T, sock string, srv *proc) {
+	t.Helper()
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatalf("inotify_init: %v", err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, filepath.Dir(sock), unix.IN_CREATE); err != nil {
+		t.Fatalf("inotify_add_watch %s: %v", filepath.Dir(sock), err)
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := os.Lstat(sock); err == nil {
+			break
+		}
+		if !srv.alive(t) {
+			t.Fatalf("the server of %s exited", sock)
+		}
+		if _, err := unix.Read(in, buf); err != nil && err != unix.EINTR {
+			t.Fatalf("inotify read: %v", err)
+		}
+	}
+	for !unixListening(sock) {
+		if !srv.alive(t) {
+			t.Fatalf("the server of %s exited", sock)
+		}
+		runtime.Gosched()
+	}
+}
+
+// unixListening reports whether /proc/net/unix lists a socket bound to path.
+func unixListening(path string) bool {
+	f, err := os.Open("/proc/net/unix")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.HasSuffix(sc.Text(), " "+path) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWallDockerSocket: the Docker API socket (DOCKER_HOST) is refused to
+// the agent with a message that says how to allow it; a profile with
+// deputies_allowed = ["docker"] opens it.
+func TestWallDockerSocket(t *testing.T) {
+	dir := wallNobody(t)
+	needTool(t, "socat")
+	sock := filepath.Join(dir, "docker.sock")
+	srv := nobodyStart(t, "socat", "UNIX-LISTEN:"+sock+",fork", "SYSTEM:echo docker-answered")
+	waitForSocket(t, sock, srv)
+	t.Setenv("DOCKER_HOST", "unix://"+sock)
+	script := `echo ping | socat - UNIX-CONNECT:` + sock + `; echo rc=$?`
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
+	if containsLine(lines, "docker-answered") {
+		t.Errorf("the Docker socket answered the agent\n%s", out)
+	}
+	if !strings.Contains(out, "it is the Docker API") || !strings.Contains(out, `deputies_allowed = ["docker"]`) {
+		t.Errorf("no refusal naming the Docker API and the way to allow it\n%s", out)
+	}
+	prof := filepath.Join(dir, "profile.toml")
+	if err := os.WriteFile(prof, []byte("deputies_allowed = [\"docker\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, lines = backend("seccomp").nobodyRun(t, bins.paddock, dir, script, "--profile", prof)
+	wantLines(t, out, lines, "docker-answered", "rc=0")
+}
+
+// containsLine reports whether lines holds want as a whole line.
+func containsLine(lines []string, want string) bool {
+	for _, l := range lines {
+		if l == want {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWallCgroupFiles: cgroup.freeze of a cgroup holding a foreign
+// process is refused (the process is not frozen), of an empty cgroup
+// allowed; the cgroups are delegated to nobody, as systemd delegates a
+// user's.
+func TestWallCgroupFiles(t *testing.T) {
+	dir := wallNobody(t)
+	root := cgroup2Mount(t)
+	base, err := os.MkdirTemp(root, "paddock-wall-")
+	if err != nil {
+		t.Skipf("needs a cgroup2 hierarchy paddock's test may write: %v", err)
+	}
+	t.Cleanup(func() {
+		os.Remove(filepath.Join(base, "foreign"))
+		os.Remove(filepath.Join(base, "empty"))
+		os.Remove(base)
+	})
+	for _, d := range []string{"foreign", "empty"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("chown", "-R", "65534:65534", filepath.Join(base, d)).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v\n%s", err, out)
+		}
+	}
+	f := nobodyStart(t, "sleep", "300")
+	if err := os.WriteFile(filepath.Join(base, "foreign", "cgroup.procs"), []byte(itoa(f.pid())), 0o644); err != nil {
+		t.Skipf("needs to move a process into a test cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(itoa(f.pid())), 0o644)
+	})
+	script := `echo 1 > ` + base + `/foreign/cgroup.freeze; echo foreign=$?
+echo 1 > ` + base + `/empty/cgroup.freeze; echo empty=$?`
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
+	wantLines(t, out, lines, "foreign=1", "empty=0")
+	if !strings.Contains(out, "which holds processes that are not the agent's") {
+		t.Errorf("no refusal naming the cgroup's foreign process\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(base, "foreign", "cgroup.freeze")); strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("the foreign process's cgroup is frozen: cgroup.freeze %q", b)
+	}
+	_ = os.WriteFile(filepath.Join(base, "empty", "cgroup.freeze"), []byte("0"), 0o644)
+}
