@@ -3,9 +3,9 @@ package test
 import (
 	"bufio"
 	"os"
-	"runtime"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -279,6 +279,9 @@ func TestWallCgroupFiles(t *testing.T) {
 	base, err := os.MkdirTemp(root, "paddock-wall-")
 	if err != nil {
 		t.Skipf("needs a cgroup2 hierarchy paddock's test may write: %v", err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		os.Remove(filepath.Join(base, "foreign"))
