@@ -285,7 +285,7 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 	if !d.Allow {
 		return d, answer.Refuse(d.Errno)
 	}
-	if ws := c.w.wall; (ws != nil && ws.strict) || wl.Proc != 0 {
+	if ws := c.w.wall; (ws != nil && ws.strict) || wl.Proc != 0 || isDevTty(res) {
 		return d, answer.Continue()
 	}
 	fd, err := c.openOnBehalf(res)
@@ -293,6 +293,17 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 		return d, answer.Completed(errnoOf(err))
 	}
 	return d, answer.Descriptor(fd, wc.flags&unix.O_CLOEXEC != 0)
+}
+
+// isDevTty reports whether res is /dev/tty (character device 5:0), which
+// opens its opener's controlling terminal: opened by paddock, it would be
+// paddock's (the user's terminal), so the caller opens it itself.
+func isDevTty(res *callerpath.Result) bool {
+	if res.Fd < 0 {
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Fstat(res.Fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0)
 }
 
 // decideForced is policy.Decide of c, forced to allow in a test build
