@@ -63,10 +63,10 @@ func (w *wire) fill(n int) error {
 		if flags&unix.MSG_CTRUNC != 0 {
 			return fmt.Errorf("read %s: descriptors were cut off (more than %d in one write)", w.name, scmMaxFD)
 		}
-		w.buf = w.buf[:len(w.buf)+got]
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("read %s: %w", w.name, err)
 		}
+		w.buf = w.buf[:len(w.buf)+max(got, 0)]
 		if got == 0 {
 			if len(w.buf) == w.r {
 				return io.EOF
