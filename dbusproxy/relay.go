@@ -263,8 +263,9 @@ func (r *relay) run() error {
 		switch {
 		case e.err != nil:
 			// After paddock closed the sockets, or once the client went,
-			// the errors that follow are the closing's.
-			if first == nil && !closed && !(clientGone && e.who == "writer") {
+			// the errors that follow are the closing's; a peer that hung
+			// up (EPIPE, ECONNRESET) closed.
+			if first == nil && !closed && !(clientGone && e.who == "writer") && !hungUp(e.err) {
 				first = e.err
 			}
 			shut()
@@ -287,6 +288,11 @@ func (r *relay) run() error {
 		closeFDs(f.fds)
 	}
 	return first
+}
+
+// hungUp reports whether err says the peer closed its end.
+func hungUp(err error) bool {
+	return errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET)
 }
 
 // fromClient relays the client's authentication, then its messages,

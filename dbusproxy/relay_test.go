@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -603,5 +604,153 @@ func TestPeerToPeer(t *testing.T) {
 	server.Close()
 	if err := recv(t, done, "end of Relay"); err != nil {
 		t.Errorf("Relay after the server closed: %v", err)
+	}
+}
+
+// listenRelay runs a relay listener: each connection to it is relayed
+// to the bus at busPath, as paddock relays an agent's. It returns the
+// listener's path, the refusals, and each Relay's result.
+func listenRelay(t *testing.T, busPath string, p Policy) (string, <-chan Refusal, func() []error) {
+	t.Helper()
+	path := filepath.Join(sockettest.ShortDir(t), "relay")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	refusals := make(chan Refusal, 64)
+	results := make(chan error, 64)
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			bus, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: busPath, Net: "unix"})
+			if err != nil {
+				c.Close()
+				results <- err
+				continue
+			}
+			go func() { results <- Relay(c, bus, "system", p, func(r Refusal) { refusals <- r }) }()
+		}
+	}()
+	// ended returns the results of the relays of the connections made so
+	// far, whose clients have all exited.
+	ended := func() []error {
+		var errs []error
+		for range accepted.Load() {
+			errs = append(errs, recv(t, results, "end of a relay"))
+		}
+		return errs
+	}
+	return path, refusals, ended
+}
+
+// TestRealClients: GLib's gdbus, libdbus's dbus-send and sd-bus's busctl,
+// through a relay to a real dbus-daemon, get paddock's refusal of
+// PowerOff and make a Notifications call that works. sd-bus shows every
+// AccessDenied error as "Access denied", whatever its message (systemd's
+// bus_error_message does so on purpose): busctl says that much, and the
+// refusal with paddock's message is in the journal's callback.
+func TestRealClients(t *testing.T) {
+	bus := startBus(t)
+	login := standIn(t, bus, login1)
+	sd := standIn(t, bus, systemd)
+	notes := standIn(t, bus, "org.freedesktop.Notifications")
+	relay, refusals, ended := listenRelay(t, bus, Policy{})
+	addr := "unix:path=" + relay
+	const paddockSays = "paddock refused org.freedesktop.login1.Manager.PowerOff on the system bus: power control needs the user's explicit intent"
+	type step struct {
+		args   []string
+		fails  bool
+		output []string // what the output holds
+		callee <-chan record
+		member string // the call the callee gets; "": none
+	}
+	clients := map[string][]step{
+		"gdbus": {
+			{[]string{"call", "--system", "--dest", login1, "--object-path", "/org/freedesktop/login1", "--method", l1Mgr + ".PowerOff", "false"},
+				true, []string{"GDBus.Error:org.freedesktop.DBus.Error.AccessDenied: " + paddockSays, "PADDOCK_ALLOW_POWER_CONTROL=1 paddock run"}, nil, ""},
+			{[]string{"call", "--system", "--dest", login1, "--object-path", "/org/freedesktop/login1", "--method", l1Mgr + ".CanPowerOff"},
+				false, nil, login, "CanPowerOff"},
+			{[]string{"call", "--session", "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications",
+				"--method", "org.freedesktop.Notifications.Notify", "paddock", "0", "", "build done", "", "[]", "{}", "5000"},
+				false, []string{"(uint32 42,)"}, notes, "Notify"},
+		},
+		"dbus-send": {
+			{[]string{"--system", "--print-reply", "--dest=" + login1, "/org/freedesktop/login1", l1Mgr + ".PowerOff", "boolean:false"},
+				true, []string{"Error org.freedesktop.DBus.Error.AccessDenied: " + paddockSays}, nil, ""},
+			{[]string{"--system", "--print-reply", "--dest=" + login1, "/org/freedesktop/login1", l1Mgr + ".CanPowerOff"},
+				false, []string{"method return"}, login, "CanPowerOff"},
+			// dbus-send cannot write Notify's a{sv}: it asks the
+			// Notifications service for its capabilities instead.
+			{[]string{"--session", "--print-reply", "--dest=org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications.GetCapabilities"},
+				false, []string{`string "body"`}, notes, "GetCapabilities"},
+		},
+		"busctl": {
+			{[]string{"--address=" + addr, "call", login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", "false"},
+				true, []string{"Call failed: Access denied"}, nil, ""},
+			{[]string{"--address=" + addr, "call", systemd, "/org/freedesktop/systemd1", sdMgr, "StopUnit", "ss", "gdm.service", "replace"},
+				true, []string{"Call failed: Access denied"}, nil, ""},
+			{[]string{"--address=" + addr, "call", login1, "/org/freedesktop/login1", l1Mgr, "CanPowerOff"},
+				false, nil, login, "CanPowerOff"},
+			{[]string{"--address=" + addr, "call", "org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+				"Notify", "susssasa{sv}i", "paddock", "0", "", "build done", "", "0", "0", "5000"},
+				false, []string{"u 42"}, notes, "Notify"},
+		},
+	}
+	for _, name := range []string{"gdbus", "dbus-send", "busctl"} {
+		t.Run(name, func(t *testing.T) {
+			bin, err := exec.LookPath(name)
+			if err != nil {
+				t.Skipf("needs %s: %v", name, err)
+			}
+			for _, s := range clients[name] {
+				cmd := exec.Command(bin, s.args...)
+				cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+addr, "DBUS_SESSION_BUS_ADDRESS="+addr)
+				out, err := cmd.CombinedOutput()
+				if (err != nil) != s.fails {
+					t.Fatalf("%s %s: %v, want failed=%v:\n%s", name, strings.Join(s.args, " "), err, s.fails, out)
+				}
+				for _, w := range s.output {
+					if !strings.Contains(string(out), w) {
+						t.Errorf("%s %s printed\n%s\nwant it to hold %q", name, strings.Join(s.args, " "), out, w)
+					}
+				}
+				if s.fails {
+					r := recv(t, refusals, "refusal")
+					if !strings.HasPrefix(r.Message, "paddock refused "+r.Interface+"."+r.Member) || !strings.Contains(strings.Join(s.args, " "), r.Member) {
+						t.Errorf("refusal %+v for %s", r, strings.Join(s.args, " "))
+					}
+				}
+				if s.callee != nil {
+					// The callee's next call is this one: the refused
+					// calls before it never reached it. (gdbus asks
+					// for the object's introspection first.)
+					got := recv(t, s.callee, s.member)
+					for got.member == "Introspect" {
+						got = recv(t, s.callee, s.member)
+					}
+					if got.member != s.member {
+						t.Errorf("%s: the stand-in got %+v, want %s", name, got, s.member)
+					}
+				}
+			}
+		})
+	}
+	select {
+	case r := <-refusals:
+		t.Errorf("an unexpected refusal: %+v", r)
+	case r := <-sd:
+		t.Errorf("systemd1 got %+v", r)
+	default:
+	}
+	for _, err := range ended() {
+		if err != nil {
+			t.Errorf("a relay ended with %v", err)
+		}
 	}
 }
