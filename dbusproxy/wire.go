@@ -198,6 +198,9 @@ func parseHeader(msg []byte) (header, error) {
 		if err != nil {
 			return h, fmt.Errorf("header field %d at byte %d: %w", code, at, err)
 		}
+		if s == "" && code != fieldSignature {
+			return h, fmt.Errorf("header field %d at byte %d: empty", code, at)
+		}
 		switch code {
 		case fieldPath:
 			h.path = s
