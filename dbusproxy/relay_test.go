@@ -526,6 +526,19 @@ func TestRelay(t *testing.T) {
 		}
 	})
 
+	t.Run("a large message", func(t *testing.T) {
+		c, _, _ := relayed(t, bus, Policy{})
+		big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+		h, _, _ := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
+			"susssasa{sv}i", "paddock", 0, "", big, big, []any{}, []any{}, 5000)
+		if h.typ != typeMethodReturn {
+			t.Fatalf("Notify of 2 MiB: %+v", h)
+		}
+		if got := recv(t, notes, "Notify"); got.arg != big {
+			t.Errorf("the stand-in got a summary of %d bytes, want %d", len(got.arg), len(big))
+		}
+	})
+
 	t.Run("malformed", func(t *testing.T) {
 		c, _, done := relayed(t, bus, Policy{})
 		if _, err := c.c.Write([]byte("this is no message\x00\x00\x00\x00")); err != nil {
@@ -549,6 +562,44 @@ func TestRelay(t *testing.T) {
 	})
 }
 
+// fakeBus serves the server's side of D-Bus on c: it accepts any
+// authentication, then answers each message with what answer returns
+// (nil: nothing), until c closes.
+func fakeBus(c *net.UnixConn, answer func(h header) []byte) {
+	w := newWire(c, "server")
+	if w.fill(1) != nil || w.buf[0] != 0 {
+		return
+	}
+	w.r++
+	for {
+		l, err := w.line()
+		if err != nil {
+			return
+		}
+		switch {
+		case bytes.HasPrefix(l, []byte("AUTH")):
+			c.Write([]byte("OK 0123456789abcdef0123456789abcdef\r\n"))
+		case bytes.HasPrefix(l, []byte("NEGOTIATE_UNIX_FD")):
+			c.Write([]byte("AGREE_UNIX_FD\r\n"))
+		}
+		if bytes.HasPrefix(l, []byte("BEGIN")) {
+			break
+		}
+	}
+	for {
+		_, h, fds, err := w.message()
+		if err != nil {
+			return
+		}
+		closeFDs(fds)
+		if reply := answer(h); reply != nil {
+			if send(c, reply, nil) != nil {
+				return
+			}
+		}
+	}
+}
+
 // TestPeerToPeer: on a connection without a bus (systemd's private
 // socket), no Hello comes, and a refusal is answered at once.
 func TestPeerToPeer(t *testing.T) {
@@ -557,38 +608,10 @@ func TestPeerToPeer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Relay(client, paddock, "systemd private", Policy{}, nil) }()
 	served := make(chan string, 4)
-	go func() {
-		w := newWire(server, "server")
-		if w.fill(1) != nil || w.buf[0] != 0 {
-			return
-		}
-		w.r++
-		for {
-			l, err := w.line()
-			if err != nil {
-				return
-			}
-			switch {
-			case bytes.HasPrefix(l, []byte("AUTH")):
-				server.Write([]byte("OK 0123456789abcdef0123456789abcdef\r\n"))
-			case bytes.HasPrefix(l, []byte("NEGOTIATE_UNIX_FD")):
-				server.Write([]byte("AGREE_UNIX_FD\r\n"))
-			}
-			if bytes.HasPrefix(l, []byte("BEGIN")) {
-				break
-			}
-		}
-		for n := uint32(1); ; n++ {
-			msg, h, fds, err := w.message()
-			if err != nil {
-				return
-			}
-			closeFDs(fds)
-			served <- h.member
-			send(server, encodeMessage(typeMethodReturn, flagNoReplyExpected, n, []field{{code: fieldReplySerial, typ: 'u', u: h.serial}}, nil), nil)
-			_ = msg
-		}
-	}()
+	go fakeBus(server, func(h header) []byte {
+		served <- h.member
+		return encodeMessage(typeMethodReturn, flagNoReplyExpected, h.serial, []field{{code: fieldReplySerial, typ: 'u', u: h.serial}}, nil)
+	})
 	c := connect(t, agent, false)
 	h, msg, _ := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "KillUnit", "ssi", "gdm.service", "all", 9)
 	denied(t, h, msg, c, sdMgr+".KillUnit(gdm.service) on the systemd private bus")
@@ -605,6 +628,42 @@ func TestPeerToPeer(t *testing.T) {
 	if err := recv(t, done, "end of Relay"); err != nil {
 		t.Errorf("Relay after the server closed: %v", err)
 	}
+}
+
+// TestRefusalAfterHello: sd-bus sends its first call right behind its
+// Hello and takes any first message but the Hello's reply for a broken
+// bus. A bus that answers the Hello only after the relay refused the call
+// behind it still gets its reply to the client first, then the refusal,
+// addressed to the unique name the reply gave.
+func TestRefusalAfterHello(t *testing.T) {
+	agent, client := socketpair(t)
+	paddock, server := socketpair(t)
+	refused := make(chan Refusal, 1)
+	go Relay(client, paddock, "system", Policy{}, func(r Refusal) { refused <- r })
+	go fakeBus(server, func(h header) []byte {
+		if h.member != "Hello" {
+			return nil
+		}
+		select {
+		case <-refused:
+		case <-time.After(wait):
+			return nil // the client then waits in vain, and fails
+		}
+		return encodeMessage(typeMethodReturn, flagNoReplyExpected, 1, []field{
+			{code: fieldReplySerial, typ: 'u', u: h.serial}, {code: fieldDestination, typ: 's', s: ":1.42"},
+			{code: fieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: fieldSignature, typ: 'g', s: "s"},
+		}, encodeBody("s", ":1.42"))
+	})
+	c := connect(t, agent, false)
+	hello := c.send(0, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", "")
+	power := c.send(0, nil, login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false)
+	h, msg, _, err := c.read()
+	if err != nil || h.replySerial != hello {
+		t.Fatalf("first message %+v (%v), want the reply to Hello", h, err)
+	}
+	c.name, _ = newBody(&h, msg).str(0)
+	h, msg, _ = c.reply(power)
+	denied(t, h, msg, c, l1Mgr+".PowerOff")
 }
 
 // listenRelay runs a relay listener: each connection to it is relayed
@@ -751,6 +810,45 @@ func TestRealClients(t *testing.T) {
 	for _, err := range ended() {
 		if err != nil {
 			t.Errorf("a relay ended with %v", err)
+		}
+	}
+}
+
+// TestSendManyFDs: a message with more descriptors than one sendmsg
+// carries (SCM_MAX_FD, 253) arrives whole, each in its place.
+func TestSendManyFDs(t *testing.T) {
+	a, b := socketpair(t)
+	var want, fds []int
+	for range 300 {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fd)
+		var st unix.Stat_t
+		unix.Fstat(fd, &st)
+		want = append(want, int(st.Ino))
+	}
+	defer closeFDs(fds)
+	msg := withFDs(callMsg("a.b", "/", "a.b", "C", "s", "x"), len(fds))
+	errc := make(chan error, 1)
+	go func() { errc <- send(a, msg, fds) }()
+	w := newWire(b, "test")
+	got, h, gotFDs, err := w.message()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFDs(gotFDs)
+	if err := recv(t, errc, "send"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg) || h.unixFDs != 300 || len(gotFDs) != 300 {
+		t.Fatalf("got %d bytes (same: %v) with %d fds", len(got), bytes.Equal(got, msg), len(gotFDs))
+	}
+	for i, fd := range gotFDs {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || int(st.Ino) != want[i] {
+			t.Fatalf("fd %d: inode %d (%v), want %d", i, st.Ino, err, want[i])
 		}
 	}
 }
