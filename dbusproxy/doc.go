@@ -94,7 +94,10 @@
 //	systemd1.Manager StartUnit, StartUnitWithFlags,        a power unit (poweroff.target, reboot.target,
 //	  StartUnitReplace (its new unit)                        rescue.target, systemd-poweroff.service, ...:
 //	                                                         guard.PowerUnit's list) or job mode "isolate":
-//	                                                         refused, opt-in (power_control, isolate); else pass
+//	                                                         refused, opt-in (power_control, isolate); of
+//	                                                         exit.target or systemd-exit.service (the user
+//	                                                         manager's Exit): refused, opt-in
+//	                                                         (session_control); else pass
 //	systemd1.Manager EnqueueUnitJob, EnqueueUnitJobMany    by job type: start, verify-active like StartUnit;
 //	                                                         stop like StopUnit; restart and its kin like
 //	                                                         RestartUnit; reload, try-reload, nop pass; a type

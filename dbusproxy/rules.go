@@ -574,11 +574,20 @@ func (c *call) units() []string {
 	return names
 }
 
-// starts refuses a start of a power unit, and any isolate.
+// sessionUnits are the units whose start ends a session: the user
+// manager's exit.target (and the service it pulls in) stop it and every
+// user service, as Manager.Exit does.
+var sessionUnits = map[string]bool{"exit.target": true, "systemd-exit.service": true}
+
+// starts refuses a start of a power unit or of a unit that ends the
+// session, and any isolate.
 func (c *call) starts(units []string, mode string) *Refusal {
 	for _, u := range units {
 		if eff, ok := guard.PowerUnit(u); ok {
 			return c.optIn(RulePowerControl, u, "power control needs the user's explicit intent, and starting "+u+" would "+eff+".")
+		}
+		if sessionUnits[u] {
+			return c.optIn(RuleSessionControl, u, "ending sessions needs the user's explicit intent, like power control, and starting "+u+" would "+effExit+".")
 		}
 	}
 	if mode == "isolate" {

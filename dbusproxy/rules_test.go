@@ -77,6 +77,7 @@ func TestDecide(t *testing.T) {
 		{"StartUnit poweroff.target", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnit", "ss", "poweroff.target", "replace-irreversibly"), Policy{}, RulePowerControl, "poweroff.target"},
 		{"StartUnit poweroff.target with the opt-in", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnit", "ss", "poweroff.target", "replace-irreversibly"), Policy{AllowPower: true}, "", ""},
 		{"StartUnit rescue.target", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnit", "ss", "rescue.target", "replace"), Policy{}, RulePowerControl, "rescue.target"},
+		{"StartUnit exit.target", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnit", "ss", "exit.target", "replace"), Policy{}, RuleSessionControl, "exit.target"},
 		{"StartUnit isolate", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnit", "ss", "multi-user.target", "isolate"), Policy{}, RuleIsolate, "multi-user.target"},
 		{"StartUnitReplace", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnitReplace", "sss", "a.service", "systemd-reboot.service", "replace"), Policy{}, RulePowerControl, "systemd-reboot.service"},
 		{"EnqueueUnitJob stop", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "EnqueueUnitJob", "sss", "gdm.service", "stop", "replace"), Policy{}, RuleUnitNotOwned, "gdm.service"},
