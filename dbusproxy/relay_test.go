@@ -1,0 +1,854 @@
+package dbusproxy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/sockettest"
+)
+
+// wait bounds every wait of these tests on an event, so that a failure
+// fails rather than hangs; nothing waits for time to pass.
+const wait = 20 * time.Second
+
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("no %s in %v", what, wait)
+	}
+	var zero T
+	return zero
+}
+
+// busConfig is a custom bus that lets everyone do everything, as a
+// session bus does, authenticated by EXTERNAL (the peer's uid) only.
+const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>custom</type>
+  <listen>unix:path=%s</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+`
+
+// startBus starts a dbus-daemon of its own for the test and returns the
+// path of its socket. It is ready when it prints its address.
+func startBus(t *testing.T) string {
+	t.Helper()
+	daemon, err := exec.LookPath("dbus-daemon")
+	if err != nil {
+		t.Skipf("needs dbus-daemon: %v", err)
+	}
+	dir := sockettest.ShortDir(t)
+	sock := filepath.Join(dir, "bus")
+	conf := filepath.Join(dir, "bus.conf")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, busConfig, sock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(daemon, "--config-file="+conf, "--nofork", "--nopidfile", "--print-address")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Skipf("needs dbus-daemon: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("dbus-daemon printed no address (%v): %s", err, stderr.String())
+	}
+	if !strings.Contains(addr, sock) {
+		t.Fatalf("dbus-daemon listens on %q, want %s", addr, sock)
+	}
+	return sock
+}
+
+func dialUnix(t testing.TB, path string) *net.UnixConn {
+	t.Helper()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatalf("dial %s: %v", path, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// socketpair is the pair paddock puts in place of the agent's socket.
+func socketpair(t testing.TB) (*net.UnixConn, *net.UnixConn) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(fd int) *net.UnixConn {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c.(*net.UnixConn)
+	}
+	return conn(fds[0]), conn(fds[1])
+}
+
+// peer is a minimal D-Bus connection of the tests': the agent's client,
+// or a stand-in service.
+type peer struct {
+	t      testing.TB
+	c      *net.UnixConn
+	w      *wire
+	serial uint32
+	name   string
+}
+
+// connect authenticates on c (EXTERNAL, with unix fds) and, for a bus,
+// says Hello.
+func connect(t testing.TB, c *net.UnixConn, hello bool) *peer {
+	t.Helper()
+	p := &peer{t: t, c: c, w: newWire(c, "test peer")}
+	uid := hex.EncodeToString([]byte(strconv.Itoa(os.Getuid())))
+	p.expect("\x00AUTH EXTERNAL "+uid+"\r\n", "OK ")
+	p.expect("NEGOTIATE_UNIX_FD\r\n", "AGREE_UNIX_FD")
+	if _, err := c.Write([]byte("BEGIN\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if hello {
+		h, msg, _ := p.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", "")
+		name, err := newBody(&h, msg).str(0)
+		if err != nil || h.typ != typeMethodReturn {
+			t.Fatalf("Hello: %+v %v", h, err)
+		}
+		p.name = name
+	}
+	return p
+}
+
+func (p *peer) expect(send, want string) {
+	p.t.Helper()
+	if _, err := p.c.Write([]byte(send)); err != nil {
+		p.t.Fatal(err)
+	}
+	l, err := p.w.line()
+	if err != nil || !strings.HasPrefix(string(l), want) {
+		p.t.Fatalf("sent %q, got %q (%v), want %q", send, l, err, want)
+	}
+}
+
+// read returns the next message (a copy) and its fds.
+func (p *peer) read() (header, []byte, []int, error) {
+	msg, h, fds, err := p.w.message()
+	return h, bytes.Clone(msg), fds, err
+}
+
+// send sends a call built by callMsgFlags and returns its serial.
+func (p *peer) send(flags byte, fds []int, dest, path, iface, member, sig string, args ...any) uint32 {
+	p.t.Helper()
+	p.serial++
+	msg := callMsgFlags(flags, p.serial, dest, path, iface, member, sig, args...)
+	if len(fds) > 0 {
+		msg = withFDs(msg, len(fds))
+	}
+	if err := send(p.c, msg, fds); err != nil {
+		p.t.Fatalf("send %s: %v", member, err)
+	}
+	return p.serial
+}
+
+// withFDs adds a UNIX_FDS header field to a message.
+func withFDs(msg []byte, n int) []byte {
+	h, err := parseHeader(msg)
+	if err != nil {
+		panic(err)
+	}
+	fields := []field{{code: fieldPath, typ: 'o', s: h.path}, {code: fieldMember, typ: 's', s: h.member}, {code: fieldUnixFDs, typ: 'u', u: uint32(n)}}
+	if h.iface != "" {
+		fields = append(fields, field{code: fieldInterface, typ: 's', s: h.iface})
+	}
+	if h.dest != "" {
+		fields = append(fields, field{code: fieldDestination, typ: 's', s: h.dest})
+	}
+	if h.sig != "" {
+		fields = append(fields, field{code: fieldSignature, typ: 'g', s: h.sig})
+	}
+	return encodeMessage(h.typ, h.flags, h.serial, fields, msg[h.bodyOff:])
+}
+
+// call makes a method call and waits for its reply, passing over the
+// signals that come first.
+func (p *peer) call(dest, path, iface, member, sig string, args ...any) (header, []byte, []int) {
+	p.t.Helper()
+	return p.callFDs(nil, dest, path, iface, member, sig, args...)
+}
+
+func (p *peer) callFDs(fds []int, dest, path, iface, member, sig string, args ...any) (header, []byte, []int) {
+	p.t.Helper()
+	serial := p.send(0, fds, dest, path, iface, member, sig, args...)
+	return p.reply(serial)
+}
+
+// reply reads until the reply to serial; any other reply or call first
+// is a failure.
+func (p *peer) reply(serial uint32) (header, []byte, []int) {
+	p.t.Helper()
+	for {
+		h, msg, fds, err := p.read()
+		if err != nil {
+			p.t.Fatalf("waiting for the reply to %d: %v", serial, err)
+		}
+		if h.typ == typeSignal {
+			closeFDs(fds)
+			continue
+		}
+		if h.replySerial != serial {
+			p.t.Fatalf("waiting for the reply to %d, got %+v", serial, h)
+		}
+		return h, msg, fds
+	}
+}
+
+// denied checks that a reply is paddock's AccessDenied and returns its
+// message.
+func denied(t testing.TB, h header, msg []byte, p *peer, want string) string {
+	t.Helper()
+	if h.typ != typeError || h.errorName != errAccessDenied {
+		t.Fatalf("reply %+v, want an %s error", h, errAccessDenied)
+	}
+	text, err := newBody(&h, msg).str(0)
+	if err != nil {
+		t.Fatalf("the error's message: %v", err)
+	}
+	if !strings.HasPrefix(text, "paddock refused "+want) || !strings.Contains(text, "Way out: ") {
+		t.Errorf("error message %q, want paddock's refusal of %s", text, want)
+	}
+	if p.name != "" && h.dest != p.name {
+		t.Errorf("error to %q, want the client's unique name %q", h.dest, p.name)
+	}
+	return text
+}
+
+// record is a call a stand-in service received.
+type record struct {
+	iface, member, path, arg string
+}
+
+// standIn serves name on the bus at busPath: it records each call and
+// answers as the real service would, enough for the tests. It returns
+// when it owns the name.
+func standIn(t *testing.T, busPath, name string) <-chan record {
+	t.Helper()
+	p := connect(t, dialUnix(t, busPath), true)
+	h, _, _ := p.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName", "su", name, 4)
+	if h.typ != typeMethodReturn {
+		t.Fatalf("RequestName %s: %+v", name, h)
+	}
+	calls := make(chan record, 64)
+	go func() {
+		for {
+			h, msg, fds, err := p.read()
+			if err != nil {
+				return
+			}
+			if h.typ != typeMethodCall {
+				closeFDs(fds)
+				continue
+			}
+			b := newBody(&h, msg)
+			rec := record{iface: h.iface, member: h.member, path: h.path}
+			if strings.HasPrefix(h.sig, "s") {
+				rec.arg, _ = b.str(0)
+			}
+			typ, errName, sig, body, out := standInAnswer(h, msg, fds)
+			closeFDs(fds)
+			if h.member == "Notify" {
+				rec.arg, _ = newBody(&h, msg).str(3)
+			}
+			calls <- rec
+			if h.flags&flagNoReplyExpected != 0 {
+				closeFDs(out)
+				continue
+			}
+			fields := []field{{code: fieldReplySerial, typ: 'u', u: h.serial}, {code: fieldDestination, typ: 's', s: h.sender}}
+			if errName != "" {
+				fields = append(fields, field{code: fieldErrorName, typ: 's', s: errName})
+			}
+			if sig != "" {
+				fields = append(fields, field{code: fieldSignature, typ: 'g', s: sig})
+			}
+			if len(out) > 0 {
+				fields = append(fields, field{code: fieldUnixFDs, typ: 'u', u: uint32(len(out))})
+			}
+			p.serial++
+			err = send(p.c, encodeMessage(typ, flagNoReplyExpected, p.serial, fields, body), out)
+			closeFDs(out)
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return calls
+}
+
+// standInAnswer is the stand-in's reply to a call.
+func standInAnswer(h header, msg []byte, fds []int) (typ byte, errName, sig string, body []byte, out []int) {
+	b := newBody(&h, msg)
+	switch h.member {
+	case "Notify":
+		return typeMethodReturn, "", "u", encodeBody("u", 42), nil
+	case "GetCapabilities":
+		return typeMethodReturn, "", "as", encodeBody("as", []any{"body"}), nil
+	case "StartTransientUnit":
+		if u, _ := b.str(0); u == "exists.service" {
+			return typeError, "org.freedesktop.systemd1.UnitExists", "s", encodeBody("s", "Unit exists.service was already loaded or has a fragment file."), nil
+		}
+		return typeMethodReturn, "", "o", encodeBody("o", "/org/freedesktop/systemd1/job/1"), nil
+	case "StopUnit", "StartUnit", "Stop":
+		return typeMethodReturn, "", "o", encodeBody("o", "/org/freedesktop/systemd1/job/2"), nil
+	case "ReadFD":
+		var got []byte
+		if len(fds) == 1 {
+			got, _ = io.ReadAll(os.NewFile(uintptr(dup(fds[0])), "passed"))
+		}
+		return typeMethodReturn, "", "s", encodeBody("s", string(got)), nil
+	case "OpenFD":
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			return typeError, "org.freedesktop.DBus.Error.Failed", "", nil, nil
+		}
+		unix.Write(p[1], []byte("from the service"))
+		unix.Close(p[1])
+		return typeMethodReturn, "", "h", encodeBody("h", 0), []int{p[0]}
+	}
+	return typeMethodReturn, "", "", nil, nil
+}
+
+func dup(fd int) int {
+	n, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// relayed starts a relay for one client connection and returns the
+// client, its refusals and Relay's result.
+func relayed(t *testing.T, busPath string, p Policy) (*peer, <-chan Refusal, <-chan error) {
+	t.Helper()
+	agent, client := socketpair(t)
+	bus := dialUnix(t, busPath)
+	refusals := make(chan Refusal, 16)
+	done := make(chan error, 1)
+	go func() { done <- Relay(client, bus, "system", p, func(r Refusal) { refusals <- r }) }()
+	return connect(t, agent, true), refusals, done
+}
+
+// TestRelay drives a relay between a Go client and a real dbus-daemon
+// with stand-in login1, systemd1 and Notifications services.
+func TestRelay(t *testing.T) {
+	bus := startBus(t)
+	login := standIn(t, bus, login1)
+	sd := standIn(t, bus, systemd)
+	notes := standIn(t, bus, "org.freedesktop.Notifications")
+
+	t.Run("PowerOff refused", func(t *testing.T) {
+		c, refusals, done := relayed(t, bus, Policy{})
+		h, msg, _ := c.call(login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false)
+		text := denied(t, h, msg, c, l1Mgr+".PowerOff on the system bus: ")
+		r := recv(t, refusals, "refusal")
+		if r.Rule != RulePowerControl || r.Message != text || r.Member != "PowerOff" || r.Destination != login1 {
+			t.Errorf("refusal %+v, want power_control with the message the client got", r)
+		}
+		if h.sender != login1 {
+			t.Errorf("the error's sender %q, want %s, the name called", h.sender, login1)
+		}
+		// The stand-in never saw it: the next call it gets is this one.
+		h, _, _ = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanPowerOff", "")
+		if h.typ != typeMethodReturn {
+			t.Fatalf("CanPowerOff: %+v", h)
+		}
+		if got := recv(t, login, "login1 call"); got.member != "CanPowerOff" {
+			t.Errorf("login1 got %+v first, want CanPowerOff (PowerOff never)", got)
+		}
+		// No reply wanted, none sent: the next message is the next
+		// call's reply.
+		c.send(flagNoReplyExpected, nil, login1, "/org/freedesktop/login1", l1Mgr, "Reboot", "b", false)
+		if r := recv(t, refusals, "refusal"); r.Member != "Reboot" {
+			t.Errorf("refusal %+v, want Reboot's", r)
+		}
+		h, _, _ = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanReboot", "")
+		if h.typ != typeMethodReturn {
+			t.Errorf("after a refused call without a reply: %+v", h)
+		}
+		if got := recv(t, login, "login1 call"); got.member != "CanReboot" {
+			t.Errorf("login1 got %+v, want CanReboot", got)
+		}
+		c.c.Close()
+		if err := recv(t, done, "end of Relay"); err != nil {
+			t.Errorf("Relay after the client closed: %v", err)
+		}
+	})
+
+	t.Run("PowerOff with the opt-in", func(t *testing.T) {
+		c, _, _ := relayed(t, bus, Policy{AllowPower: true})
+		h, _, _ := c.call(login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false)
+		if h.typ != typeMethodReturn {
+			t.Fatalf("PowerOff with AllowPower: %+v", h)
+		}
+		if got := recv(t, login, "login1 call"); got.member != "PowerOff" {
+			t.Errorf("login1 got %+v, want PowerOff", got)
+		}
+	})
+
+	t.Run("Notify passes", func(t *testing.T) {
+		c, _, _ := relayed(t, bus, Policy{})
+		h, msg, _ := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
+			"susssasa{sv}i", "paddock", 0, "", "build done", "", []any{}, []any{}, 5000)
+		if h.typ != typeMethodReturn || h.sig != "u" {
+			t.Fatalf("Notify: %+v", h)
+		}
+		b := newBody(&h, msg)
+		if b.d.align(4) != nil || b.d.off+4 > len(msg) || h.order.Uint32(msg[b.d.off:]) != 42 {
+			t.Errorf("Notify's reply body %x, want 42", msg[h.bodyOff:])
+		}
+		if got := recv(t, notes, "Notify"); got.member != "Notify" || got.arg != "build done" {
+			t.Errorf("the stand-in got %+v", got)
+		}
+	})
+
+	t.Run("units", func(t *testing.T) {
+		c, refusals, _ := relayed(t, bus, Policy{})
+		stop := func(unit string) (header, []byte) {
+			h, msg, _ := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StopUnit", "ss", unit, "replace")
+			return h, msg
+		}
+		h, msg := stop("gdm.service")
+		text := denied(t, h, msg, c, sdMgr+".StopUnit(gdm.service) on the system bus: the session does not own gdm.service")
+		if r := recv(t, refusals, "refusal"); r.Unit != "gdm.service" || r.Rule != RuleUnitNotOwned || r.Message != text {
+			t.Errorf("refusal %+v", r)
+		}
+		h, _, _ = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "run-agent1.service", "fail",
+			[]any{[]any{"ExecStart", variant{"a(sasb)", []any{[]any{"/bin/true", []any{"/bin/true"}, false}}}}}, []any{})
+		if h.typ != typeMethodReturn {
+			t.Fatalf("StartTransientUnit: %+v", h)
+		}
+		if h, _ = stop("run-agent1.service"); h.typ != typeMethodReturn {
+			t.Errorf("StopUnit of the unit the client started: %+v", h)
+		}
+		// Started by name, refused by systemd: not the session's.
+		if h, _, _ = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "exists.service", "fail", []any{}, []any{}); h.typ != typeError {
+			t.Fatalf("StartTransientUnit of exists.service: %+v", h)
+		}
+		h, msg = stop("exists.service")
+		denied(t, h, msg, c, sdMgr+".StopUnit(exists.service)")
+		// The unit object's Stop, by its escaped path.
+		h, msg, _ = c.call(systemd, "/org/freedesktop/systemd1/unit/gdm_2eservice", sdUnit, "Stop", "s", "replace")
+		denied(t, h, msg, c, sdUnit+".Stop on gdm.service")
+		h, _, _ = c.call(systemd, "/org/freedesktop/systemd1/unit/run_2dagent1_2eservice", sdUnit, "Stop", "s", "replace")
+		if h.typ != typeMethodReturn {
+			t.Errorf("Unit.Stop of the unit the client started: %+v", h)
+		}
+		var got []string
+		for range 4 {
+			r := recv(t, sd, "systemd1 call")
+			got = append(got, r.member+" "+r.arg+r.path)
+		}
+		want := []string{"StartTransientUnit run-agent1.service/org/freedesktop/systemd1", "StopUnit run-agent1.service/org/freedesktop/systemd1",
+			"StartTransientUnit exists.service/org/freedesktop/systemd1", "Stop replace/org/freedesktop/systemd1/unit/run_2dagent1_2eservice"}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("systemd1 got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	})
+
+	t.Run("fds", func(t *testing.T) {
+		c, _, _ := relayed(t, bus, Policy{})
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		unix.Write(p[1], []byte("to the service"))
+		unix.Close(p[1])
+		h, msg, _ := c.callFDs([]int{p[0]}, "org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.paddock.Test", "ReadFD", "h", 0)
+		unix.Close(p[0])
+		if s, err := newBody(&h, msg).str(0); h.typ != typeMethodReturn || s != "to the service" {
+			t.Errorf("ReadFD: %+v %q %v, want the pipe's contents", h, s, err)
+		}
+		recv(t, notes, "ReadFD")
+		h, _, fds := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.paddock.Test", "OpenFD", "")
+		recv(t, notes, "OpenFD")
+		if h.typ != typeMethodReturn || h.unixFDs != 1 || len(fds) != 1 {
+			t.Fatalf("OpenFD: %+v with %d fds", h, len(fds))
+		}
+		got, _ := io.ReadAll(os.NewFile(uintptr(fds[0]), "from the service"))
+		if string(got) != "from the service" {
+			t.Errorf("the fd the service returned reads %q", got)
+		}
+
+		// A refused call's fd is closed: once the refusal is back and
+		// the client closed its own copy, the pipe has no reader.
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(p[1])
+		h, msg, _ = c.callFDs([]int{p[0]}, login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "h", 0)
+		unix.Close(p[0])
+		denied(t, h, msg, c, l1Mgr+".PowerOff")
+		if _, err := unix.Write(p[1], []byte("x")); !errors.Is(err, unix.EPIPE) {
+			t.Errorf("write to the pipe whose read end went with a refused call: %v, want EPIPE (the relay kept the fd)", err)
+		}
+	})
+
+	t.Run("a large message", func(t *testing.T) {
+		c, _, _ := relayed(t, bus, Policy{})
+		big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+		h, _, _ := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
+			"susssasa{sv}i", "paddock", 0, "", big, big, []any{}, []any{}, 5000)
+		if h.typ != typeMethodReturn {
+			t.Fatalf("Notify of 2 MiB: %+v", h)
+		}
+		if got := recv(t, notes, "Notify"); got.arg != big {
+			t.Errorf("the stand-in got a summary of %d bytes, want %d", len(got.arg), len(big))
+		}
+	})
+
+	t.Run("malformed", func(t *testing.T) {
+		c, _, done := relayed(t, bus, Policy{})
+		if _, err := c.c.Write([]byte("this is no message\x00\x00\x00\x00")); err != nil {
+			t.Fatal(err)
+		}
+		err := recv(t, done, "end of Relay")
+		if err == nil || !strings.Contains(err.Error(), "endianness") {
+			t.Errorf("Relay after a malformed message: %v, want an error about it", err)
+		}
+		// What the bus sent before (its NameAcquired signal) may come
+		// first; then the end.
+		for {
+			h, _, _, err := c.read()
+			if err != nil {
+				break
+			}
+			if h.typ != typeSignal {
+				t.Fatalf("after a malformed message the client got %+v, want the connection's end", h)
+			}
+		}
+	})
+}
+
+// fakeBus serves the server's side of D-Bus on c: it accepts any
+// authentication, then answers each message with what answer returns
+// (nil: nothing), until c closes.
+func fakeBus(c *net.UnixConn, answer func(h header) []byte) {
+	w := newWire(c, "server")
+	if w.fill(1) != nil || w.buf[0] != 0 {
+		return
+	}
+	w.r++
+	for {
+		l, err := w.line()
+		if err != nil {
+			return
+		}
+		switch {
+		case bytes.HasPrefix(l, []byte("AUTH")):
+			c.Write([]byte("OK 0123456789abcdef0123456789abcdef\r\n"))
+		case bytes.HasPrefix(l, []byte("NEGOTIATE_UNIX_FD")):
+			c.Write([]byte("AGREE_UNIX_FD\r\n"))
+		}
+		if bytes.HasPrefix(l, []byte("BEGIN")) {
+			break
+		}
+	}
+	for {
+		_, h, fds, err := w.message()
+		if err != nil {
+			return
+		}
+		closeFDs(fds)
+		if reply := answer(h); reply != nil {
+			if send(c, reply, nil) != nil {
+				return
+			}
+		}
+	}
+}
+
+// TestPeerToPeer: on a connection without a bus (systemd's private
+// socket), no Hello comes, and a refusal is answered at once.
+func TestPeerToPeer(t *testing.T) {
+	agent, client := socketpair(t)
+	paddock, server := socketpair(t)
+	done := make(chan error, 1)
+	go func() { done <- Relay(client, paddock, "systemd private", Policy{}, nil) }()
+	served := make(chan string, 4)
+	go fakeBus(server, func(h header) []byte {
+		served <- h.member
+		return encodeMessage(typeMethodReturn, flagNoReplyExpected, h.serial, []field{{code: fieldReplySerial, typ: 'u', u: h.serial}}, nil)
+	})
+	c := connect(t, agent, false)
+	h, msg, _ := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "KillUnit", "ssi", "gdm.service", "all", 9)
+	denied(t, h, msg, c, sdMgr+".KillUnit(gdm.service) on the systemd private bus")
+	if h.dest != "" {
+		t.Errorf("a peer-to-peer error with destination %q", h.dest)
+	}
+	if h, _, _ = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "GetUnit", "s", "gdm.service"); h.typ != typeMethodReturn {
+		t.Errorf("GetUnit: %+v", h)
+	}
+	if m := recv(t, served, "served call"); m != "GetUnit" {
+		t.Errorf("the server got %s first, want GetUnit", m)
+	}
+	server.Close()
+	if err := recv(t, done, "end of Relay"); err != nil {
+		t.Errorf("Relay after the server closed: %v", err)
+	}
+}
+
+// TestRefusalAfterHello: sd-bus sends its first call right behind its
+// Hello and takes any first message but the Hello's reply for a broken
+// bus. A bus that answers the Hello only after the relay refused the call
+// behind it still gets its reply to the client first, then the refusal,
+// addressed to the unique name the reply gave.
+func TestRefusalAfterHello(t *testing.T) {
+	agent, client := socketpair(t)
+	paddock, server := socketpair(t)
+	refused := make(chan Refusal, 1)
+	go Relay(client, paddock, "system", Policy{}, func(r Refusal) { refused <- r })
+	go fakeBus(server, func(h header) []byte {
+		if h.member != "Hello" {
+			return nil
+		}
+		select {
+		case <-refused:
+		case <-time.After(wait):
+			return nil // the client then waits in vain, and fails
+		}
+		return encodeMessage(typeMethodReturn, flagNoReplyExpected, 1, []field{
+			{code: fieldReplySerial, typ: 'u', u: h.serial}, {code: fieldDestination, typ: 's', s: ":1.42"},
+			{code: fieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: fieldSignature, typ: 'g', s: "s"},
+		}, encodeBody("s", ":1.42"))
+	})
+	c := connect(t, agent, false)
+	hello := c.send(0, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", "")
+	power := c.send(0, nil, login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false)
+	h, msg, _, err := c.read()
+	if err != nil || h.replySerial != hello {
+		t.Fatalf("first message %+v (%v), want the reply to Hello", h, err)
+	}
+	c.name, _ = newBody(&h, msg).str(0)
+	h, msg, _ = c.reply(power)
+	denied(t, h, msg, c, l1Mgr+".PowerOff")
+}
+
+// listenRelay runs a relay listener: each connection to it is relayed
+// to the bus at busPath, as paddock relays an agent's. It returns the
+// listener's path, the refusals, and each Relay's result.
+func listenRelay(t *testing.T, busPath string, p Policy) (string, <-chan Refusal, func() []error) {
+	t.Helper()
+	path := filepath.Join(sockettest.ShortDir(t), "relay")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	refusals := make(chan Refusal, 64)
+	results := make(chan error, 64)
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			bus, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: busPath, Net: "unix"})
+			if err != nil {
+				c.Close()
+				results <- err
+				continue
+			}
+			go func() { results <- Relay(c, bus, "system", p, func(r Refusal) { refusals <- r }) }()
+		}
+	}()
+	// ended returns the results of the relays of the connections made so
+	// far, whose clients have all exited.
+	ended := func() []error {
+		var errs []error
+		for range accepted.Load() {
+			errs = append(errs, recv(t, results, "end of a relay"))
+		}
+		return errs
+	}
+	return path, refusals, ended
+}
+
+// TestRealClients: GLib's gdbus, libdbus's dbus-send and sd-bus's busctl,
+// through a relay to a real dbus-daemon, get paddock's refusal of
+// PowerOff and make a Notifications call that works. sd-bus shows every
+// AccessDenied error as "Access denied", whatever its message (systemd's
+// bus_error_message does so on purpose): busctl says that much, and the
+// refusal with paddock's message is in the journal's callback.
+func TestRealClients(t *testing.T) {
+	bus := startBus(t)
+	login := standIn(t, bus, login1)
+	sd := standIn(t, bus, systemd)
+	notes := standIn(t, bus, "org.freedesktop.Notifications")
+	relay, refusals, ended := listenRelay(t, bus, Policy{})
+	addr := "unix:path=" + relay
+	const paddockSays = "paddock refused org.freedesktop.login1.Manager.PowerOff on the system bus: power control needs the user's explicit intent"
+	type step struct {
+		args   []string
+		fails  bool
+		output []string // what the output holds
+		callee <-chan record
+		member string // the call the callee gets; "": none
+	}
+	clients := map[string][]step{
+		"gdbus": {
+			{[]string{"call", "--system", "--dest", login1, "--object-path", "/org/freedesktop/login1", "--method", l1Mgr + ".PowerOff", "false"},
+				true, []string{"GDBus.Error:org.freedesktop.DBus.Error.AccessDenied: " + paddockSays, "PADDOCK_ALLOW_POWER_CONTROL=1 paddock run"}, nil, ""},
+			{[]string{"call", "--system", "--dest", login1, "--object-path", "/org/freedesktop/login1", "--method", l1Mgr + ".CanPowerOff"},
+				false, nil, login, "CanPowerOff"},
+			{[]string{"call", "--session", "--dest", "org.freedesktop.Notifications", "--object-path", "/org/freedesktop/Notifications",
+				"--method", "org.freedesktop.Notifications.Notify", "paddock", "0", "", "build done", "", "[]", "{}", "5000"},
+				false, []string{"(uint32 42,)"}, notes, "Notify"},
+		},
+		"dbus-send": {
+			{[]string{"--system", "--print-reply", "--dest=" + login1, "/org/freedesktop/login1", l1Mgr + ".PowerOff", "boolean:false"},
+				true, []string{"Error org.freedesktop.DBus.Error.AccessDenied: " + paddockSays}, nil, ""},
+			{[]string{"--system", "--print-reply", "--dest=" + login1, "/org/freedesktop/login1", l1Mgr + ".CanPowerOff"},
+				false, []string{"method return"}, login, "CanPowerOff"},
+			// dbus-send cannot write Notify's a{sv}: it asks the
+			// Notifications service for its capabilities instead.
+			{[]string{"--session", "--print-reply", "--dest=org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications.GetCapabilities"},
+				false, []string{`string "body"`}, notes, "GetCapabilities"},
+		},
+		"busctl": {
+			{[]string{"--address=" + addr, "call", login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", "false"},
+				true, []string{"Call failed: Access denied"}, nil, ""},
+			{[]string{"--address=" + addr, "call", systemd, "/org/freedesktop/systemd1", sdMgr, "StopUnit", "ss", "gdm.service", "replace"},
+				true, []string{"Call failed: Access denied"}, nil, ""},
+			{[]string{"--address=" + addr, "call", login1, "/org/freedesktop/login1", l1Mgr, "CanPowerOff"},
+				false, nil, login, "CanPowerOff"},
+			{[]string{"--address=" + addr, "call", "org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications",
+				"Notify", "susssasa{sv}i", "paddock", "0", "", "build done", "", "0", "0", "5000"},
+				false, []string{"u 42"}, notes, "Notify"},
+		},
+	}
+	for _, name := range []string{"gdbus", "dbus-send", "busctl"} {
+		t.Run(name, func(t *testing.T) {
+			bin, err := exec.LookPath(name)
+			if err != nil {
+				t.Skipf("needs %s: %v", name, err)
+			}
+			for _, s := range clients[name] {
+				cmd := exec.Command(bin, s.args...)
+				cmd.Env = append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+addr, "DBUS_SESSION_BUS_ADDRESS="+addr)
+				out, err := cmd.CombinedOutput()
+				if (err != nil) != s.fails {
+					t.Fatalf("%s %s: %v, want failed=%v:\n%s", name, strings.Join(s.args, " "), err, s.fails, out)
+				}
+				for _, w := range s.output {
+					if !strings.Contains(string(out), w) {
+						t.Errorf("%s %s printed\n%s\nwant it to hold %q", name, strings.Join(s.args, " "), out, w)
+					}
+				}
+				if s.fails {
+					r := recv(t, refusals, "refusal")
+					if !strings.HasPrefix(r.Message, "paddock refused "+r.Interface+"."+r.Member) || !strings.Contains(strings.Join(s.args, " "), r.Member) {
+						t.Errorf("refusal %+v for %s", r, strings.Join(s.args, " "))
+					}
+				}
+				if s.callee != nil {
+					// The callee's next call is this one: the refused
+					// calls before it never reached it. (gdbus asks
+					// for the object's introspection first.)
+					got := recv(t, s.callee, s.member)
+					for got.member == "Introspect" {
+						got = recv(t, s.callee, s.member)
+					}
+					if got.member != s.member {
+						t.Errorf("%s: the stand-in got %+v, want %s", name, got, s.member)
+					}
+				}
+			}
+		})
+	}
+	select {
+	case r := <-refusals:
+		t.Errorf("an unexpected refusal: %+v", r)
+	case r := <-sd:
+		t.Errorf("systemd1 got %+v", r)
+	default:
+	}
+	for _, err := range ended() {
+		if err != nil {
+			t.Errorf("a relay ended with %v", err)
+		}
+	}
+}
+
+// TestSendManyFDs: a message with more descriptors than one sendmsg
+// carries (SCM_MAX_FD, 253) arrives whole, each in its place.
+func TestSendManyFDs(t *testing.T) {
+	a, b := socketpair(t)
+	var want, fds []int
+	for range 300 {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fd)
+		var st unix.Stat_t
+		unix.Fstat(fd, &st)
+		want = append(want, int(st.Ino))
+	}
+	defer closeFDs(fds)
+	msg := withFDs(callMsg("a.b", "/", "a.b", "C", "s", "x"), len(fds))
+	errc := make(chan error, 1)
+	go func() { errc <- send(a, msg, fds) }()
+	w := newWire(b, "test")
+	got, h, gotFDs, err := w.message()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFDs(gotFDs)
+	if err := recv(t, errc, "send"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg) || h.unixFDs != 300 || len(gotFDs) != 300 {
+		t.Fatalf("got %d bytes (same: %v) with %d fds", len(got), bytes.Equal(got, msg), len(gotFDs))
+	}
+	for i, fd := range gotFDs {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || int(st.Ino) != want[i] {
+			t.Fatalf("fd %d: inode %d (%v), want %d", i, st.Ino, err, want[i])
+		}
+	}
+}

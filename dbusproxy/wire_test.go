@@ -1,0 +1,269 @@
+package dbusproxy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+)
+
+// variant is a test value of type v.
+type variant struct {
+	sig string
+	v   any
+}
+
+// marshal appends v, of the complete type t, to e: the tests' encoder of
+// any value (ints for the integer types, []any for arrays and structs).
+func marshal(e *encoder, t string, v any) {
+	switch t[0] {
+	case 'y':
+		e.b = append(e.b, byte(v.(int)))
+	case 'b':
+		n := uint32(0)
+		if v.(bool) {
+			n = 1
+		}
+		e.u32(n)
+	case 'n', 'q':
+		e.pad(2)
+		e.b = binary.LittleEndian.AppendUint16(e.b, uint16(v.(int)))
+	case 'i', 'u', 'h':
+		e.u32(uint32(v.(int)))
+	case 'x', 't', 'd':
+		e.pad(8)
+		e.b = binary.LittleEndian.AppendUint64(e.b, uint64(v.(int)))
+	case 's', 'o':
+		e.str(v.(string))
+	case 'g':
+		e.signature(v.(string))
+	case 'v':
+		vv := v.(variant)
+		e.signature(vv.sig)
+		marshal(e, vv.sig, vv.v)
+	case 'a':
+		elem := t[1:]
+		e.pad(4)
+		at := len(e.b)
+		e.u32(0)
+		e.pad(alignOf(elem[0]))
+		start := len(e.b)
+		for _, x := range v.([]any) {
+			marshal(e, elem, x)
+		}
+		binary.LittleEndian.PutUint32(e.b[at:], uint32(len(e.b)-start))
+	case '(', '{':
+		e.pad(8)
+		for i, m := range types(t[1 : len(t)-1]) {
+			marshal(e, m, v.([]any)[i])
+		}
+	default:
+		panic("marshal: type " + t)
+	}
+}
+
+// encodeBody encodes args of signature sig.
+func encodeBody(sig string, args ...any) []byte {
+	var e encoder
+	ts := types(sig)
+	if len(ts) != len(args) {
+		panic("encodeBody: " + sig + " with the wrong number of arguments")
+	}
+	for i, t := range ts {
+		marshal(&e, t, args[i])
+	}
+	return e.b
+}
+
+// callMsg builds a method call (serial 7) to dest at path.
+func callMsg(dest, path, iface, member, sig string, args ...any) []byte {
+	return callMsgFlags(0, 7, dest, path, iface, member, sig, args...)
+}
+
+func callMsgFlags(flags byte, serial uint32, dest, path, iface, member, sig string, args ...any) []byte {
+	fields := []field{{code: fieldPath, typ: 'o', s: path}, {code: fieldMember, typ: 's', s: member}}
+	if iface != "" {
+		fields = append(fields, field{code: fieldInterface, typ: 's', s: iface})
+	}
+	if dest != "" {
+		fields = append(fields, field{code: fieldDestination, typ: 's', s: dest})
+	}
+	if sig != "" {
+		fields = append(fields, field{code: fieldSignature, typ: 'g', s: sig})
+	}
+	return encodeMessage(typeMethodCall, flags, serial, fields, encodeBody(sig, args...))
+}
+
+// bigEndian re-encodes a little-endian message of plain fields (strings,
+// paths, signatures, uint32s) and a body of strings and uint32s only, as
+// a big-endian one.
+func bigEndian(t *testing.T, msg []byte) []byte {
+	t.Helper()
+	h, err := parseHeader(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := bytes.Clone(msg)
+	out[0] = 'B'
+	swap := func(at int) { binary.BigEndian.PutUint32(out[at:], binary.LittleEndian.Uint32(msg[at:])) }
+	swap(4)
+	swap(8)
+	swap(12)
+	// Swap every uint32 the header's and body's walks meet.
+	d := decoder{b: msg[:h.bodyOff], order: binary.LittleEndian, off: fixedLen}
+	for d.off < len(d.b) {
+		if d.align(8) != nil || d.off >= len(d.b) {
+			break
+		}
+		d.off++ // code
+		sig, _ := d.signature()
+		d.align(4)
+		if sig != "g" {
+			swap(d.off)
+		}
+		d.skip(sig, 0)
+	}
+	b := decoder{b: msg, order: binary.LittleEndian, off: h.bodyOff}
+	for _, ty := range types(h.sig) {
+		b.align(4)
+		if ty != "s" && ty != "u" {
+			t.Fatalf("bigEndian: body type %q", ty)
+		}
+		swap(b.off)
+		b.skip(ty, 0)
+	}
+	return out
+}
+
+func TestParseHeader(t *testing.T) {
+	call := callMsg("org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "PowerOff", "b", true)
+	for _, msg := range [][]byte{call, bigEndian(t, callMsg("org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", "StopUnit", "ss", "gdm.service", "replace"))} {
+		h, err := parseHeader(msg)
+		if err != nil {
+			t.Fatalf("parseHeader: %v", err)
+		}
+		if h.typ != typeMethodCall || h.serial != 7 || !strings.HasPrefix(h.dest, "org.freedesktop.") || h.member == "" || h.path == "" {
+			t.Errorf("parseHeader = %+v", h)
+		}
+		if h.member == "StopUnit" {
+			if h.order != binary.BigEndian {
+				t.Errorf("byte order %v, want big-endian", h.order)
+			}
+			b := newBody(&h, msg)
+			if u, err := b.str(0); err != nil || u != "gdm.service" {
+				t.Errorf("big-endian StopUnit's unit = %q, %v", u, err)
+			}
+			if m, err := b.str(1); err != nil || m != "replace" {
+				t.Errorf("big-endian StopUnit's mode = %q, %v", m, err)
+			}
+		}
+	}
+
+	// Unknown header fields, of any type, are skipped.
+	withUnknown := encodeMessage(typeSignal, 0, 3, []field{
+		{code: fieldPath, typ: 'o', s: "/a"}, {code: fieldInterface, typ: 's', s: "a.b"},
+		{code: fieldMember, typ: 's', s: "C"},
+	}, nil)
+	withUnknown = appendField(withUnknown, 42, "a{sv}", []any{[]any{"k", variant{"as", []any{"x", "y"}}}})
+	if h, err := parseHeader(withUnknown); err != nil || h.member != "C" {
+		t.Errorf("a message with an unknown a{sv} field: %+v, %v", h, err)
+	}
+
+	bad := []struct {
+		name string
+		msg  []byte
+		want string
+	}{
+		{"short", call[:10], "10 bytes"},
+		{"endianness", set(call, 0, 'x'), "endianness"},
+		{"version", set(call, 3, 2), "protocol version 2"},
+		{"serial 0", setU32(call, 8, 0), "serial 0"},
+		{"length", call[:len(call)-1], "the message has"},
+		{"huge body", setU32(call, 4, 1<<27), "128 MiB"},
+		{"huge fields", setU32(call, 12, 1<<26+8), "64 MiB"},
+		{"type 0", set(call, 1, 0), "type 0"},
+		{"no member", encodeMessage(typeMethodCall, 0, 1, []field{{code: fieldPath, typ: 'o', s: "/"}}, nil), "without header field 3"},
+		{"twice", encodeMessage(typeMethodCall, 0, 1, []field{{code: fieldPath, typ: 'o', s: "/"}, {code: fieldMember, typ: 's', s: "A"}, {code: fieldMember, typ: 's', s: "B"}}, nil), "given twice"},
+		{"wrong type", encodeMessage(typeMethodCall, 0, 1, []field{{code: fieldPath, typ: 's', s: "/"}, {code: fieldMember, typ: 's', s: "A"}}, nil), "want 'o'"},
+		{"NUL in a name", encodeMessage(typeMethodCall, 0, 1, []field{{code: fieldPath, typ: 'o', s: "/"}, {code: fieldMember, typ: 's', s: "Po\x00werOff"}}, nil), "NUL"},
+		{"not UTF-8", encodeMessage(typeMethodCall, 0, 1, []field{{code: fieldPath, typ: 'o', s: "/"}, {code: fieldMember, typ: 's', s: "\xff"}}, nil), "UTF-8"},
+		{"bad signature", encodeMessage(typeMethodCall, 0, 1, []field{{code: fieldPath, typ: 'o', s: "/"}, {code: fieldMember, typ: 's', s: "A"}, {code: fieldSignature, typ: 'g', s: "a"}}, nil), "ends inside a type"},
+		{"too many fds", encodeMessage(typeMethodCall, 0, 1, []field{{code: fieldPath, typ: 'o', s: "/"}, {code: fieldMember, typ: 's', s: "A"}, {code: fieldUnixFDs, typ: 'u', u: maxFDs + 1}}, nil), "unix fds"},
+		{"deep variant", appendField(withUnknown, 43, "v", deepVariant(70)), "64 deep"},
+	}
+	for _, tc := range bad {
+		_, err := parseHeader(tc.msg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: parseHeader error %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// deepVariant is a variant holding a variant ... n deep.
+func deepVariant(n int) variant {
+	v := variant{"u", 1}
+	for range n {
+		v = variant{"v", v}
+	}
+	return v
+}
+
+// appendField adds a header field of any type to a message without a body.
+func appendField(msg []byte, code byte, sig string, v any) []byte {
+	h, err := parseHeader(msg)
+	if err != nil || h.bodyOff != len(msg) {
+		panic("appendField: a message with a body")
+	}
+	e := encoder{b: bytes.Clone(msg[:fixedLen+int(binary.LittleEndian.Uint32(msg[12:]))])}
+	e.pad(8)
+	e.b = append(e.b, code)
+	e.signature(sig)
+	marshal(&e, sig, v)
+	binary.LittleEndian.PutUint32(e.b[12:], uint32(len(e.b)-fixedLen))
+	e.pad(8)
+	return e.b
+}
+
+func set(b []byte, at int, v byte) []byte {
+	b = bytes.Clone(b)
+	b[at] = v
+	return b
+}
+
+func setU32(b []byte, at int, v uint32) []byte {
+	b = bytes.Clone(b)
+	binary.LittleEndian.PutUint32(b[at:], v)
+	return b
+}
+
+func TestSignatures(t *testing.T) {
+	good := []string{"", "s", "a{sv}", "a(sa(sv))", "(ii)", "aai", "a{s(ai)}", "v", strings.Repeat("a", 32) + "y", strings.Repeat("(", 32) + "y" + strings.Repeat(")", 32)}
+	for _, s := range good {
+		if err := validSignature(s); err != nil {
+			t.Errorf("validSignature(%q) = %v", s, err)
+		}
+	}
+	bad := []string{"a", "()", "(i", "a{vs}", "{sv}x", "a{s}", "a{sss}", "z", strings.Repeat("a", 33) + "y", strings.Repeat("(", 33) + "y" + strings.Repeat(")", 33), strings.Repeat("y", 256)}
+	for _, s := range bad {
+		if err := validSignature(s); err == nil {
+			t.Errorf("validSignature(%q) = nil, want an error", s)
+		}
+	}
+}
+
+func TestUnitOfPath(t *testing.T) {
+	for path, want := range map[string]string{
+		"/org/freedesktop/systemd1/unit/gdm_2eservice":           "gdm.service",
+		"/org/freedesktop/systemd1/unit/poweroff_2Etarget":       "poweroff.target",
+		"/org/freedesktop/systemd1/unit/user_401000_2eservice":   "user@1000.service",
+		"/org/freedesktop/systemd1/unit/poweroff_2etarget_00xyz": "poweroff.target",
+		"/org/freedesktop/systemd1/unit/a_zz_2":                  "a_zz_2",
+		"/org/freedesktop/systemd1/unit/_":                       "",
+		"/org/freedesktop/systemd1/unit/self":                    "self",
+		"/org/freedesktop/systemd1":                              "",
+	} {
+		if got := unitOfPath(path); got != want {
+			t.Errorf("unitOfPath(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
