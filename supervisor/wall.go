@@ -326,9 +326,20 @@ func (c *call) view() (*callerpath.View, error) {
 	}
 	v, err := callerpath.Open(c.w.fs.Root, c.req.Tid, tgid)
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-		return callerpath.HostView(c.req.Tid, tgid)
+		v, err = callerpath.HostView(c.req.Tid, tgid)
 	}
-	return v, err
+	if err != nil {
+		return nil, err
+	}
+	// Its numbers in each PID namespace, for procfs's self in a /proc of
+	// a nested one.
+	pc, perr := c.w.fs.Creds(tgid)
+	tc, terr := c.w.fs.Creds(c.req.Tid)
+	st, serr := c.w.fs.Stat(tgid)
+	if perr == nil && terr == nil && serr == nil {
+		v.Numbers(pc.NSpid, tc.NSpid, st.StartTime)
+	}
+	return v, nil
 }
 
 // wallFacts finds what policy needs of the object res resolved: its
@@ -426,14 +437,9 @@ func procStartTime(dir int, name string) (uint64, error) {
 			var buf [1024]byte
 			n, rerr := unix.Read(fd, buf[:])
 			unix.Close(fd)
-			if rerr == nil {
-				line := string(buf[:max(n, 0)])
-				if i := strings.LastIndexByte(line, ')'); i >= 0 {
-					f := strings.Fields(line[i+1:])
-					// Field 22 of stat is the 20th after the command.
-					if len(f) > 19 {
-						return strconv.ParseUint(f[19], 10, 64)
-					}
+			if rerr == nil && n > 0 {
+				if st := callerpath.StartTime(buf[:n]); st != 0 {
+					return st, nil
 				}
 			}
 		}

@@ -38,6 +38,21 @@ type View struct {
 	proc      string
 	tid, tgid int
 	root, cwd int
+	// tgids and tids are the caller's numbers in each PID namespace from
+	// paddock's down to its own, and start its process's start time
+	// (Numbers): procfs's self names whichever a procfs mount has.
+	tgids, tids []int
+	started     uint64
+}
+
+// Numbers tells the view the caller's numbers in each PID namespace, from
+// paddock's down to its own (status's NSpid of its process and of its
+// thread), and its process's start time, so that procfs's "self" in a
+// /proc mounted for a nested PID namespace (bwrap --proc, unshare
+// --mount-proc) names the caller there. Without it self is the tgid the
+// view was opened with.
+func (v *View) Numbers(tgids, tids []int, start uint64) {
+	v.tgids, v.tids, v.started = tgids, tids, start
 }
 
 // Open opens the view of thread tid of process tgid, through the procfs
@@ -356,9 +371,11 @@ func (v *View) link(cur, fd int, name string) (magic bool, target string, err er
 		}
 		switch name {
 		case "self":
-			return false, strconv.Itoa(v.tgid), nil
+			tgid, _ := v.numbered(cur)
+			return false, strconv.Itoa(tgid), nil
 		case "thread-self":
-			return false, strconv.Itoa(v.tgid) + "/task/" + strconv.Itoa(v.tid), nil
+			tgid, tid := v.numbered(cur)
+			return false, strconv.Itoa(tgid) + "/task/" + strconv.Itoa(tid), nil
 		}
 	}
 	buf := make([]byte, unix.PathMax)
@@ -367,6 +384,47 @@ func (v *View) link(cur, fd int, name string) (magic bool, target string, err er
 		return false, "", err
 	}
 	return false, string(buf[:n]), nil
+}
+
+// numbered is the caller's tgid and tid as the procfs mount whose root is
+// procRoot numbers them: the level of the caller's PID namespaces whose
+// /proc/N has the caller's start time.
+func (v *View) numbered(procRoot int) (tgid, tid int) {
+	for i, n := range v.tgids {
+		if i >= len(v.tids) || v.started == 0 {
+			break
+		}
+		fd, err := unix.Openat(procRoot, strconv.Itoa(n)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var buf [1024]byte
+		k, rerr := unix.Read(fd, buf[:])
+		unix.Close(fd)
+		if rerr == nil && k > 0 && StartTime(buf[:k]) == v.started {
+			return n, v.tids[i]
+		}
+	}
+	return v.tgid, v.tid
+}
+
+// StartTime reads the start time (field 22) of a /proc/PID/stat line (0
+// where it cannot).
+func StartTime(stat []byte) uint64 {
+	line := string(stat)
+	i := strings.LastIndexByte(line, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(line[i+1:])
+	if len(f) <= 19 {
+		return 0
+	}
+	n, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // parent is ".." of cur as the view's thread sees it: cur itself at its

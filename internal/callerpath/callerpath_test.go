@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -110,5 +112,57 @@ func TestResolve(t *testing.T) {
 	}
 	if n, _, ok, err := ProcDir(v.root, "etc"); ok || err != nil {
 		t.Errorf("ProcDir of a directory not on procfs: %d %v %v", n, ok, err)
+	}
+}
+
+// TestSelfInNestedProc: in a /proc mounted for a nested PID namespace
+// (unshare --pid --mount-proc), procfs's self names the caller by its
+// number there, not paddock's.
+func TestSelfInNestedProc(t *testing.T) {
+	if err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run(); err != nil {
+		t.Skipf("needs PID and mount namespaces (unshare --pid --fork --mount-proc, as root): %v", err)
+	}
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", "exec sleep 300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// The sleep: unshare's child, pid 1 of the namespace.
+	var pid int
+	for pid == 0 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task/" + strconv.Itoa(cmd.Process.Pid) + "/children")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			pid, _ = strconv.Atoi(f[0])
+		}
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err != nil || strings.TrimSpace(string(b)) != "sleep" {
+			pid = 0
+		}
+		runtime.Gosched()
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := Open("/proc", pid, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	v.Numbers([]int{pid, 1}, []int{pid, 1}, StartTime(stat))
+	r, err := v.Resolve(unix.AT_FDCWD, "/proc/self/stat", true)
+	if err != nil {
+		t.Fatalf("Resolve(/proc/self/stat): %v", err)
+	}
+	defer r.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(r.Dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	n, _, ok, err := ProcDir(r.Dir, r.Name)
+	if err != nil || !ok || n != 1 {
+		t.Errorf("self in the nested /proc is /proc/%d (ok %v, %v); want /proc/1", n, ok, err)
 	}
 }
