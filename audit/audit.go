@@ -132,6 +132,10 @@ const (
 	// whose target is nothing paddock guards, carried out on the caller's
 	// behalf.
 	RuleWallPassed Rule = "wall_passed"
+	// RuleUnitNotOwned: a D-Bus call through paddock's filter that stops,
+	// kills, restarts, freezes, reconfigures or disables a systemd unit
+	// the session does not own (package dbusproxy).
+	RuleUnitNotOwned Rule = "unit_not_owned"
 )
 
 // Rules of the command guards (package guard).

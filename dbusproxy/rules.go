@@ -60,7 +60,7 @@ const (
 	RuleIsolate = string(audit.RuleIsolate)
 	// RuleUnitNotOwned: a call that stops, kills, restarts, freezes,
 	// reconfigures or disables a unit the session does not own.
-	RuleUnitNotOwned = "unit_not_owned"
+	RuleUnitNotOwned = string(audit.RuleUnitNotOwned)
 	// RuleProcessNotOwned: a call that moves a process the session does
 	// not own into a unit.
 	RuleProcessNotOwned = string(audit.RuleNotOwned)

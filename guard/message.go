@@ -280,3 +280,18 @@ func quote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// OptedIn reports whether env (NAME=VALUE entries, a process's
+// environment) declares explicit intent to control power: an opt-in
+// variable set to a true value, and which. Policy.AllowOptIn decides
+// whether it is honoured.
+func OptedIn(env []string) (string, bool) {
+	m := make(map[string]string, len(optInVars))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	k, _ := findOptIn(m)
+	return k, k != ""
+}

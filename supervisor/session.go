@@ -8,6 +8,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"syscall"
@@ -16,12 +17,15 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/control"
+	"github.com/paddock-dev/paddock/dbusproxy"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/journal"
 	"github.com/paddock-dev/paddock/ownership"
+	"github.com/paddock-dev/paddock/policy"
 	"github.com/paddock-dev/paddock/report"
 	"github.com/paddock-dev/paddock/vram"
 )
@@ -296,6 +300,7 @@ func Start(cfg Config) (*Session, error) {
 		if unix.Stat(s.control.Path(), &st) == nil {
 			s.wall.control, s.wall.serveControl = devIno{st.Dev, st.Ino}, s.control.ServeConn
 		}
+		s.wall.relayBus = s.relayBus
 	}
 
 	started := make(chan error, 1)
@@ -429,4 +434,36 @@ func ExitCode(ws unix.WaitStatus) int {
 		return 128 + int(ws.Signal())
 	}
 	return 255
+}
+
+// relayBus relays one of the agent's connections to a D-Bus bus through
+// paddock's filter (package dbusproxy) until either side closes: caller
+// is the process that connected, env its environment (its opt-in to power
+// control). The filter's refusals are reported like any other: the
+// caller's stderr, the log, the journal (deputy_denied), the summary.
+func (s *Session) relayBus(client, bus *net.UnixConn, dep policy.Deputy, caller int, env []string) {
+	name := "system"
+	if dep == policy.DeputySessionBus {
+		name = "session"
+	}
+	_, opted := guard.OptedIn(env)
+	p := dbusproxy.Policy{
+		AllowPower: opted && s.cfg.Guard.AllowOptIn,
+		NoOptIn:    !s.cfg.Guard.AllowOptIn,
+		OwnsPID: func(pid int) bool {
+			rel, _, err := s.tree.Classify(pid)
+			return err == nil && (rel == audit.RelOwned || rel == audit.RelAgentRoot)
+		},
+	}
+	go func() {
+		err := dbusproxy.Relay(client, bus, name, p, func(r dbusproxy.Refusal) {
+			s.pipeline.Decided(report.Event{Caller: caller, Decision: policy.Decision{
+				Syscall: "sendmsg", Errno: unix.EACCES, Rule: audit.Rule(r.Rule), Refusal: true,
+				Message: r.Message, Action: audit.DeputyDenied,
+			}})
+		})
+		if err != nil {
+			s.cfg.Log.Debug().Err(err).Str("bus", name).Int("caller", caller).Msg("D-Bus relay ended")
+		}
+	}()
 }

@@ -52,6 +52,9 @@ type wallState struct {
 	// processes, as that process's (redirect).
 	control      devIno
 	serveControl func(conn *net.UnixConn, cred unix.Ucred, pidfd int)
+	// relayBus relays a connection to a D-Bus bus through paddock's filter
+	// (package dbusproxy) for process caller, whose environment is env.
+	relayBus func(client, bus *net.UnixConn, dep policy.Deputy, caller int, env []string)
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -658,6 +661,9 @@ func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 			if !d.Allow {
 				return d, answer.Refuse(d.Errno)
 			}
+			if ws := c.w.wall; wl.Deputy.Bus() && ws != nil && ws.relayBus != nil && !unread && !sendto {
+				return c.relayBus(sock, target, d)
+			}
 		}
 	}
 	if unread {
@@ -726,23 +732,11 @@ func sameInode(fd int, di devIno) bool {
 }
 
 // redirect carries out a connect of the caller's stream socket sock (a copy)
-// to a socket paddock serves itself: one end of a new socket pair takes the
-// place of the caller's socket (SECCOMP_ADDFD_FLAG_SETFD, with its file
-// flags), and serve gets the other with the caller's credentials and a pin
-// of it, as SO_PEERCRED and SO_PEERPIDFD would have named it.
+// to a socket paddock serves itself: serve gets paddock's end (replace),
+// with the caller's credentials and a pin of it, as SO_PEERCRED and
+// SO_PEERPIDFD would have named it.
 func (c *call) redirect(sock int, serve func(conn *net.UnixConn, cred unix.Ucred, pidfd int)) (policy.Decision, answer.Answer) {
 	d := policy.Decision{Syscall: c.req.Syscall.String(), Allow: true, Rule: audit.RuleWallPassed}
-	if typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_STREAM {
-		return d, answer.Completed(unix.EPROTOTYPE)
-	}
-	fl, err := unix.FcntlInt(uintptr(sock), unix.F_GETFL, 0)
-	if err != nil {
-		return c.wallFail(err)
-	}
-	cloexec, err := c.callerCloexec(c.wall.sock)
-	if err != nil {
-		return c.wallFail(err)
-	}
 	tgid, err := c.w.fs.Tgid(c.req.Tid)
 	if err != nil {
 		return c.wallFail(err)
@@ -755,27 +749,89 @@ func (c *call) redirect(sock int, serve func(conn *net.UnixConn, cred unix.Ucred
 	if err != nil {
 		return c.wallFail(err)
 	}
+	conn, e, err := c.replace(sock)
+	if err != nil || e != 0 {
+		unix.Close(pidfd)
+		if err != nil {
+			return c.wallFail(err)
+		}
+		return d, answer.Completed(e)
+	}
+	serve(conn, unix.Ucred{Pid: int32(tgid), Uid: cr.Uid[1], Gid: cr.Gid[1]}, pidfd)
+	return d, answer.Completed(0)
+}
+
+// replace puts one end of a new stream socket pair in the place of the
+// caller's socket (sock is paddock's copy of it; SECCOMP_ADDFD_FLAG_SETFD,
+// with its file flags and close-on-exec) and returns paddock's end. A
+// caller's socket that is not a stream socket gets e, the error its
+// connect would have had to a stream socket.
+func (c *call) replace(sock int) (conn *net.UnixConn, e unix.Errno, err error) {
+	if typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_STREAM {
+		return nil, unix.EPROTOTYPE, nil
+	}
+	fl, err := unix.FcntlInt(uintptr(sock), unix.F_GETFL, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	cloexec, err := c.callerCloexec(c.wall.sock)
+	if err != nil {
+		return nil, 0, err
+	}
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		unix.Close(pidfd)
-		return c.wallFail(err)
+		return nil, 0, err
 	}
 	if fl&unix.O_NONBLOCK != 0 {
 		_ = unix.SetNonblock(pair[0], true)
 	}
 	if err := seccomp.AddFdAt(c.listener, c.id, pair[0], c.wall.sock, cloexec); err != nil {
 		unix.Close(pair[1])
-		unix.Close(pidfd)
-		return c.wallFail(err)
+		return nil, 0, err
 	}
 	f := os.NewFile(uintptr(pair[1]), "redirect")
-	conn, err := net.FileConn(f)
+	fc, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
-		unix.Close(pidfd)
+		return nil, 0, err
+	}
+	return fc.(*net.UnixConn), 0, nil
+}
+
+// relayBus carries out a connect to a D-Bus bus at target (paddock's path
+// to the socket resolved) through paddock's filter: paddock connects to the
+// bus, a socket pair takes the place of the caller's socket, and the relay
+// (package dbusproxy) carries the messages between them, refusing the
+// harmful calls with a D-Bus error, a message and a journal record.
+func (c *call) relayBus(sock int, target string, d policy.Decision) (policy.Decision, answer.Answer) {
+	wl := c.req.Wall
+	up, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
 		return c.wallFail(err)
 	}
-	serve(conn.(*net.UnixConn), unix.Ucred{Pid: int32(tgid), Uid: cr.Uid[1], Gid: cr.Gid[1]}, pidfd)
+	if err := unix.Connect(up, &unix.SockaddrUnix{Name: target}); err != nil {
+		unix.Close(up)
+		return d, answer.Completed(errnoOf(err))
+	}
+	f := os.NewFile(uintptr(up), "bus")
+	bc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return c.wallFail(err)
+	}
+	client, e, err := c.replace(sock)
+	if err != nil || e != 0 {
+		bc.Close()
+		if err != nil {
+			return c.wallFail(err)
+		}
+		return d, answer.Completed(e)
+	}
+	tgid, err := c.w.fs.Tgid(c.req.Tid)
+	if err != nil {
+		tgid = c.req.Tid
+	}
+	c.w.wall.relayBus(client, bc.(*net.UnixConn), wl.Deputy, tgid, readEnviron(c.req.Tid))
 	return d, answer.Completed(0)
 }
 
