@@ -81,6 +81,11 @@ func printProfile(w io.Writer, p profile.Profile) error {
 	row(profile.KeyAdoption, p.Sources[profile.KeyAdoption], p.Adoption)
 	row(profile.KeyPty, p.Sources[profile.KeyPty], strconv.FormatBool(p.Pty))
 	row(profile.KeyStrictWall, p.Sources[profile.KeyStrictWall], strconv.FormatBool(p.StrictWall))
+	deputies := "none"
+	if len(p.DeputiesAllowed) > 0 {
+		deputies = strings.Join(p.DeputiesAllowed, ", ")
+	}
+	row(profile.KeyDeputiesAllowed, p.Sources[profile.KeyDeputiesAllowed], deputies)
 	dt := p.Detected.DefaultTarget
 	if dt == "" {
 		dt = "unknown"
@@ -100,6 +105,7 @@ type profileJSON struct {
 	Adoption          string            `json:"adoption"`
 	Pty               bool              `json:"pty"`
 	StrictWall        bool              `json:"strict_wall"`
+	DeputiesAllowed   []string          `json:"deputies_allowed"`
 	Detected          detectedJSON      `json:"detected"`
 	Sources           map[string]string `json:"sources"`
 }
@@ -114,7 +120,8 @@ type detectedJSON struct {
 func printProfileJSON(w io.Writer, p profile.Profile) error {
 	out := profileJSON{
 		Name: p.Name, TotalVRAMGB: p.TotalVRAMGB, DesktopHeadroomGB: p.DesktopHeadroomGB,
-		ServicesToSurvive: p.Services(), AllowOptIn: p.AllowOptIn, Adoption: p.Adoption, Pty: p.Pty, StrictWall: p.StrictWall, Sources: p.Sources,
+		ServicesToSurvive: p.Services(), AllowOptIn: p.AllowOptIn, Adoption: p.Adoption, Pty: p.Pty, StrictWall: p.StrictWall,
+		DeputiesAllowed: append([]string{}, p.DeputiesAllowed...), Sources: p.Sources,
 		Detected: detectedJSON{Headless: p.Detected.Headless, HeadlessReason: p.Detected.HeadlessReason,
 			DefaultTarget: p.Detected.DefaultTarget, DefaultTargetReason: p.Detected.DefaultTargetReason},
 	}
