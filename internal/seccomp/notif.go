@@ -81,15 +81,22 @@ func AddFdAt(fd int, id uint64, src, target int, cloexec bool) error {
 }
 
 // AddFd answers notification id with a new descriptor of the caller's, a
-// copy of src (close-on-exec when cloexec), which the call returns
-// (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14+). It closes src.
+// copy of src (close-on-exec when cloexec), which the call returns. It
+// closes src. It installs the descriptor first and then answers with its
+// number, in two steps: an ADDFD with SECCOMP_ADDFD_FLAG_SEND that a
+// signal to the answering thread interrupts (SIGCHLD reaches any of
+// paddock's threads) leaves the notification answered with 0 and the
+// descriptor never installed (kernel/seccomp.c marks it replied before
+// the caller has taken the descriptor): the caller's open returned 0, its
+// standard input. An interrupted ADDFD without SEND is withdrawn, or was
+// taken, and is retried or its number read.
 func AddFd(fd int, id uint64, src int, cloexec bool) error {
 	defer unix.Close(src)
-	a := sys.SeccompAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(src)}
+	a := sys.SeccompAddfd{ID: id, Srcfd: uint32(src)}
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
 	}
-	_, err := sys.SeccompNotifAddfd(fd, &a)
+	n, err := sys.SeccompNotifAddfd(fd, &a)
 	if errors.Is(err, unix.ENOENT) {
 		return nil // the caller is gone
 	}
@@ -98,7 +105,7 @@ func AddFd(fd int, id uint64, src int, cloexec bool) error {
 		_ = send(fd, &NotifResp{ID: id, Error: -int32(unix.EIO)})
 		return fmt.Errorf("SECCOMP_IOCTL_NOTIF_ADDFD: %w", err)
 	}
-	return nil
+	return send(fd, &NotifResp{ID: id, Val: int64(n)})
 }
 
 func send(fd int, r *NotifResp) error {

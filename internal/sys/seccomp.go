@@ -113,9 +113,14 @@ var (
 // (Linux 5.9; SECCOMP_ADDFD_FLAG_SEND, 5.14): it installs a copy of a's
 // Srcfd in the caller and returns the caller's number for it.
 func SeccompNotifAddfd(fd int, a *SeccompAddfd) (int, error) {
-	r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(a)))
-	if e != 0 {
+	for {
+		r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD), uintptr(unsafe.Pointer(a)))
+		switch e {
+		case 0:
+			return int(r), nil
+		case unix.EINTR:
+			continue // withdrawn by the kernel: ask again
+		}
 		return -1, e
 	}
-	return int(r), nil
 }
