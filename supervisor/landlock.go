@@ -41,6 +41,33 @@ import (
 // probe (signal 0) of a process outside the domain, which the filter then
 // traps and the supervisor answers.
 
+// Where the kernel has Landlock ABI 7 (Linux 6.15), the domain also asks
+// the kernel to log its denials after exec
+// (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON): by default the kernel logs a
+// domain's denials only until the thread that made it execs, and every
+// process of the agent's runs a program exec'd since. The records go to
+// the kernel's audit subsystem (AUDIT_LANDLOCK_ACCESS, and
+// AUDIT_LANDLOCK_DOMAIN the first time a domain shows up), where paddock
+// reads those of this domain where it may (wallaudit, internal/llaudit):
+// a refusal of the kernel's wall is then journaled, counted and explained
+// like the supervisor's own. What it costs: while auditing is on (auditd,
+// or auditctl -e 1), one record per denial in the system's audit log, and,
+// when no audit daemon listens, in the kernel's log (dmesg), which the
+// kernel rate-limits (printk_ratelimit). Only the agent's domain asks for
+// it; docs/limits.md says how to filter them out.
+
+// landlockLogABI is the Landlock ABI that has the logging flags.
+const landlockLogABI = 7
+
+// restrictFlags are the landlock_restrict_self flags for the agent's
+// domain on a kernel of Landlock ABI abi.
+func restrictFlags(abi int) uint32 {
+	if abi >= landlockLogABI {
+		return unix.LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON
+	}
+	return 0
+}
+
 // landlockScopes is what the agent's ruleset restricts.
 const landlockScopes = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
 
@@ -60,8 +87,11 @@ func enterLandlockDomain(keepCaps, strict bool) error {
 	if err := landlockReady(keepCaps); err != nil {
 		return err
 	}
+	abi, err := sys.LandlockABI()
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
 	var ruleset int
-	var err error
 	if strict {
 		ruleset, err = strictRuleset("/", mountinfoPath)
 	} else {
@@ -71,14 +101,15 @@ func enterLandlockDomain(keepCaps, strict bool) error {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	defer unix.Close(ruleset)
-	err = sys.LandlockRestrict(ruleset)
+	flags := restrictFlags(abi)
+	err = sys.LandlockRestrict(ruleset, flags)
 	if errors.Is(err, unix.EPERM) {
 		// Neither CAP_SYS_ADMIN nor no_new_privs: set the latter, as the
 		// filter's install does.
 		if perr := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); perr != nil {
 			return fmt.Errorf("landlock: prctl(PR_SET_NO_NEW_PRIVS): %w", perr)
 		}
-		err = sys.LandlockRestrict(ruleset)
+		err = sys.LandlockRestrict(ruleset, flags)
 	}
 	if err != nil {
 		return fmt.Errorf("landlock: landlock_restrict_self: %w", err)
