@@ -182,6 +182,9 @@ type Session struct {
 	// wallErr is why the agent is not in a Landlock domain of its own
 	// (nil: it is; see landlock.go).
 	wallErr error
+	// wall reads the kernel's records of the domain's denials (nil: they
+	// are not read; landlock.go).
+	wall *wallAudit
 	// trace is the ptrace backend's (reap.go; zero for the seccomp one).
 	trace tracing
 	// terms are the session's terminals and paddock's own (terminals.go).
@@ -282,6 +285,9 @@ func Start(cfg Config) (*Session, error) {
 		return nil, err
 	}
 
+	// Before the agent starts: the kernel logs a domain's first denial
+	// with the record that says whose domain it is, once.
+	s.startWallAudit()
 	started := make(chan error, 1)
 	s.reporting.Add(1) // done when launchAndReap returns
 	// The launching thread must outlive the agent: Pdeathsig fires when the
@@ -289,6 +295,9 @@ func Start(cfg Config) (*Session, error) {
 	go s.launchAndReap(started)
 	if err := <-started; err != nil {
 		s.sigs.Stop()
+		if s.wall != nil {
+			s.wall.r.Close()
+		}
 		_ = s.control.Close()
 		s.reporting.Done()
 		<-s.ended
@@ -391,6 +400,9 @@ func (s *Session) Wait() int {
 					Msg("cleaned up the processes the agent left running")
 			}
 		}
+		// The kernel's records of what the agent did last, before the
+		// summary is read.
+		s.stopWallAudit()
 		s.pipeline.Flush()
 		_ = s.control.Close()
 		s.reporting.Done()
