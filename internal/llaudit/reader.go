@@ -40,7 +40,8 @@ type Options struct {
 type Reader struct {
 	o    Options
 	fd   int
-	wake int // eventfd: Sync and Close wake the loop
+	wake int    // eventfd: Sync and Close wake the loop
+	seq  uint32 // AUDIT_GET's sequence number: its reply carries it
 	done chan struct{}
 
 	mu      sync.Mutex
@@ -122,8 +123,13 @@ func Open(o Options) (*Reader, error) {
 
 // bindGroup opens a NETLINK_AUDIT socket bound to AUDIT_NLGRP_READLOG.
 // Binding makes the kernel log an AUDIT_EVENT_LISTENER record naming the
-// calling thread.
+// calling thread and whether it was let in: a process without
+// CAP_AUDIT_READ is turned away before it tries, so that an unprivileged
+// paddock leaves no record of a refused bind at each start.
 func bindGroup() (int, error) {
+	if !canRead() {
+		return -1, fmt.Errorf("llaudit: %w", ErrNotPermitted)
+	}
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_AUDIT)
 	if errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.EAFNOSUPPORT) {
 		return -1, fmt.Errorf("llaudit: %w", ErrNoAudit)
@@ -147,6 +153,8 @@ func (r *Reader) askStatus() error {
 	binary.NativeEndian.PutUint32(msg[0:4], unix.NLMSG_HDRLEN)
 	binary.NativeEndian.PutUint16(msg[4:6], unix.AUDIT_GET)
 	binary.NativeEndian.PutUint16(msg[6:8], unix.NLM_F_REQUEST)
+	r.seq = nextSeq()
+	binary.NativeEndian.PutUint32(msg[8:12], r.seq)
 	if err := unix.Sendto(r.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("llaudit: AUDIT_GET: %w", err)
 	}
@@ -299,11 +307,17 @@ func (r *Reader) messages(b []byte) {
 	for len(b) >= unix.NLMSG_HDRLEN {
 		l := int(binary.NativeEndian.Uint32(b[0:4]))
 		typ := binary.NativeEndian.Uint16(b[4:6])
+		seq := binary.NativeEndian.Uint32(b[8:12])
 		if l < unix.NLMSG_HDRLEN {
 			return
 		}
 		end := min(l, len(b))
-		r.message(typ, b[unix.NLMSG_HDRLEN:end])
+		// A reply of another sequence is to another socket that had this
+		// port id before: the kernel sends AUDIT_GET's from a thread of
+		// its own, maybe late.
+		if reply := typ == unix.AUDIT_GET || typ == unix.NLMSG_ERROR; !reply || seq == r.seq {
+			r.message(typ, b[unix.NLMSG_HDRLEN:end])
+		}
 		next := (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1)
 		if next >= len(b) {
 			return
@@ -464,4 +478,16 @@ func (r *Reader) forgetOthers() {
 			delete(r.domains, id)
 		}
 	}
+}
+
+// canRead reports whether this thread has CAP_AUDIT_READ in its effective
+// set (capget(2)); true where it cannot tell, so that bind decides.
+func canRead() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return true
+	}
+	c := uint(unix.CAP_AUDIT_READ)
+	return data[c/32].Effective&(1<<(c%32)) != 0
 }

@@ -1,6 +1,7 @@
 package llaudit
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -66,7 +67,11 @@ func request(typ uint16, payload []byte, ack bool) ([]byte, error) {
 	binary.NativeEndian.PutUint32(msg[0:4], uint32(len(msg)))
 	binary.NativeEndian.PutUint16(msg[4:6], typ)
 	binary.NativeEndian.PutUint16(msg[6:8], flags)
-	binary.NativeEndian.PutUint32(msg[8:12], 1) // sequence
+	// The kernel sends AUDIT_GET's reply from a thread of its own, maybe
+	// after this socket has closed and a later one took its port id: a
+	// reply is this request's only if it carries its sequence number.
+	seq := nextSeq()
+	binary.NativeEndian.PutUint32(msg[8:12], seq)
 	copy(msg[unix.NLMSG_HDRLEN:], payload)
 	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, fmt.Errorf("llaudit: send audit request %d: %w", typ, err)
@@ -85,6 +90,9 @@ func request(typ uint16, payload []byte, ack bool) ([]byte, error) {
 			continue
 		}
 		l := min(int(binary.NativeEndian.Uint32(buf[0:4])), n)
+		if binary.NativeEndian.Uint32(buf[8:12]) != seq {
+			continue
+		}
 		switch binary.NativeEndian.Uint16(buf[4:6]) {
 		case unix.NLMSG_ERROR:
 			if l < unix.NLMSG_HDRLEN+4 {
@@ -101,4 +109,13 @@ func request(typ uint16, payload []byte, ack bool) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("llaudit: audit request %d: no reply", typ)
+}
+
+// nextSeq is a sequence number for a request: random, so that no reply to
+// an earlier request (of this process or of another that had the same
+// port id) passes for its own.
+func nextSeq() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return binary.NativeEndian.Uint32(b[:]) | 1
 }
