@@ -263,7 +263,9 @@ func listenerWhy(p ListenerProbe) string {
 func wallSeenItem(f facts) Item {
 	const name = "kernel wall refusals seen"
 	const silent = "a refusal of the kernel's wall behind the supervisor (another process's /proc/PID/mem or environ opened, a signal the Landlock scope refuses, --strict-wall's writes) is a bare EACCES or EPERM to the agent: no message, no journal record, and --strict and --report do not count it (docs/limits.md)"
-	item := func(st Status, value, note string) Item { return Item{ID: IDWallSeen, Name: name, Status: st, Value: value, Note: note} }
+	item := func(st Status, value, note string) Item {
+		return Item{ID: IDWallSeen, Name: name, Status: st, Value: value, Note: note}
+	}
 	err := f.wallSeen
 	switch {
 	case errors.Is(err, errWallNotProbed):
