@@ -68,16 +68,15 @@ type facts struct {
 	landlockABI      int
 	landlockErr      error
 	wallSeen         error // llaudit.Probe's answer; errNotProbed without the probe child
-
-	cgroup2Err     error // nil: cgroup.controllers exists
-	ia32           ia32
-	ptraceScope    int // Yama's ptrace_scope, -1 without Yama
-	ptraceScopeErr error
-	capSysPtrace   bool
-	seccompMode    int
-	seccompFilters int
-	seccompErr     error
-	bpfLSM         bpfLSM // tried only with the probe child (doctor)
+	cgroup2Err       error // nil: cgroup.controllers exists
+	ia32             ia32
+	ptraceScope      int // Yama's ptrace_scope, -1 without Yama
+	ptraceScopeErr   error
+	capSysPtrace     bool
+	seccompMode      int
+	seccompFilters   int
+	seccompErr       error
+	bpfLSM           bpfLSM // tried only with the probe child (doctor)
 }
 
 // errWallNotProbed is the wall_seen item's answer in a ProbeLocal report.
