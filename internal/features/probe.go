@@ -67,7 +67,7 @@ type facts struct {
 	subreaper        error
 	landlockABI      int
 	landlockErr      error
-	wallSeen         error // llaudit.Probe's answer; errNotProbed without the probe child
+	wallSeen         error // llaudit.Probe's answer; errWallNotProbed without the probe child
 	cgroup2Err       error // nil: cgroup.controllers exists
 	ia32             ia32
 	ptraceScope      int // Yama's ptrace_scope, -1 without Yama

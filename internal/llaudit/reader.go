@@ -87,9 +87,9 @@ var ErrNoAudit = errors.New("the kernel has no audit (NETLINK_AUDIT is not suppo
 // initial user namespace (root has it).
 var ErrNotPermitted = errors.New("reading the kernel's audit records needs CAP_AUDIT_READ (root)")
 
-// Open binds a reader to the audit multicast group, asks the kernel
-// whether auditing is on (the answer goes to Options.Audit), and starts
-// reading.
+// Open binds a reader to the audit multicast group and starts reading;
+// the reader first asks the kernel whether auditing is on (the answer goes
+// to Options.Audit).
 func Open(o Options) (*Reader, error) {
 	fd, err := bindGroup()
 	if err != nil {
@@ -111,12 +111,6 @@ func Open(o Options) (*Reader, error) {
 		return nil, fmt.Errorf("llaudit: connect to the kernel: %w", err)
 	}
 	r := &Reader{o: o, fd: fd, wake: wake, done: make(chan struct{}), marks: map[string]chan struct{}{}, domains: map[uint64]bool{}}
-	if o.Audit != nil {
-		if err := r.askStatus(); err != nil {
-			o.Audit(false, err)
-			r.o.Audit = nil
-		}
-	}
 	go r.loop()
 	return r, nil
 }
@@ -147,7 +141,9 @@ func bindGroup() (int, error) {
 	return fd, nil
 }
 
-// askStatus sends AUDIT_GET; the answer comes to the loop.
+// askStatus sends AUDIT_GET; the answer comes to the loop. The kernel
+// answers from a thread it starts for the purpose, inside this call: a
+// millisecond, which the loop spends rather than its opener.
 func (r *Reader) askStatus() error {
 	msg := make([]byte, unix.NLMSG_HDRLEN)
 	binary.NativeEndian.PutUint32(msg[0:4], unix.NLMSG_HDRLEN)
@@ -247,6 +243,12 @@ func (r *Reader) loop() {
 	defer close(r.done)
 	defer unix.Close(r.wake)
 	defer unix.Close(r.fd)
+	if r.o.Audit != nil {
+		if err := r.askStatus(); err != nil {
+			r.o.Audit(false, err)
+			r.o.Audit = nil
+		}
+	}
 	buf := make([]byte, 1<<16)
 	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}, {Fd: int32(r.wake), Events: unix.POLLIN}}
 	for {
