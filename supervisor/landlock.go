@@ -409,8 +409,8 @@ type wallAudit struct {
 	// paddock's own (a direct launch), and the init's (a launch through
 	// it).
 	exes []string
-	// auditOn is what the kernel said of auditing: 0 not yet, 1 on, 2 off
-	// or not told.
+	// auditOn is what the kernel said of auditing: 0 not yet, or it would
+	// not say; 1 on; 2 off.
 	auditOn atomic.Int32
 	// lost counts the times the socket overflowed.
 	lost atomic.Int64
@@ -441,7 +441,7 @@ func (s *Session) startWallAudit() {
 		Audit: func(on bool, err error) {
 			switch {
 			case err != nil:
-				w.auditOn.Store(2)
+				// Not told: the end waits for its records a short while.
 				log.Debug().Err(err).Msg("refusals of the kernel's wall are read from its audit records where it writes them; paddock could not ask whether auditing is on (that needs CAP_AUDIT_CONTROL), and sees none while it is off")
 			case on:
 				w.auditOn.Store(1)
