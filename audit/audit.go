@@ -54,6 +54,17 @@ const (
 	// ExecUnread: an exec ran that paddock could not read (a non-dumpable
 	// caller), so no guard looked at it.
 	ExecUnread Action = "exec_unread"
+	// WallDenied: the kernel's wall behind the supervisor (the agent's
+	// Landlock domain) refused a call that the supervisor never decided,
+	// as the kernel's audit record of the denial says: ptrace-class access
+	// to a process outside the session (its /proc/PID/mem or environ, say),
+	// a signal to one, a connection to an abstract unix socket bound outside
+	// the session, or, under --strict-wall, a write to a process's or
+	// cgroup's file or a mount. Its blockers field names what refused, in
+	// Landlock's words (ptrace, scope.signal, fs.write_file, ...). Seen
+	// after the call had failed, and only where paddock may read the
+	// kernel's audit records (docs/limits.md).
+	WallDenied Action = "wall_denied"
 	// SessionStarted: paddock run began a session (before its agent
 	// starts); pid is paddock's own, with its start_time, boot_id and
 	// pid_ns, so that a reader can tell later whether it still runs.
@@ -72,7 +83,7 @@ const (
 )
 
 // actions lists every Action, in the order documentation shows them.
-var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, DeputyDenied, WriteDenied, OptInUsed, ExecUnread, WallUnread, SessionStarted, SessionEnded, JournalRewritten}
+var actions = [...]Action{Adopted, Released, LeaseExpired, SignalDenied, SelfLifelineOverride, ExecDenied, PowerDenied, SeccompDenied, DeputyDenied, WriteDenied, OptInUsed, ExecUnread, WallUnread, WallDenied, SessionStarted, SessionEnded, JournalRewritten}
 
 // Actions returns every action paddock journals, for tools that filter on
 // them (a fresh copy).
@@ -136,6 +147,10 @@ const (
 	// kills, restarts, freezes, reconfigures or disables a systemd unit
 	// the session does not own (package dbusproxy).
 	RuleUnitNotOwned Rule = "unit_not_owned"
+	// RuleKernelWall: refused by the kernel's wall behind the supervisor
+	// (the agent's Landlock domain), not by a decision of paddock's
+	// (WallDenied).
+	RuleKernelWall Rule = "kernel_wall"
 )
 
 // Rules of the command guards (package guard).

@@ -41,9 +41,10 @@ type Event struct {
 	// Quiet: the requester already has the message (a control-socket
 	// answer); it is not written to the caller's stderr.
 	Quiet bool
-	// Labels say where the caller is (fleet mode: its container), in
-	// this order, in the journal record, and those marked Logged in the
-	// log line.
+	// Labels say where the caller is (fleet mode: its container), or,
+	// for a refusal of the kernel's wall, what refused what (its blockers,
+	// the object), in this order, in the journal record, and those marked
+	// Logged in the log line.
 	Labels []Label
 
 	// shown: the message went to the caller's stderr on the stream the
@@ -234,6 +235,18 @@ func (p *Pipeline) Decided(ev Event) (answerAfter <-chan struct{}) {
 		wait = p.paced(ev.When, wait)
 	}
 	return wait
+}
+
+// Overflowed counts n refusals that a front end did not hand to Decided
+// one by one (a storm past the pace it reports at): they count in the
+// summary, and so fail --strict, as refusals not listed (Unreported), and
+// the next Flush says how many there were.
+func (p *Pipeline) Overflowed(n int) {
+	if n <= 0 {
+		return
+	}
+	p.seen.Add(int64(n))
+	p.dropped.Add(int64(n))
 }
 
 // sameCommand reports whether ev refuses the exec of a command that the

@@ -144,3 +144,34 @@ func journaled(t *testing.T) (p *Pipeline, path string) {
 	t.Cleanup(func() { j.Close() })
 	return New(Options{Log: zerolog.Nop(), Journal: j}), path
 }
+
+// A refusal of the kernel's wall is journaled as wall_denied with its
+// target and labels (its blockers, the object), and counted; refusals a
+// front end could not hand on one by one (Overflowed) count in the
+// summary as refusals not listed.
+func TestWallRefusalsAndOverflow(t *testing.T) {
+	p, path := journaled(t)
+	d := policy.Decision{Refusal: true, Syscall: "ptrace access", Target: 4562, Rule: audit.RuleKernelWall,
+		Action: audit.WallDenied, Message: "paddock: the kernel refused a test's access"}
+	p.Decided(Event{Caller: 4584, Decision: d, Quiet: true, Labels: []Label{{Key: "blockers", Value: "ptrace", Logged: true}, {Key: "wall", Value: "landlock"}}})
+	p.Overflowed(3)
+	p.Overflowed(0)
+	p.Close()
+	s := p.Summary()
+	if s.Refusals != 4 || len(s.Items) != 1 || s.Unreported != 3 || s.ByRule[string(audit.RuleKernelWall)] != 1 || s.Items[0].Target != 4562 {
+		t.Errorf("summary %+v; want 4 refusals, 3 of them unreported, one listed with its target", s)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(recs) != 1 {
+		t.Fatalf("journal %q; want one record", recs)
+	}
+	for _, want := range []string{`"action":"wall_denied"`, `"target":4562`, `"blockers":"ptrace"`, `"wall":"landlock"`, `"rule":"kernel_wall"`, `"pid":4584`} {
+		if !strings.Contains(recs[0], want) {
+			t.Errorf("journal record %s lacks %s", recs[0], want)
+		}
+	}
+}

@@ -27,6 +27,8 @@ func Record(ev Event) journal.Record {
 		}
 	case d.Action == audit.SignalDenied:
 		fields["target"], fields["signal"] = d.Target, d.Signal
+	case d.Action == audit.WallDenied && d.Target != 0:
+		fields["target"] = d.Target
 	}
 	if d.Message != "" {
 		fields["message"] = d.Message

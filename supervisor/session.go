@@ -193,6 +193,9 @@ type Session struct {
 	wallErr error
 	// wall is the default wall's state (nil: not trapped).
 	wall *wallState
+	// kernelAudit reads the kernel's records of the domain's denials (nil:
+	// they are not read; landlock.go).
+	kernelAudit *wallAudit
 	// trace is the ptrace backend's (reap.go; zero for the seccomp one).
 	trace tracing
 	// terms are the session's terminals and paddock's own (terminals.go).
@@ -303,6 +306,9 @@ func Start(cfg Config) (*Session, error) {
 		s.wall.relayBus = s.relayBus
 	}
 
+	// Before the agent starts: the kernel logs a domain's first denial
+	// with the record that says whose domain it is, once.
+	s.startWallAudit()
 	started := make(chan error, 1)
 	s.reporting.Add(1) // done when launchAndReap returns
 	// The launching thread must outlive the agent: Pdeathsig fires when the
@@ -310,6 +316,9 @@ func Start(cfg Config) (*Session, error) {
 	go s.launchAndReap(started)
 	if err := <-started; err != nil {
 		s.sigs.Stop()
+		if s.kernelAudit != nil {
+			s.kernelAudit.r.Close()
+		}
 		_ = s.control.Close()
 		s.reporting.Done()
 		<-s.ended
@@ -412,6 +421,9 @@ func (s *Session) Wait() int {
 					Msg("cleaned up the processes the agent left running")
 			}
 		}
+		// The kernel's records of what the agent did last, before the
+		// summary is read.
+		s.stopWallAudit()
 		s.pipeline.Flush()
 		_ = s.control.Close()
 		s.reporting.Done()

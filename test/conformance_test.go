@@ -102,6 +102,8 @@ var scenarios = []struct {
 	{"DeputyChecksKillPermission", deputyChecksKillPermission},
 	{"StrictWallSealsProcFiles", strictWallSealsProcFiles},
 	{"StrictWallSealsCgroups", strictWallSealsCgroups},
+	{"KernelWallRefusalsSeen", kernelWallRefusalsSeen},
+	{"StrictWallRefusalsSeen", strictWallRefusalsSeen},
 }
 
 // TestConformance runs every scenario against every backend.

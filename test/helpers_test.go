@@ -212,9 +212,15 @@ type result struct {
 // paddockCmd prepares `paddock run --backend B --journal J ARGS...`.
 func (b backend) paddockCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return b.paddockCmdOf(t, bins.paddock, args...)
+}
+
+// paddockCmdOf is paddockCmd of the paddock binary bin (bins.forceAllow).
+func (b backend) paddockCmdOf(t *testing.T, bin string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	journal := filepath.Join(t.TempDir(), "journal.jsonl")
 	full := append([]string{"run", "--backend", string(b), "--journal", journal, "--log-format", "json"}, args...)
-	cmd := exec.Command(bins.paddock, full...)
+	cmd := exec.Command(bin, full...)
 	// TMPDIR holds the control socket's directory, which a paddock killed
 	// with SIGKILL leaves behind. Not t.TempDir(): a test's name makes that
 	// too long a path for a unix socket.
@@ -232,7 +238,13 @@ func (b backend) paddockCmd(t *testing.T, args ...string) (*exec.Cmd, string) {
 // runPaddock runs paddock to completion (at most a minute).
 func (b backend) runPaddock(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd, journal := b.paddockCmd(t, args...)
+	return b.runPaddockOf(t, bins.paddock, args...)
+}
+
+// runPaddockOf is runPaddock of the paddock binary bin.
+func (b backend) runPaddockOf(t *testing.T, bin string, args ...string) result {
+	t.Helper()
+	cmd, journal := b.paddockCmdOf(t, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {

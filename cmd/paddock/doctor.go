@@ -23,7 +23,10 @@ func newDoctorCmd() *cobra.Command {
 user notification and its flags (CONTINUE, WAIT_KILLABLE_RECV, SYNC_WAKE_UP),
 whether a seccomp listener can be installed here at all (tried in a throwaway
 child), pidfd_open, pidfd_send_signal, pidfd_getfd, the child subreaper,
-Landlock, cgroup v2, IA32 emulation, ptrace (Yama), the seccomp filters this
+Landlock, whether the kernel's audit records of Landlock denials reach
+paddock (a throwaway thread, in a Landlock domain of its own, is refused a
+connection, and doctor waits up to a second for that denial's record),
+cgroup v2, IA32 emulation, ptrace (Yama), the seccomp filters this
 process already runs under, whether another listener holds them, whether BPF
 programs can be attached to LSM hooks here (a no-op program is loaded and
 attached for an instant, and the exact reason given where it cannot), and whether
@@ -39,7 +42,9 @@ One line per item: ok, MISSING (with what it costs), unknown (with why) or
 n/a. --json prints the same as one object: kernel, machine, arch, items (id,
 name, status, value, note), listener_probe, backend (name, reason) and
 stale_sessions (bases, found, removed, kept, errors). See docs/doctor.md.
-Apart from those directories, doctor changes nothing on the host.`,
+Apart from those directories, and the record of its probe's one Landlock
+denial (in the system's audit log, and in the kernel's where no audit
+daemon runs), doctor changes nothing on the host.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := features.Probe("")

@@ -90,7 +90,7 @@ func item(t *testing.T, r Report, id string) Item {
 // allIDs is every item, in the order Probe lists them.
 var allIDs = []string{IDKernel, IDSeccompActions, IDUserNotif, IDRetTrace, IDNotifContinue, IDListener,
 	IDWaitKillableRecv, IDSyncWakeUp, IDPidfdOpen, IDPidfdSendSignal, IDPidfdGetfd, IDChildSubreaper,
-	IDLandlock, IDCgroup2, IDIA32Emulation, IDPtrace, IDUnderSeccomp, IDUnderListener, IDBPFLSM}
+	IDLandlock, IDWallSeen, IDCgroup2, IDIA32Emulation, IDPtrace, IDUnderSeccomp, IDUnderListener, IDBPFLSM}
 
 // checkShape checks what holds for every report: every item once, in
 // order, named, with a value, and a note on every item that is not ok.

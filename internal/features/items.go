@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/llaudit"
 )
 
 // build turns facts into a Report: one Item each, and the backend.
@@ -149,6 +151,8 @@ func build(f facts) Report {
 		add(IDLandlock, "Landlock", Missing, errValue(f.landlockErr), f.landlockErr.Error()+"; "+notUsed+"Landlock")
 	}
 
+	r.Items = append(r.Items, wallSeenItem(f))
+
 	switch {
 	case f.cgroup2Err == nil:
 		add(IDCgroup2, "cgroup v2", OK, "yes ("+cgroup2Path+")", "")
@@ -249,4 +253,38 @@ func listenerWhy(p ListenerProbe) string {
 		return "seccomp(2) itself is refused here (" + p.ListenerErrno + "; a filter above this process, or a kernel without CONFIG_SECCOMP_FILTER)"
 	}
 	return "installing one failed: " + p.ListenerError
+}
+
+// wallSeenItem says whether a refusal of the kernel's wall reaches
+// paddock: the kernel logs a Landlock domain's denials to audit (ABI 7),
+// and paddock reads them where it may (root, auditing on, the initial
+// network namespace). The probe makes one such denial and waits for its
+// record.
+func wallSeenItem(f facts) Item {
+	const name = "kernel wall refusals seen"
+	const silent = "a refusal of the kernel's wall behind the supervisor (another process's /proc/PID/mem or environ opened, a signal the Landlock scope refuses, --strict-wall's writes) is a bare EACCES or EPERM to the agent: no message, no journal record, and --strict and --report do not count it (docs/limits.md)"
+	item := func(st Status, value, note string) Item {
+		return Item{ID: IDWallSeen, Name: name, Status: st, Value: value, Note: note}
+	}
+	err := f.wallSeen
+	switch {
+	case errors.Is(err, errWallNotProbed):
+		return item(Unknown, "not probed", err.Error())
+	case f.landlockErr != nil || f.landlockABI < 6:
+		return item(Missing, "no (no wall)", "paddock's agent runs in no Landlock domain here (the Landlock item), so no refusal of one is there to see")
+	case err == nil:
+		return item(OK, "yes (a probe's own Landlock denial came back)",
+			"paddock run, as root, journals each refusal of the kernel's wall (wall_denied, rule kernel_wall), counts it for --strict and --report, and tells its caller when it is still running; each is also a record in the system's audit log, and, with no audit daemon, in the kernel's log (dmesg, rate-limited), where this probe left one too")
+	case errors.Is(err, llaudit.ErrLandlockOld):
+		return item(Missing, fmt.Sprintf("no (Landlock ABI %d)", f.landlockABI), "the kernel logs Landlock denials from ABI 7 (Linux 6.15): "+silent)
+	case errors.Is(err, llaudit.ErrNoAudit):
+		return item(Missing, "no (no audit)", "this kernel has no audit subsystem (CONFIG_AUDIT): "+silent)
+	case errors.Is(err, llaudit.ErrNotPermitted):
+		return item(Missing, "no (needs CAP_AUDIT_READ)", "reading the kernel's audit records needs CAP_AUDIT_READ, which root has: "+silent+"; the system's audit log still has them where auditing is on")
+	case errors.Is(err, llaudit.ErrAuditOff):
+		return item(Missing, "no (auditing is off)", "an audit daemon, or auditctl -e 1, turns it on (with no daemon the kernel then also prints each denial in its log, rate-limited): "+silent)
+	case errors.Is(err, llaudit.ErrNoRecord):
+		return item(Missing, "no (no record came)", err.Error()+": "+silent)
+	}
+	return item(Unknown, errValue(err), err.Error()+"; if no record reaches paddock, "+silent)
 }

@@ -2,11 +2,14 @@ package features
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/llaudit"
 )
 
 // TestWallNamedOnlyByLandlock: whether the agent runs without the
@@ -75,5 +78,40 @@ func TestWallNamedOnlyByLandlock(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWallSeenItem: the kernel wall item says whether a probe's own
+// Landlock denial came back, and otherwise why not and what stays silent
+// then; without the probe child it is unknown, and without a wall there
+// is nothing to see.
+func TestWallSeenItem(t *testing.T) {
+	tests := []struct {
+		name   string
+		abi    int
+		err    error
+		status Status
+		value  string
+		note   string // a substring of the note
+	}{
+		{"seen", 7, nil, OK, "yes (a probe's own Landlock denial came back)", "journals each refusal of the kernel's wall (wall_denied"},
+		{"not probed", 7, errWallNotProbed, Unknown, "not probed", "ProbeLocal"},
+		{"no wall", 5, llaudit.ErrLandlockOld, Missing, "no (no wall)", "no Landlock domain"},
+		{"ABI 6", 6, fmt.Errorf("llaudit: ABI 6: %w", llaudit.ErrLandlockOld), Missing, "no (Landlock ABI 6)", "from ABI 7 (Linux 6.15): a refusal of the kernel's wall"},
+		{"not root", 7, fmt.Errorf("llaudit: %w", llaudit.ErrNotPermitted), Missing, "no (needs CAP_AUDIT_READ)", "--strict and --report do not count it"},
+		{"auditing off", 7, fmt.Errorf("llaudit: %w", llaudit.ErrAuditOff), Missing, "no (auditing is off)", "auditctl -e 1"},
+		{"no audit", 7, fmt.Errorf("llaudit: %w", llaudit.ErrNoAudit), Missing, "no (no audit)", "CONFIG_AUDIT"},
+		{"no record", 7, fmt.Errorf("llaudit: %w", llaudit.ErrNoRecord), Missing, "no (no record came)", "another network namespace"},
+		{"something else", 7, fmt.Errorf("llaudit: socket(NETLINK_AUDIT): %w", unix.EMFILE), Unknown, "EMFILE", "too many open files"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := good()
+			f.landlockABI, f.wallSeen = tt.abi, tt.err
+			it := item(t, build(f), IDWallSeen)
+			if it.Status != tt.status || it.Value != tt.value || !strings.Contains(it.Note, tt.note) {
+				t.Errorf("item %+v; want %s, %q, a note with %q", it, tt.status, tt.value, tt.note)
+			}
+		})
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/llaudit"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/sys"
 )
@@ -45,7 +47,7 @@ func ProbeLocal() Report {
 // probe child (see ProbeLocal).
 func NeedsChild(id string) bool {
 	switch id {
-	case IDListener, IDWaitKillableRecv, IDSyncWakeUp, IDUnderListener:
+	case IDListener, IDWaitKillableRecv, IDSyncWakeUp, IDUnderListener, IDWallSeen:
 		return true
 	}
 	return false
@@ -65,6 +67,7 @@ type facts struct {
 	subreaper        error
 	landlockABI      int
 	landlockErr      error
+	wallSeen         error // llaudit.Probe's answer; errWallNotProbed without the probe child
 	cgroup2Err       error // nil: cgroup.controllers exists
 	ia32             ia32
 	ptraceScope      int // Yama's ptrace_scope, -1 without Yama
@@ -75,6 +78,13 @@ type facts struct {
 	seccompErr       error
 	bpfLSM           bpfLSM // tried only with the probe child (doctor)
 }
+
+// errWallNotProbed is the wall_seen item's answer in a ProbeLocal report.
+var errWallNotProbed = errors.New("not probed: ProbeLocal makes no Landlock denial to look for")
+
+// wallProbeWait bounds the wait for the probe's own denial's record, which
+// comes within milliseconds where it comes at all.
+const wallProbeWait = time.Second
 
 // errNotTried marks a call that needed something that failed before it.
 var errNotTried = errors.New("not tried")
@@ -104,9 +114,11 @@ func gather(self string, child bool) facts {
 	tid := unix.Gettid()
 	f.seccompMode, f.seccompFilters, f.seccompErr = procfs.FS{Root: "/proc/self/task"}.Seccomp(tid)
 	f.probe = ListenerProbe{Error: errNotProbed}
+	f.wallSeen = errWallNotProbed
 	if child {
 		f.probe = runProbe(self)
 		f.bpfLSM = gatherBPFLSM()
+		f.wallSeen = llaudit.Probe(wallProbeWait)
 	}
 	f.pidfdOpen, f.pidfdSendSignal, f.pidfdGetfd = tryPidfds()
 	if _, err := sys.ChildSubreaper(); err != nil {

@@ -31,6 +31,7 @@ const (
 	IDPidfdGetfd       = "pidfd_getfd"        // pidfd_getfd(self, its own pidfd)
 	IDChildSubreaper   = "child_subreaper"    // prctl(PR_GET_CHILD_SUBREAPER)
 	IDLandlock         = "landlock"           // landlock_create_ruleset(NULL, 0, VERSION)
+	IDWallSeen         = "wall_seen"          // a Landlock denial's audit record came back (llaudit.Probe; probe child runs only)
 	IDCgroup2          = "cgroup2"            // /sys/fs/cgroup/cgroup.controllers
 	IDIA32Emulation    = "ia32_emulation"     // CONFIG_IA32_EMULATION (amd64 only)
 	IDPtrace           = "ptrace"             // Yama ptrace_scope

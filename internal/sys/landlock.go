@@ -41,11 +41,14 @@ func LandlockAddPathRule(ruleset, parentFd int, allowed uint64) error {
 }
 
 // LandlockRestrict is landlock_restrict_self: the calling thread enters a
-// new domain made of ruleset. The thread must have no_new_privs set or hold
-// CAP_SYS_ADMIN (EPERM otherwise). The domain stays for the thread's
-// lifetime and is inherited by everything it clones and execs.
-func LandlockRestrict(ruleset int) error {
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
+// new domain made of ruleset, with flags (LANDLOCK_RESTRICT_SELF_*,
+// include/uapi/linux/landlock.h; Landlock ABI 7 has the logging ones, and
+// an older kernel refuses any flag with EINVAL). The thread must have
+// no_new_privs set or hold CAP_SYS_ADMIN (EPERM otherwise). The domain
+// stays for the thread's lifetime and is inherited by everything it clones
+// and execs.
+func LandlockRestrict(ruleset int, flags uint32) error {
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), uintptr(flags), 0); errno != 0 {
 		return errno
 	}
 	return nil

@@ -181,3 +181,23 @@ func SameFile(pid1, fd1, pid2, fd2 int) (bool, error) {
 	}
 	return r == 0, nil
 }
+
+// ThreadName is prctl(PR_GET_NAME): the calling thread's name (its comm,
+// at most 15 bytes).
+func ThreadName() (string, error) {
+	var b [16]byte
+	if err := unix.Prctl(unix.PR_GET_NAME, uintptr(unsafe.Pointer(&b[0])), 0, 0, 0); err != nil {
+		return "", err
+	}
+	return unix.ByteSliceToString(b[:]), nil
+}
+
+// SetThreadName is prctl(PR_SET_NAME): the calling thread takes name as
+// its comm (cut to 15 bytes by the kernel).
+func SetThreadName(name string) error {
+	b, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return err
+	}
+	return unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(b)), 0, 0, 0)
+}

@@ -9,7 +9,11 @@
 //	tgsigqueue PID TID SIG | pidfd PID SIG | ptrace-attach PID |
 //	vmwrite PID | pidfd-getfd PID FD | int80-kill PID SIG | reboot-invalid |
 //	sleep SECONDS | setown PID SIG | setown-ex PID SIG | fiosetown PID SIG |
-//	tiocsti FD | tiocsig-own-pty SIG | vhangup
+//	tiocsti FD | tiocsig-own-pty SIG | vhangup | open-mem PID
+//
+// open-mem opens /proc/PID/mem for reading and writing, which the kernel
+// guards with a ptrace access check (and paddock's Landlock wall refuses
+// for a process outside the session).
 //
 // And: agenthelper termctl WHICH harm|same makes the terminal ioctls that
 // change a terminal for everyone on it, printing "WHICH NAME ok" or "WHICH
@@ -195,6 +199,12 @@ func run(verb string, a []int) error {
 	case "sleep":
 		time.Sleep(time.Duration(a[0]) * time.Second)
 		return nil
+	case "open-mem":
+		fd, err := unix.Open("/proc/"+strconv.Itoa(a[0])+"/mem", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		return unix.Close(fd)
 	}
 	return fmt.Errorf("unknown verb %q", verb)
 }

@@ -1,0 +1,4 @@
+package llaudit
+
+// RefusedConnect is refusedConnect, for the external tests.
+var RefusedConnect = refusedConnect
