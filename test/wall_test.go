@@ -170,17 +170,32 @@ func TestWallScreen(t *testing.T) {
 	}
 }
 
-// TestWallHarmlessServer: a unix socket server of the user's started
-// outside (a dev server) answers the agent, through the connect paddock
-// makes for it.
+// TestWallHarmlessServer: unix socket servers of the user's started
+// outside answer the agent, through the connects paddock makes for it: a
+// dev server, and an ssh-agent (ssh-add asks it for its keys).
 func TestWallHarmlessServer(t *testing.T) {
 	dir := wallNobody(t)
 	needTool(t, "socat")
 	sock := filepath.Join(dir, "dev.sock")
 	srv := nobodyStart(t, "socat", "UNIX-LISTEN:"+sock+",fork", "SYSTEM:echo served-by-user")
 	waitForSocket(t, sock, srv)
-	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, `echo hi | socat - UNIX-CONNECT:`+sock)
+	script := `echo hi | socat - UNIX-CONNECT:` + sock
+	if _, err := exec.LookPath("ssh-agent"); err == nil {
+		agentSock := filepath.Join(dir, "ssh.sock")
+		ag := nobodyStart(t, "ssh-agent", "-D", "-a", agentSock)
+		waitForSocket(t, agentSock, ag)
+		script += `
+SSH_AUTH_SOCK=` + agentSock + ` ssh-add -l; echo ssh-add=$?`
+	} else {
+		t.Logf("no ssh-agent (%v): the dev server alone", err)
+	}
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
 	wantLines(t, out, lines, "served-by-user")
+	if strings.Contains(script, "ssh-add") {
+		// 1: the agent answered that it holds no identities; 2 would be
+		// no agent reached.
+		wantLines(t, out, lines, "The agent has no identities.", "ssh-add=1")
+	}
 }
 
 // waitForSocket waits until a server has bound sock and listens on it:
