@@ -166,6 +166,13 @@ func (k *keeper) send(fd int, id uint64, a answer.Answer) {
 // decide lets a signal a process sends itself, and signal 0, through and
 // refuses everything else, saying why.
 func (k *keeper) decide(req policy.Request) policy.Decision {
+	if req.Syscall.Walled() {
+		// The default wall's opens and connects: carrying them out needs
+		// the session's ownership tree, which ended with it. A leftover's
+		// files and sockets stay its own business, as before the wall
+		// (docs/limits.md).
+		return policy.Decision{Syscall: req.Syscall.String(), Allow: true, Rule: audit.RuleWallPassed}
+	}
 	d := policy.Decision{Syscall: req.Syscall.String(), Errno: unix.EPERM, Rule: audit.RuleSessionEnded, Refusal: true}
 	call := d.Syscall
 	if si, ok := req.Syscall.SignalArg(); ok {
