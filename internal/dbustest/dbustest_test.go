@@ -236,3 +236,17 @@ func dupFD(fd int) int {
 	}
 	return n
 }
+
+// TestAppendValue: a value appended is aligned from the buffer's start.
+func TestAppendValue(t *testing.T) {
+	b, err := AppendValue([]byte{1, 2, 3}, "t", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{1, 2, 3, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0}; !reflect.DeepEqual(b, want) {
+		t.Errorf("AppendValue: % x, want % x", b, want)
+	}
+	if _, err := AppendValue(nil, "ss", []any{"a", "b"}); err == nil {
+		t.Error("AppendValue of two types: no error")
+	}
+}

@@ -138,7 +138,7 @@ func (m *Message) Encode() ([]byte, error) {
 	e := encoder{b: []byte{'l', m.Type, m.Flags, 1}}
 	e.b = binary.LittleEndian.AppendUint32(e.b, uint32(len(body)))
 	e.b = binary.LittleEndian.AppendUint32(e.b, m.Serial)
-	if err := e.value("a(yv)", fields, 0); err != nil {
+	if err := e.value("a(yv)", fields); err != nil {
 		return nil, fmt.Errorf("encode the header of %s: %w", m.describe(), err)
 	}
 	e.pad(8)
@@ -176,9 +176,25 @@ func EncodeBody(sig string, args ...any) ([]byte, error) {
 	}
 	var e encoder
 	for i, t := range ts {
-		if err := e.value(t, args[i], 0); err != nil {
+		if err := e.value(t, args[i]); err != nil {
 			return nil, fmt.Errorf("argument %d (%s): %w", i, t, err)
 		}
+	}
+	return e.b, nil
+}
+
+// AppendValue appends v, of the complete type t, to b, little-endian and
+// aligned as in a message that starts at b[0] (a test that builds a
+// header field of its own). It nests containers as deep as v does, past
+// the specification's bounds, so that a parser's refusal of them can be
+// tested.
+func AppendValue(b []byte, t string, v any) ([]byte, error) {
+	if ts, err := splitTypes(t); err != nil || len(ts) != 1 {
+		return nil, fmt.Errorf("type %q: want one complete type (%v)", t, err)
+	}
+	e := encoder{b: b}
+	if err := e.value(t, v); err != nil {
+		return nil, fmt.Errorf("a value of type %s: %w", t, err)
 	}
 	return e.b, nil
 }
@@ -197,10 +213,7 @@ func (e *encoder) u32(v uint32) {
 }
 
 // value appends v, of the complete type t.
-func (e *encoder) value(t string, v any, depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("containers nested over %d deep", maxDepth)
-	}
+func (e *encoder) value(t string, v any) error {
 	switch t[0] {
 	case 'y':
 		n, err := integer(v, 0, math.MaxUint8)
@@ -292,7 +305,7 @@ func (e *encoder) value(t string, v any, depth int) error {
 			return fmt.Errorf("variant of signature %q: want one complete type (%v)", vv.Signature, err)
 		}
 		e.b = append(append(append(e.b, byte(len(vv.Signature))), vv.Signature...), 0)
-		return e.value(vv.Signature, vv.Value, depth+1)
+		return e.value(vv.Signature, vv.Value)
 	case 'a':
 		elems, ok := v.([]any)
 		if !ok {
@@ -304,7 +317,7 @@ func (e *encoder) value(t string, v any, depth int) error {
 		e.pad(alignOf(elem[0]))
 		start := len(e.b)
 		for i, x := range elems {
-			if err := e.value(elem, x, depth+1); err != nil {
+			if err := e.value(elem, x); err != nil {
 				return fmt.Errorf("element %d: %w", i, err)
 			}
 		}
@@ -323,7 +336,7 @@ func (e *encoder) value(t string, v any, depth int) error {
 		}
 		e.pad(8)
 		for i, m := range ts {
-			if err := e.value(m, members[i], depth+1); err != nil {
+			if err := e.value(m, members[i]); err != nil {
 				return fmt.Errorf("member %d: %w", i, err)
 			}
 		}
@@ -389,7 +402,7 @@ func alignOf(c byte) int {
 func splitTypes(sig string) ([]string, error) {
 	var out []string
 	for i := 0; i < len(sig); {
-		end, err := completeType(sig, i, 0)
+		end, err := completeType(sig, i)
 		if err != nil {
 			return nil, fmt.Errorf("signature %q: %w", sig, err)
 		}
@@ -399,11 +412,10 @@ func splitTypes(sig string) ([]string, error) {
 	return out, nil
 }
 
-// completeType returns the end of the complete type at sig[i].
-func completeType(sig string, i, depth int) (int, error) {
-	if depth > maxDepth {
-		return 0, fmt.Errorf("containers nested over %d deep", maxDepth)
-	}
+// completeType returns the end of the complete type at sig[i]. Its
+// recursion is bounded by the signature's length; it does not check the
+// specification's bounds of nesting (Decode does).
+func completeType(sig string, i int) (int, error) {
 	if i >= len(sig) {
 		return 0, errors.New("ends inside a type")
 	}
@@ -412,14 +424,14 @@ func completeType(sig string, i, depth int) (int, error) {
 		return i + 1, nil
 	case 'a':
 		if i+1 < len(sig) && sig[i+1] == '{' {
-			key, err := completeType(sig, i+2, depth+1)
+			key, err := completeType(sig, i+2)
 			if err != nil {
 				return 0, err
 			}
 			if key != i+3 || sig[i+2] == 'v' {
 				return 0, fmt.Errorf("a dict entry's key at %d is not a basic type", i+2)
 			}
-			val, err := completeType(sig, key, depth+1)
+			val, err := completeType(sig, key)
 			if err != nil {
 				return 0, err
 			}
@@ -428,11 +440,11 @@ func completeType(sig string, i, depth int) (int, error) {
 			}
 			return val + 1, nil
 		}
-		return completeType(sig, i+1, depth+1)
+		return completeType(sig, i+1)
 	case '(':
 		j := i + 1
 		for j < len(sig) && sig[j] != ')' {
-			end, err := completeType(sig, j, depth+1)
+			end, err := completeType(sig, j)
 			if err != nil {
 				return 0, err
 			}
