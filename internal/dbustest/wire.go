@@ -398,6 +398,10 @@ func alignOf(c byte) int {
 	return 1
 }
 
+// Types splits a signature into its complete types ("sa{sv}i": s,
+// a{sv}, i).
+func Types(sig string) ([]string, error) { return splitTypes(sig) }
+
 // splitTypes splits a signature into its complete types.
 func splitTypes(sig string) ([]string, error) {
 	var out []string
