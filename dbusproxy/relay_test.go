@@ -155,16 +155,8 @@ type record struct {
 // when it owns the name.
 func standIn(t *testing.T, busPath, name string) <-chan record {
 	t.Helper()
-	conn, _, err := dbustest.Dial(busPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if err := conn.RequestName(name); err != nil {
-		t.Fatal(err)
-	}
 	calls := make(chan record, 64)
-	go conn.Serve(func(m *dbustest.Message) *dbustest.Message {
+	dbustest.StandIn(t, busPath, name, func(m *dbustest.Message) *dbustest.Message {
 		rec := record{iface: m.Interface, member: m.Member, path: m.Path}
 		if strings.HasPrefix(m.Signature, "s") {
 			rec.arg, _ = m.Body[0].(string)

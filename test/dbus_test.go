@@ -55,15 +55,7 @@ func dbusBus(t *testing.T) (string, <-chan busCall) {
 	bus := dbustest.StartBus(t, dbustest.BusOptions{Dir: dir, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}})
 	calls := make(chan busCall, 256)
 	for _, name := range []string{"org.freedesktop.login1", "org.freedesktop.Notifications"} {
-		c, _, err := dbustest.Dial(bus.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if err := c.RequestName(name); err != nil {
-			t.Fatal(err)
-		}
-		go c.Serve(func(m *dbustest.Message) *dbustest.Message {
+		dbustest.StandIn(t, bus.Path, name, func(m *dbustest.Message) *dbustest.Message {
 			call := busCall{member: m.Member}
 			if m.Member == "Notify" && len(m.Body) > 3 {
 				call.arg, _ = m.Body[3].(string)

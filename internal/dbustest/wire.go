@@ -153,7 +153,9 @@ func (m *Message) describe() string {
 	case TypeSignal:
 		return "signal " + m.Interface + "." + m.Member
 	case TypeError:
-		return "error " + m.ErrorName
+		return fmt.Sprintf("error %s (to call %d)", m.ErrorName, m.ReplySerial)
+	case TypeMethodReturn:
+		return fmt.Sprintf("return (to call %d)", m.ReplySerial)
 	}
 	return fmt.Sprintf("message of type %d", m.Type)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/dbustest"
 )
@@ -50,6 +51,11 @@ func dbusCall(args []string) error {
 		return err
 	}
 	defer c.Close()
+	// A bound on a bus that never answers, so that a broken test fails
+	// rather than hangs; nothing waits for it to pass.
+	if err := c.UnixConn().SetDeadline(time.Now().Add(time.Minute)); err != nil {
+		return fmt.Errorf("set a deadline on the bus connection: %w", err)
+	}
 	r, err := c.Call(dbustest.MethodCall(args[1], args[2], args[3][:dot], args[3][dot+1:], sig, values...))
 	if err != nil {
 		return err
