@@ -1,10 +1,10 @@
 // Package dbustest helps tests speak D-Bus: it starts a private
 // dbus-daemon, and holds a minimal connection (Conn) that authenticates,
 // says Hello, requests a name, answers calls as a stand-in service
-// (StandIn) and makes calls as a client, with unix descriptors both ways. It exists so
-// that the D-Bus filter's own tests (package dbusproxy) and the end-to-end
-// tests of paddock's wall (test/, and the agent's Go client in
-// test/agenthelper) share one copy.
+// (StandIn) and makes calls as a client, with unix descriptors both
+// ways. It exists so that the D-Bus filter's own tests (package
+// dbusproxy) and the end-to-end tests of paddock's wall (test/, and the
+// agent's Go client in test/agenthelper) share one copy.
 //
 // Its encoding and decoding are its own, not dbusproxy's: a test of the
 // filter's parser through this client does not check the parser against
