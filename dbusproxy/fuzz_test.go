@@ -45,12 +45,12 @@ func FuzzParse(f *testing.F) {
 		callMsg(systemd, "/org/freedesktop/systemd1/unit/poweroff_2etarget", sdUnit, "Start", "s", "replace"),
 		callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "EnqueueUnitJobMany", "asss", []any{"a.service", "b.service"}, "stop", "replace"),
 		callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "run-u1.scope", "fail",
-			[]any{[]any{"PIDs", variant{"au", []any{1, 2}}}, []any{"PIDFDs", variant{"ah", []any{0}}}}, []any{}),
+			[]any{[]any{"PIDs", variant("au", []any{1, 2})}, []any{"PIDFDs", variant("ah", []any{0})}}, []any{}),
 		callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "AttachProcessesToUnit", "ssau", "x.scope", "", []any{7}),
-		callMsg("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify", "susssasa{sv}i", "a", 0, "", "b", "", []any{}, []any{[]any{"urgency", variant{"y", 1}}}, 5000),
+		callMsg("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify", "susssasa{sv}i", "a", 0, "", "b", "", []any{}, []any{[]any{"urgency", variant("y", 1)}}, 5000),
 		encodeMessage(typeMethodReturn, 1, 2, []field{{code: fieldReplySerial, typ: 'u', u: 1}, {code: fieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: fieldSignature, typ: 'g', s: "s"}}, encodeBody("s", ":1.5")),
 		encodeMessage(typeError, 1, 3, []field{{code: fieldReplySerial, typ: 'u', u: 1}, {code: fieldErrorName, typ: 's', s: errAccessDenied}}, nil),
-		appendField(encodeMessage(typeSignal, 0, 3, []field{{code: fieldPath, typ: 'o', s: "/a"}, {code: fieldInterface, typ: 's', s: "a.b"}, {code: fieldMember, typ: 's', s: "C"}}, nil), 12, "a{sv}", []any{[]any{"k", variant{"v", variant{"s", "x"}}}}),
+		appendField(encodeMessage(typeSignal, 0, 3, []field{{code: fieldPath, typ: 'o', s: "/a"}, {code: fieldInterface, typ: 's', s: "a.b"}, {code: fieldMember, typ: 's', s: "C"}}, nil), 12, "a{sv}", []any{[]any{"k", variant("v", variant("s", "x"))}}),
 	}
 	for _, s := range seeds {
 		f.Add(s)

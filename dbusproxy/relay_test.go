@@ -1,17 +1,13 @@
 package dbusproxy
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/dbustest"
 	"github.com/paddock-dev/paddock/internal/sockettest"
 )
 
@@ -38,67 +35,11 @@ func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	return zero
 }
 
-// busConfig is a custom bus that lets everyone do everything, as a
-// session bus does, authenticated by EXTERNAL (the peer's uid) only.
-const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>custom</type>
-  <listen>unix:path=%s</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-`
-
-// startBus starts a dbus-daemon of its own for the test and returns the
-// path of its socket. It is ready when it prints its address.
+// startBus starts a dbus-daemon of the test's own and returns the path of
+// its socket.
 func startBus(t *testing.T) string {
 	t.Helper()
-	daemon, err := exec.LookPath("dbus-daemon")
-	if err != nil {
-		t.Skipf("needs dbus-daemon: %v", err)
-	}
-	dir := sockettest.ShortDir(t)
-	sock := filepath.Join(dir, "bus")
-	conf := filepath.Join(dir, "bus.conf")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, busConfig, sock), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(daemon, "--config-file="+conf, "--nofork", "--nopidfile", "--print-address")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Skipf("needs dbus-daemon: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("dbus-daemon printed no address (%v): %s", err, stderr.String())
-	}
-	if !strings.Contains(addr, sock) {
-		t.Fatalf("dbus-daemon listens on %q, want %s", addr, sock)
-	}
-	return sock
-}
-
-func dialUnix(t testing.TB, path string) *net.UnixConn {
-	t.Helper()
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		t.Fatalf("dial %s: %v", path, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return dbustest.StartBus(t, dbustest.BusOptions{}).Path
 }
 
 // socketpair is the pair paddock puts in place of the agent's socket.
@@ -121,137 +62,85 @@ func socketpair(t testing.TB) (*net.UnixConn, *net.UnixConn) {
 	return conn(fds[0]), conn(fds[1])
 }
 
-// peer is a minimal D-Bus connection of the tests': the agent's client,
-// or a stand-in service.
+// peer is the agent's client in these tests: a dbustest connection whose
+// failures fail the test.
 type peer struct {
-	t      testing.TB
-	c      *net.UnixConn
-	w      *wire
-	serial uint32
-	name   string
+	t    testing.TB
+	conn *dbustest.Conn
+	c    *net.UnixConn // its socket
+	name string        // its unique name, once the bus said it
 }
 
 // connect authenticates on c (EXTERNAL, with unix fds) and, for a bus,
 // says Hello.
 func connect(t testing.TB, c *net.UnixConn, hello bool) *peer {
 	t.Helper()
-	p := &peer{t: t, c: c, w: newWire(c, "test peer")}
-	uid := hex.EncodeToString([]byte(strconv.Itoa(os.Getuid())))
-	p.expect("\x00AUTH EXTERNAL "+uid+"\r\n", "OK ")
-	p.expect("NEGOTIATE_UNIX_FD\r\n", "AGREE_UNIX_FD")
-	if _, err := c.Write([]byte("BEGIN\r\n")); err != nil {
+	conn, err := dbustest.New(c)
+	if err != nil {
 		t.Fatal(err)
 	}
+	p := &peer{t: t, conn: conn, c: c}
 	if hello {
-		h, msg, _ := p.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", "")
-		name, err := newBody(&h, msg).str(0)
-		if err != nil || h.typ != typeMethodReturn {
-			t.Fatalf("Hello: %+v %v", h, err)
+		if p.name, err = conn.Hello(); err != nil {
+			t.Fatal(err)
 		}
-		p.name = name
 	}
 	return p
 }
 
-func (p *peer) expect(send, want string) {
-	p.t.Helper()
-	if _, err := p.c.Write([]byte(send)); err != nil {
-		p.t.Fatal(err)
-	}
-	l, err := p.w.line()
-	if err != nil || !strings.HasPrefix(string(l), want) {
-		p.t.Fatalf("sent %q, got %q (%v), want %q", send, l, err, want)
-	}
+// read returns the next message, with its fds.
+func (p *peer) read() (*dbustest.Message, error) {
+	return p.conn.Read()
 }
 
-// read returns the next message (a copy) and its fds.
-func (p *peer) read() (header, []byte, []int, error) {
-	msg, h, fds, err := p.w.message()
-	return h, bytes.Clone(msg), fds, err
-}
-
-// send sends a call built by callMsgFlags and returns its serial.
+// send sends a call with flags and fds and returns its serial.
 func (p *peer) send(flags byte, fds []int, dest, path, iface, member, sig string, args ...any) uint32 {
 	p.t.Helper()
-	p.serial++
-	msg := callMsgFlags(flags, p.serial, dest, path, iface, member, sig, args...)
-	if len(fds) > 0 {
-		msg = withFDs(msg, len(fds))
-	}
-	if err := send(p.c, msg, fds); err != nil {
-		p.t.Fatalf("send %s: %v", member, err)
-	}
-	return p.serial
-}
-
-// withFDs adds a UNIX_FDS header field to a message.
-func withFDs(msg []byte, n int) []byte {
-	h, err := parseHeader(msg)
+	m := dbustest.MethodCall(dest, path, iface, member, sig, args...)
+	m.Flags, m.FDs = flags, fds
+	serial, err := p.conn.Send(m)
 	if err != nil {
-		panic(err)
+		p.t.Fatal(err)
 	}
-	fields := []field{{code: fieldPath, typ: 'o', s: h.path}, {code: fieldMember, typ: 's', s: h.member}, {code: fieldUnixFDs, typ: 'u', u: uint32(n)}}
-	if h.iface != "" {
-		fields = append(fields, field{code: fieldInterface, typ: 's', s: h.iface})
-	}
-	if h.dest != "" {
-		fields = append(fields, field{code: fieldDestination, typ: 's', s: h.dest})
-	}
-	if h.sig != "" {
-		fields = append(fields, field{code: fieldSignature, typ: 'g', s: h.sig})
-	}
-	return encodeMessage(h.typ, h.flags, h.serial, fields, msg[h.bodyOff:])
+	return serial
 }
 
 // call makes a method call and waits for its reply, passing over the
 // signals that come first.
-func (p *peer) call(dest, path, iface, member, sig string, args ...any) (header, []byte, []int) {
+func (p *peer) call(dest, path, iface, member, sig string, args ...any) *dbustest.Message {
 	p.t.Helper()
 	return p.callFDs(nil, dest, path, iface, member, sig, args...)
 }
 
-func (p *peer) callFDs(fds []int, dest, path, iface, member, sig string, args ...any) (header, []byte, []int) {
+func (p *peer) callFDs(fds []int, dest, path, iface, member, sig string, args ...any) *dbustest.Message {
 	p.t.Helper()
-	serial := p.send(0, fds, dest, path, iface, member, sig, args...)
-	return p.reply(serial)
+	return p.reply(p.send(0, fds, dest, path, iface, member, sig, args...))
 }
 
 // reply reads until the reply to serial; any other reply or call first
 // is a failure.
-func (p *peer) reply(serial uint32) (header, []byte, []int) {
+func (p *peer) reply(serial uint32) *dbustest.Message {
 	p.t.Helper()
-	for {
-		h, msg, fds, err := p.read()
-		if err != nil {
-			p.t.Fatalf("waiting for the reply to %d: %v", serial, err)
-		}
-		if h.typ == typeSignal {
-			closeFDs(fds)
-			continue
-		}
-		if h.replySerial != serial {
-			p.t.Fatalf("waiting for the reply to %d, got %+v", serial, h)
-		}
-		return h, msg, fds
+	m, err := p.conn.Reply(serial)
+	if err != nil {
+		p.t.Fatal(err)
 	}
+	return m
 }
 
 // denied checks that a reply is paddock's AccessDenied and returns its
 // message.
-func denied(t testing.TB, h header, msg []byte, p *peer, want string) string {
+func denied(t testing.TB, m *dbustest.Message, p *peer, want string) string {
 	t.Helper()
-	if h.typ != typeError || h.errorName != errAccessDenied {
-		t.Fatalf("reply %+v, want an %s error", h, errAccessDenied)
+	if m.Type != typeError || m.ErrorName != errAccessDenied {
+		t.Fatalf("reply %+v, want an %s error", m, errAccessDenied)
 	}
-	text, err := newBody(&h, msg).str(0)
-	if err != nil {
-		t.Fatalf("the error's message: %v", err)
+	text, _ := m.Body[0].(string)
+	if m.Signature != "s" || !strings.HasPrefix(text, "paddock refused "+want) || !strings.Contains(text, "Way out: ") {
+		t.Errorf("error message %q (signature %q), want paddock's refusal of %s", text, m.Signature, want)
 	}
-	if !strings.HasPrefix(text, "paddock refused "+want) || !strings.Contains(text, "Way out: ") {
-		t.Errorf("error message %q, want paddock's refusal of %s", text, want)
-	}
-	if p.name != "" && h.dest != p.name {
-		t.Errorf("error to %q, want the client's unique name %q", h.dest, p.name)
+	if p.name != "" && m.Destination != p.name {
+		t.Errorf("error to %q, want the client's unique name %q", m.Destination, p.name)
 	}
 	return text
 }
@@ -266,89 +155,54 @@ type record struct {
 // when it owns the name.
 func standIn(t *testing.T, busPath, name string) <-chan record {
 	t.Helper()
-	p := connect(t, dialUnix(t, busPath), true)
-	h, _, _ := p.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName", "su", name, 4)
-	if h.typ != typeMethodReturn {
-		t.Fatalf("RequestName %s: %+v", name, h)
-	}
 	calls := make(chan record, 64)
-	go func() {
-		for {
-			h, msg, fds, err := p.read()
-			if err != nil {
-				return
-			}
-			if h.typ != typeMethodCall {
-				closeFDs(fds)
-				continue
-			}
-			b := newBody(&h, msg)
-			rec := record{iface: h.iface, member: h.member, path: h.path}
-			if strings.HasPrefix(h.sig, "s") {
-				rec.arg, _ = b.str(0)
-			}
-			typ, errName, sig, body, out := standInAnswer(h, msg, fds)
-			closeFDs(fds)
-			if h.member == "Notify" {
-				rec.arg, _ = newBody(&h, msg).str(3)
-			}
-			calls <- rec
-			if h.flags&flagNoReplyExpected != 0 {
-				closeFDs(out)
-				continue
-			}
-			fields := []field{{code: fieldReplySerial, typ: 'u', u: h.serial}, {code: fieldDestination, typ: 's', s: h.sender}}
-			if errName != "" {
-				fields = append(fields, field{code: fieldErrorName, typ: 's', s: errName})
-			}
-			if sig != "" {
-				fields = append(fields, field{code: fieldSignature, typ: 'g', s: sig})
-			}
-			if len(out) > 0 {
-				fields = append(fields, field{code: fieldUnixFDs, typ: 'u', u: uint32(len(out))})
-			}
-			p.serial++
-			err = send(p.c, encodeMessage(typ, flagNoReplyExpected, p.serial, fields, body), out)
-			closeFDs(out)
-			if err != nil {
-				return
-			}
+	dbustest.StandIn(t, busPath, name, func(m *dbustest.Message) *dbustest.Message {
+		rec := record{iface: m.Interface, member: m.Member, path: m.Path}
+		if strings.HasPrefix(m.Signature, "s") {
+			rec.arg, _ = m.Body[0].(string)
 		}
-	}()
+		if m.Member == "Notify" && len(m.Body) > 3 {
+			rec.arg, _ = m.Body[3].(string)
+		}
+		reply := standInAnswer(m)
+		calls <- rec
+		return reply
+	})
 	return calls
 }
 
 // standInAnswer is the stand-in's reply to a call.
-func standInAnswer(h header, msg []byte, fds []int) (typ byte, errName, sig string, body []byte, out []int) {
-	b := newBody(&h, msg)
-	switch h.member {
+func standInAnswer(m *dbustest.Message) *dbustest.Message {
+	switch m.Member {
 	case "Notify":
-		return typeMethodReturn, "", "u", encodeBody("u", 42), nil
+		return dbustest.Return("u", 42)
 	case "GetCapabilities":
-		return typeMethodReturn, "", "as", encodeBody("as", []any{"body"}), nil
+		return dbustest.Return("as", []any{"body"})
 	case "StartTransientUnit":
-		if u, _ := b.str(0); u == "exists.service" {
-			return typeError, "org.freedesktop.systemd1.UnitExists", "s", encodeBody("s", "Unit exists.service was already loaded or has a fragment file."), nil
+		if len(m.Body) > 0 && m.Body[0] == "exists.service" {
+			return dbustest.ErrorReply("org.freedesktop.systemd1.UnitExists", "Unit exists.service was already loaded or has a fragment file.")
 		}
-		return typeMethodReturn, "", "o", encodeBody("o", "/org/freedesktop/systemd1/job/1"), nil
+		return dbustest.Return("o", "/org/freedesktop/systemd1/job/1")
 	case "StopUnit", "StartUnit", "Stop":
-		return typeMethodReturn, "", "o", encodeBody("o", "/org/freedesktop/systemd1/job/2"), nil
+		return dbustest.Return("o", "/org/freedesktop/systemd1/job/2")
 	case "ReadFD":
 		var got []byte
-		if len(fds) == 1 {
-			got, _ = io.ReadAll(os.NewFile(uintptr(dup(fds[0])), "passed"))
+		if len(m.FDs) == 1 {
+			got, _ = io.ReadAll(os.NewFile(uintptr(dup(m.FDs[0])), "passed"))
 		}
-		return typeMethodReturn, "", "s", encodeBody("s", string(got)), nil
+		return dbustest.Return("s", string(got))
 	case "OpenFD":
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-			return typeError, "org.freedesktop.DBus.Error.Failed", "", nil, nil
+			return dbustest.ErrorReply("org.freedesktop.DBus.Error.Failed", err.Error())
 		}
 		unix.Write(p[1], []byte("from the service"))
 		unix.Close(p[1])
-		return typeMethodReturn, "", "h", encodeBody("h", 0), []int{p[0]}
+		r := dbustest.Return("h", 0)
+		r.FDs = []int{p[0]}
+		return r
 	}
-	return typeMethodReturn, "", "", nil, nil
+	return dbustest.Return("")
 }
 
 func dup(fd int) int {
@@ -364,7 +218,7 @@ func dup(fd int) int {
 func relayed(t *testing.T, busPath string, p Policy) (*peer, <-chan Refusal, <-chan error) {
 	t.Helper()
 	agent, client := socketpair(t)
-	bus := dialUnix(t, busPath)
+	bus := sockettest.Dial(t, busPath)
 	refusals := make(chan Refusal, 16)
 	done := make(chan error, 1)
 	go func() { done <- Relay(client, bus, "system", p, func(r Refusal) { refusals <- r }) }()
@@ -381,19 +235,18 @@ func TestRelay(t *testing.T) {
 
 	t.Run("PowerOff refused", func(t *testing.T) {
 		c, refusals, done := relayed(t, bus, Policy{})
-		h, msg, _ := c.call(login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false)
-		text := denied(t, h, msg, c, l1Mgr+".PowerOff on the system bus: ")
+		m := c.call(login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false)
+		text := denied(t, m, c, l1Mgr+".PowerOff on the system bus: ")
 		r := recv(t, refusals, "refusal")
 		if r.Rule != RulePowerControl || r.Message != text || r.Member != "PowerOff" || r.Destination != login1 {
 			t.Errorf("refusal %+v, want power_control with the message the client got", r)
 		}
-		if h.sender != login1 {
-			t.Errorf("the error's sender %q, want %s, the name called", h.sender, login1)
+		if m.Sender != login1 {
+			t.Errorf("the error's sender %q, want %s, the name called", m.Sender, login1)
 		}
 		// The stand-in never saw it: the next call it gets is this one.
-		h, _, _ = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanPowerOff", "")
-		if h.typ != typeMethodReturn {
-			t.Fatalf("CanPowerOff: %+v", h)
+		if m = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanPowerOff", ""); m.Type != typeMethodReturn {
+			t.Fatalf("CanPowerOff: %+v", m)
 		}
 		if got := recv(t, login, "login1 call"); got.member != "CanPowerOff" {
 			t.Errorf("login1 got %+v first, want CanPowerOff (PowerOff never)", got)
@@ -404,9 +257,8 @@ func TestRelay(t *testing.T) {
 		if r := recv(t, refusals, "refusal"); r.Member != "Reboot" {
 			t.Errorf("refusal %+v, want Reboot's", r)
 		}
-		h, _, _ = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanReboot", "")
-		if h.typ != typeMethodReturn {
-			t.Errorf("after a refused call without a reply: %+v", h)
+		if m = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanReboot", ""); m.Type != typeMethodReturn {
+			t.Errorf("after a refused call without a reply: %+v", m)
 		}
 		if got := recv(t, login, "login1 call"); got.member != "CanReboot" {
 			t.Errorf("login1 got %+v, want CanReboot", got)
@@ -419,9 +271,8 @@ func TestRelay(t *testing.T) {
 
 	t.Run("PowerOff with the opt-in", func(t *testing.T) {
 		c, _, _ := relayed(t, bus, Policy{AllowPower: true})
-		h, _, _ := c.call(login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false)
-		if h.typ != typeMethodReturn {
-			t.Fatalf("PowerOff with AllowPower: %+v", h)
+		if m := c.call(login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false); m.Type != typeMethodReturn {
+			t.Fatalf("PowerOff with AllowPower: %+v", m)
 		}
 		if got := recv(t, login, "login1 call"); got.member != "PowerOff" {
 			t.Errorf("login1 got %+v, want PowerOff", got)
@@ -430,14 +281,10 @@ func TestRelay(t *testing.T) {
 
 	t.Run("Notify passes", func(t *testing.T) {
 		c, _, _ := relayed(t, bus, Policy{})
-		h, msg, _ := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
+		m := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
 			"susssasa{sv}i", "paddock", 0, "", "build done", "", []any{}, []any{}, 5000)
-		if h.typ != typeMethodReturn || h.sig != "u" {
-			t.Fatalf("Notify: %+v", h)
-		}
-		b := newBody(&h, msg)
-		if b.d.align(4) != nil || b.d.off+4 > len(msg) || h.order.Uint32(msg[b.d.off:]) != 42 {
-			t.Errorf("Notify's reply body %x, want 42", msg[h.bodyOff:])
+		if m.Type != typeMethodReturn || m.Signature != "u" || m.Body[0] != uint32(42) {
+			t.Fatalf("Notify: %+v, want the id 42", m)
 		}
 		if got := recv(t, notes, "Notify"); got.member != "Notify" || got.arg != "build done" {
 			t.Errorf("the stand-in got %+v", got)
@@ -446,35 +293,31 @@ func TestRelay(t *testing.T) {
 
 	t.Run("units", func(t *testing.T) {
 		c, refusals, _ := relayed(t, bus, Policy{})
-		stop := func(unit string) (header, []byte) {
-			h, msg, _ := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StopUnit", "ss", unit, "replace")
-			return h, msg
+		stop := func(unit string) *dbustest.Message {
+			return c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StopUnit", "ss", unit, "replace")
 		}
-		h, msg := stop("gdm.service")
-		text := denied(t, h, msg, c, sdMgr+".StopUnit(gdm.service) on the system bus: the session does not own gdm.service")
+		text := denied(t, stop("gdm.service"), c, sdMgr+".StopUnit(gdm.service) on the system bus: the session does not own gdm.service")
 		if r := recv(t, refusals, "refusal"); r.Unit != "gdm.service" || r.Rule != RuleUnitNotOwned || r.Message != text {
 			t.Errorf("refusal %+v", r)
 		}
-		h, _, _ = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "run-agent1.service", "fail",
-			[]any{[]any{"ExecStart", variant{"a(sasb)", []any{[]any{"/bin/true", []any{"/bin/true"}, false}}}}}, []any{})
-		if h.typ != typeMethodReturn {
-			t.Fatalf("StartTransientUnit: %+v", h)
+		m := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "run-agent1.service", "fail",
+			[]any{[]any{"ExecStart", variant("a(sasb)", []any{[]any{"/bin/true", []any{"/bin/true"}, false}})}}, []any{})
+		if m.Type != typeMethodReturn {
+			t.Fatalf("StartTransientUnit: %+v", m)
 		}
-		if h, _ = stop("run-agent1.service"); h.typ != typeMethodReturn {
-			t.Errorf("StopUnit of the unit the client started: %+v", h)
+		if m = stop("run-agent1.service"); m.Type != typeMethodReturn {
+			t.Errorf("StopUnit of the unit the client started: %+v", m)
 		}
 		// Started by name, refused by systemd: not the session's.
-		if h, _, _ = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "exists.service", "fail", []any{}, []any{}); h.typ != typeError {
-			t.Fatalf("StartTransientUnit of exists.service: %+v", h)
+		if m = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "exists.service", "fail", []any{}, []any{}); m.Type != typeError {
+			t.Fatalf("StartTransientUnit of exists.service: %+v", m)
 		}
-		h, msg = stop("exists.service")
-		denied(t, h, msg, c, sdMgr+".StopUnit(exists.service)")
+		denied(t, stop("exists.service"), c, sdMgr+".StopUnit(exists.service)")
 		// The unit object's Stop, by its escaped path.
-		h, msg, _ = c.call(systemd, "/org/freedesktop/systemd1/unit/gdm_2eservice", sdUnit, "Stop", "s", "replace")
-		denied(t, h, msg, c, sdUnit+".Stop on gdm.service")
-		h, _, _ = c.call(systemd, "/org/freedesktop/systemd1/unit/run_2dagent1_2eservice", sdUnit, "Stop", "s", "replace")
-		if h.typ != typeMethodReturn {
-			t.Errorf("Unit.Stop of the unit the client started: %+v", h)
+		m = c.call(systemd, "/org/freedesktop/systemd1/unit/gdm_2eservice", sdUnit, "Stop", "s", "replace")
+		denied(t, m, c, sdUnit+".Stop on gdm.service")
+		if m = c.call(systemd, "/org/freedesktop/systemd1/unit/run_2dagent1_2eservice", sdUnit, "Stop", "s", "replace"); m.Type != typeMethodReturn {
+			t.Errorf("Unit.Stop of the unit the client started: %+v", m)
 		}
 		var got []string
 		for range 4 {
@@ -496,18 +339,18 @@ func TestRelay(t *testing.T) {
 		}
 		unix.Write(p[1], []byte("to the service"))
 		unix.Close(p[1])
-		h, msg, _ := c.callFDs([]int{p[0]}, "org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.paddock.Test", "ReadFD", "h", 0)
+		m := c.callFDs([]int{p[0]}, "org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.paddock.Test", "ReadFD", "h", 0)
 		unix.Close(p[0])
-		if s, err := newBody(&h, msg).str(0); h.typ != typeMethodReturn || s != "to the service" {
-			t.Errorf("ReadFD: %+v %q %v, want the pipe's contents", h, s, err)
+		if m.Type != typeMethodReturn || m.Signature != "s" || m.Body[0] != "to the service" {
+			t.Errorf("ReadFD: %+v, want the pipe's contents", m)
 		}
 		recv(t, notes, "ReadFD")
-		h, _, fds := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.paddock.Test", "OpenFD", "")
+		m = c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.paddock.Test", "OpenFD", "")
 		recv(t, notes, "OpenFD")
-		if h.typ != typeMethodReturn || h.unixFDs != 1 || len(fds) != 1 {
-			t.Fatalf("OpenFD: %+v with %d fds", h, len(fds))
+		if m.Type != typeMethodReturn || m.UnixFDs != 1 || len(m.FDs) != 1 {
+			t.Fatalf("OpenFD: %+v with %d fds", m, len(m.FDs))
 		}
-		got, _ := io.ReadAll(os.NewFile(uintptr(fds[0]), "from the service"))
+		got, _ := io.ReadAll(os.NewFile(uintptr(m.FDs[0]), "from the service"))
 		if string(got) != "from the service" {
 			t.Errorf("the fd the service returned reads %q", got)
 		}
@@ -518,9 +361,9 @@ func TestRelay(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer unix.Close(p[1])
-		h, msg, _ = c.callFDs([]int{p[0]}, login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "h", 0)
+		m = c.callFDs([]int{p[0]}, login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "h", 0)
 		unix.Close(p[0])
-		denied(t, h, msg, c, l1Mgr+".PowerOff")
+		denied(t, m, c, l1Mgr+".PowerOff")
 		if _, err := unix.Write(p[1], []byte("x")); !errors.Is(err, unix.EPIPE) {
 			t.Errorf("write to the pipe whose read end went with a refused call: %v, want EPIPE (the relay kept the fd)", err)
 		}
@@ -529,10 +372,10 @@ func TestRelay(t *testing.T) {
 	t.Run("a large message", func(t *testing.T) {
 		c, _, _ := relayed(t, bus, Policy{})
 		big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
-		h, _, _ := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
+		m := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
 			"susssasa{sv}i", "paddock", 0, "", big, big, []any{}, []any{}, 5000)
-		if h.typ != typeMethodReturn {
-			t.Fatalf("Notify of 2 MiB: %+v", h)
+		if m.Type != typeMethodReturn {
+			t.Fatalf("Notify of 2 MiB: %+v", m)
 		}
 		if got := recv(t, notes, "Notify"); got.arg != big {
 			t.Errorf("the stand-in got a summary of %d bytes, want %d", len(got.arg), len(big))
@@ -551,12 +394,12 @@ func TestRelay(t *testing.T) {
 		// What the bus sent before (its NameAcquired signal) may come
 		// first; then the end.
 		for {
-			h, _, _, err := c.read()
+			m, err := c.read()
 			if err != nil {
 				break
 			}
-			if h.typ != typeSignal {
-				t.Fatalf("after a malformed message the client got %+v, want the connection's end", h)
+			if m.Type != typeSignal {
+				t.Fatalf("after a malformed message the client got %+v, want the connection's end", m)
 			}
 		}
 	})
@@ -613,13 +456,13 @@ func TestPeerToPeer(t *testing.T) {
 		return encodeMessage(typeMethodReturn, flagNoReplyExpected, h.serial, []field{{code: fieldReplySerial, typ: 'u', u: h.serial}}, nil)
 	})
 	c := connect(t, agent, false)
-	h, msg, _ := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "KillUnit", "ssi", "gdm.service", "all", 9)
-	denied(t, h, msg, c, sdMgr+".KillUnit(gdm.service) on the systemd private bus")
-	if h.dest != "" {
-		t.Errorf("a peer-to-peer error with destination %q", h.dest)
+	m := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "KillUnit", "ssi", "gdm.service", "all", 9)
+	denied(t, m, c, sdMgr+".KillUnit(gdm.service) on the systemd private bus")
+	if m.Destination != "" {
+		t.Errorf("a peer-to-peer error with destination %q", m.Destination)
 	}
-	if h, _, _ = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "GetUnit", "s", "gdm.service"); h.typ != typeMethodReturn {
-		t.Errorf("GetUnit: %+v", h)
+	if m = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "GetUnit", "s", "gdm.service"); m.Type != typeMethodReturn {
+		t.Errorf("GetUnit: %+v", m)
 	}
 	if m := recv(t, served, "served call"); m != "GetUnit" {
 		t.Errorf("the server got %s first, want GetUnit", m)
@@ -657,13 +500,12 @@ func TestRefusalAfterHello(t *testing.T) {
 	c := connect(t, agent, false)
 	hello := c.send(0, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", "")
 	power := c.send(0, nil, login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false)
-	h, msg, _, err := c.read()
-	if err != nil || h.replySerial != hello {
-		t.Fatalf("first message %+v (%v), want the reply to Hello", h, err)
+	m, err := c.read()
+	if err != nil || m.ReplySerial != hello || m.Signature != "s" {
+		t.Fatalf("first message %+v (%v), want the reply to Hello", m, err)
 	}
-	c.name, _ = newBody(&h, msg).str(0)
-	h, msg, _ = c.reply(power)
-	denied(t, h, msg, c, l1Mgr+".PowerOff")
+	c.name = m.Body[0].(string)
+	denied(t, c.reply(power), c, l1Mgr+".PowerOff")
 }
 
 // listenRelay runs a relay listener: each connection to it is relayed
@@ -812,6 +654,25 @@ func TestRealClients(t *testing.T) {
 			t.Errorf("a relay ended with %v", err)
 		}
 	}
+}
+
+// withFDs adds a UNIX_FDS header field to a message.
+func withFDs(msg []byte, n int) []byte {
+	h, err := parseHeader(msg)
+	if err != nil {
+		panic(err)
+	}
+	fields := []field{{code: fieldPath, typ: 'o', s: h.path}, {code: fieldMember, typ: 's', s: h.member}, {code: fieldUnixFDs, typ: 'u', u: uint32(n)}}
+	if h.iface != "" {
+		fields = append(fields, field{code: fieldInterface, typ: 's', s: h.iface})
+	}
+	if h.dest != "" {
+		fields = append(fields, field{code: fieldDestination, typ: 's', s: h.dest})
+	}
+	if h.sig != "" {
+		fields = append(fields, field{code: fieldSignature, typ: 'g', s: h.sig})
+	}
+	return encodeMessage(h.typ, h.flags, h.serial, fields, msg[h.bodyOff:])
 }
 
 // TestSendManyFDs: a message with more descriptors than one sendmsg

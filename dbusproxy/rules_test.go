@@ -72,7 +72,7 @@ func TestDecide(t *testing.T) {
 		{"RestartUnit", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "RestartUnit", "ss", "sshd.service", "replace"), Policy{}, RuleUnitNotOwned, "sshd.service"},
 		{"RestartUnit of reboot.target", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "RestartUnit", "ss", "reboot.target", "replace"), Policy{}, RulePowerControl, "reboot.target"},
 		{"CleanUnit", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "CleanUnit", "sas", "gdm.service", []any{"all"}), Policy{}, RuleUnitNotOwned, "gdm.service"},
-		{"SetUnitProperties", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "SetUnitProperties", "sba(sv)", "gdm.service", true, []any{[]any{"MemoryMax", variant{"t", 1}}}), Policy{}, RuleUnitNotOwned, "gdm.service"},
+		{"SetUnitProperties", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "SetUnitProperties", "sba(sv)", "gdm.service", true, []any{[]any{"MemoryMax", variant("t", 1)}}), Policy{}, RuleUnitNotOwned, "gdm.service"},
 		{"StartUnit", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnit", "ss", "nginx.service", "replace"), Policy{}, "", ""},
 		{"StartUnit poweroff.target", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnit", "ss", "poweroff.target", "replace-irreversibly"), Policy{}, RulePowerControl, "poweroff.target"},
 		{"StartUnit poweroff.target with the opt-in", callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartUnit", "ss", "poweroff.target", "replace-irreversibly"), Policy{AllowPower: true}, "", ""},
@@ -122,7 +122,7 @@ func TestDecide(t *testing.T) {
 
 		// The rest passes.
 		{"Notify", callMsg("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify", "susssasa{sv}i", "paddock", 0, "", "done", "", []any{}, []any{}, 5000), Policy{}, "", ""},
-		{"secrets", callMsg("org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession", "sv", "plain", variant{"s", ""}), Policy{}, "", ""},
+		{"secrets", callMsg("org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "OpenSession", "sv", "plain", variant("s", "")), Policy{}, "", ""},
 		{"portal", callMsg("org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop", "org.freedesktop.portal.OpenURI", "OpenURI", "ssa{sv}", "", "https://example.org", []any{}), Policy{}, "", ""},
 	}
 	for _, c := range cases {
@@ -222,11 +222,11 @@ func TestTransient(t *testing.T) {
 		h, _ := parseHeader(m)
 		return d.decide(&h, m, nil)
 	}
-	start(10, "ok.service", []any{[]any{"ExecStart", variant{"a(sasb)", []any{[]any{"/bin/true", []any{"/bin/true"}, false}}}}}, 0)
+	start(10, "ok.service", []any{[]any{"ExecStart", variant("a(sasb)", []any{[]any{"/bin/true", []any{"/bin/true"}, false}})}}, 0)
 	start(11, "exists.service", []any{}, 0)
 	start(12, "other.service", []any{}, 0)
-	start(13, "foreign.scope", []any{[]any{"PIDs", variant{"au", []any{100, 200}}}}, 0)
-	start(14, "own.scope", []any{[]any{"PIDs", variant{"au", []any{100}}}}, 0)
+	start(13, "foreign.scope", []any{[]any{"PIDs", variant("au", []any{100, 200})}}, 0)
+	start(14, "own.scope", []any{[]any{"PIDs", variant("au", []any{100})}}, 0)
 	start(15, "noreply.service", []any{}, flagNoReplyExpected)
 	if stop("ok.service") == nil {
 		t.Fatal("StopUnit of a transient unit passed before its start was confirmed")
@@ -259,7 +259,7 @@ func TestPIDFDs(t *testing.T) {
 	defer unix.Close(pidfd)
 	for _, owned := range []bool{true, false} {
 		d := newDecider("session", Policy{OwnsPID: func(p int) bool { return owned && p == cmd.Process.Pid }})
-		m := callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "run-x.scope", "fail", []any{[]any{"PIDFDs", variant{"ah", []any{0}}}}, []any{})
+		m := callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "run-x.scope", "fail", []any{[]any{"PIDFDs", variant("ah", []any{0})}}, []any{})
 		h, _ := parseHeader(m)
 		if r := d.decide(&h, m, []int{pidfd}); r != nil {
 			t.Fatal(r.Message)

@@ -5,74 +5,23 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/internal/dbustest"
 )
 
-// variant is a test value of type v.
-type variant struct {
-	sig string
-	v   any
+// variant is a value of type v, of signature sig.
+func variant(sig string, v any) dbustest.Variant {
+	return dbustest.Variant{Signature: sig, Value: v}
 }
 
-// marshal appends v, of the complete type t, to e: the tests' encoder of
-// any value (ints for the integer types, []any for arrays and structs).
-func marshal(e *encoder, t string, v any) {
-	switch t[0] {
-	case 'y':
-		e.b = append(e.b, byte(v.(int)))
-	case 'b':
-		n := uint32(0)
-		if v.(bool) {
-			n = 1
-		}
-		e.u32(n)
-	case 'n', 'q':
-		e.pad(2)
-		e.b = binary.LittleEndian.AppendUint16(e.b, uint16(v.(int)))
-	case 'i', 'u', 'h':
-		e.u32(uint32(v.(int)))
-	case 'x', 't', 'd':
-		e.pad(8)
-		e.b = binary.LittleEndian.AppendUint64(e.b, uint64(v.(int)))
-	case 's', 'o':
-		e.str(v.(string))
-	case 'g':
-		e.signature(v.(string))
-	case 'v':
-		vv := v.(variant)
-		e.signature(vv.sig)
-		marshal(e, vv.sig, vv.v)
-	case 'a':
-		elem := t[1:]
-		e.pad(4)
-		at := len(e.b)
-		e.u32(0)
-		e.pad(alignOf(elem[0]))
-		start := len(e.b)
-		for _, x := range v.([]any) {
-			marshal(e, elem, x)
-		}
-		binary.LittleEndian.PutUint32(e.b[at:], uint32(len(e.b)-start))
-	case '(', '{':
-		e.pad(8)
-		for i, m := range types(t[1 : len(t)-1]) {
-			marshal(e, m, v.([]any)[i])
-		}
-	default:
-		panic("marshal: type " + t)
-	}
-}
-
-// encodeBody encodes args of signature sig.
+// encodeBody encodes args of signature sig (dbustest's encoder, not the
+// relay's: the tests do not check the parser against itself).
 func encodeBody(sig string, args ...any) []byte {
-	var e encoder
-	ts := types(sig)
-	if len(ts) != len(args) {
-		panic("encodeBody: " + sig + " with the wrong number of arguments")
+	b, err := dbustest.EncodeBody(sig, args...)
+	if err != nil {
+		panic("encodeBody: " + err.Error())
 	}
-	for i, t := range ts {
-		marshal(&e, t, args[i])
-	}
-	return e.b
+	return b
 }
 
 // callMsg builds a method call (serial 7) to dest at path.
@@ -164,7 +113,7 @@ func TestParseHeader(t *testing.T) {
 		{code: fieldPath, typ: 'o', s: "/a"}, {code: fieldInterface, typ: 's', s: "a.b"},
 		{code: fieldMember, typ: 's', s: "C"},
 	}, nil)
-	withUnknown = appendField(withUnknown, 42, "a{sv}", []any{[]any{"k", variant{"as", []any{"x", "y"}}}})
+	withUnknown = appendField(withUnknown, 42, "a{sv}", []any{[]any{"k", variant("as", []any{"x", "y"})}})
 	if h, err := parseHeader(withUnknown); err != nil || h.member != "C" {
 		t.Errorf("a message with an unknown a{sv} field: %+v, %v", h, err)
 	}
@@ -200,10 +149,10 @@ func TestParseHeader(t *testing.T) {
 }
 
 // deepVariant is a variant holding a variant ... n deep.
-func deepVariant(n int) variant {
-	v := variant{"u", 1}
+func deepVariant(n int) dbustest.Variant {
+	v := variant("u", 1)
 	for range n {
-		v = variant{"v", v}
+		v = variant("v", v)
 	}
 	return v
 }
@@ -218,7 +167,9 @@ func appendField(msg []byte, code byte, sig string, v any) []byte {
 	e.pad(8)
 	e.b = append(e.b, code)
 	e.signature(sig)
-	marshal(&e, sig, v)
+	if e.b, err = dbustest.AppendValue(e.b, sig, v); err != nil {
+		panic("appendField: " + err.Error())
+	}
 	binary.LittleEndian.PutUint32(e.b[12:], uint32(len(e.b)-fixedLen))
 	e.pad(8)
 	return e.b

@@ -49,16 +49,24 @@ func asNobody(t *testing.T, env []string, name string, args ...string) (string, 
 // action whose message contains want.
 func journalHas(t *testing.T, dir, action, want string) bool {
 	t.Helper()
+	return journalCount(t, dir, action, want) > 0
+}
+
+// journalCount counts the records of action in the session journal in
+// dir that contain want.
+func journalCount(t *testing.T, dir, action, want string) int {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "j.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	n := 0
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.Contains(line, `"action":"`+action+`"`) && strings.Contains(line, want) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // TestWallProcWrites: a foreign process's oom_score_adj is unchanged after

@@ -31,6 +31,11 @@
 // agenthelper shadow-kill-orphaned ROOT PID SIG does the same once process
 // ROOT (the agent root) has gone, as a leftover of the agent's.
 //
+// And: agenthelper dbus-call system|session DEST PATH INTERFACE.MEMBER
+// [SIGNATURE ARG...] makes a D-Bus method call in its own code, without
+// running a command (internal/dbustest's client), and prints "reply" and
+// the reply's values, or "err NAME: MESSAGE" for an error reply.
+//
 // And: agenthelper listen-exec PROG ARG... installs a seccomp filter that
 // allows everything but holds a user-notification listener, then execs
 // PROG: what a sandbox that supervises with its own listener looks like to
@@ -82,6 +87,13 @@ func main() {
 	}
 	if os.Args[1] == "termctl" && len(os.Args) == 4 {
 		if err := termctl(os.Args[2], os.Args[3] == "harm"); err != nil {
+			fmt.Printf("err %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if os.Args[1] == "dbus-call" {
+		if err := dbusCall(os.Args[2:]); err != nil {
 			fmt.Printf("err %v\n", err)
 			os.Exit(1)
 		}
