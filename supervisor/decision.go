@@ -165,7 +165,11 @@ func (c *call) decide() (d policy.Decision, r answer.Answer, waiting bool) {
 	defer c.names.close()
 	if c.preset == nil && c.req.Wall != nil {
 		d, r = c.decideWall()
-		if c.listener >= 0 && !seccomp.IDValid(c.listener, c.id) {
+		if c.listener >= 0 && report.Reports(d) && !seccomp.IDValid(c.listener, c.id) {
+			// What the decision read named the caller only if it still
+			// waits (as below); an answer to a caller gone is dropped by
+			// the kernel, and a descriptor's is refused (ENOENT), so only
+			// a report needs the check.
 			if r.HasFd {
 				unix.Close(r.Fd)
 			}

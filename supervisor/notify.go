@@ -107,6 +107,13 @@ func (s *Session) serve(w *liveWorld) {
 		c := w.read(int(n.Pid), n.Data.Arch, n.Data.Nr, n.Data.Args, s.listener, n.ID)
 		if c.mayWait() {
 			if c = c.moveTo(w.spare()); s.offload(c, s.sendAnswer) {
+				// Let the decision run now, on this thread, before the
+				// next receive: a goroutine made just before a blocking
+				// receive waits for the runtime's monitor to hand it a
+				// processor (measured: a unix connect carried out by the
+				// default wall cost 285 us against 29 bare); if it blocks,
+				// the monitor hands this loop on instead.
+				runtime.Gosched()
 				continue
 			}
 		}

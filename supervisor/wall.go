@@ -76,15 +76,6 @@ func newWallState(cfg WallConfig, strict bool) *wallState {
 	return ws
 }
 
-// deputyOf is the deputy whose socket fd (O_PATH) is, by inode.
-func (ws *wallState) deputyOf(fd int) policy.Deputy {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return policy.DeputyNone
-	}
-	return ws.known[devIno{st.Dev, st.Ino}]
-}
-
 // wallCall is what was read of a walled call from its caller.
 type wallCall struct {
 	// An open: its path, directory descriptor, flags and mode, and
@@ -323,25 +314,34 @@ func (c *call) decideForced() policy.Decision {
 // caller paddock may not inspect (it made itself non-dumpable), paddock's
 // root with no working directory (callerpath.HostView).
 func (c *call) view() (*callerpath.View, error) {
-	tgid, err := c.w.fs.Tgid(c.req.Tid)
-	if err != nil {
-		return nil, err
-	}
-	v, err := callerpath.Open(c.w.fs.Root, c.req.Tid, tgid)
+	tid := c.req.Tid
+	v, err := callerpath.Open(c.w.fs.Root, tid, tid)
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-		v, err = callerpath.HostView(c.req.Tid, tgid)
+		v, err = callerpath.HostView(tid, tid)
 	}
 	if err != nil {
 		return nil, err
 	}
-	// Its numbers in each PID namespace, for procfs's self in a /proc of
-	// a nested one.
-	pc, perr := c.w.fs.Creds(tgid)
-	tc, terr := c.w.fs.Creds(c.req.Tid)
-	st, serr := c.w.fs.Stat(tgid)
-	if perr == nil && terr == nil && serr == nil {
-		v.Numbers(pc.NSpid, tc.NSpid, st.StartTime)
-	}
+	// Its process and its numbers in each PID namespace, for procfs's self
+	// (in a /proc of a nested one too), read only where a path meets it.
+	fs := c.w.fs
+	v.NumbersBy(func() (int, []int, []int, uint64) {
+		tc, err := fs.Creds(tid)
+		if err != nil {
+			return 0, nil, nil, 0
+		}
+		pc := tc
+		if tc.Tgid != tid {
+			if pc, err = fs.Creds(tc.Tgid); err != nil {
+				return 0, nil, nil, 0
+			}
+		}
+		st, err := fs.Stat(tc.Tgid)
+		if err != nil {
+			return tc.Tgid, nil, nil, 0
+		}
+		return tc.Tgid, pc.NSpid, tc.NSpid, st.StartTime
+	})
 	return v, nil
 }
 
@@ -535,13 +535,19 @@ func (c *call) openOnBehalf(res *callerpath.Result) (int, error) {
 		return -1, err
 	}
 	mode := wc.mode & 0o7777 &^ cr.Umask
-	fd, err := unix.Openat(res.Dir, res.Name, flags, mode)
+	// Made with O_EXCL, so that paddock knows it made the file, and then
+	// given the caller's mode exactly: paddock's own umask applies to what
+	// it creates, and may take bits the caller's leaves (CPython's
+	// test_umask). Made meanwhile by someone else, it is opened as the
+	// caller's open would have found it.
+	fd, err := unix.Openat(res.Dir, res.Name, flags|unix.O_EXCL, mode)
+	if errors.Is(err, unix.EEXIST) && wc.flags&unix.O_EXCL == 0 {
+		return unix.Openat(res.Dir, res.Name, flags&^unix.O_CREAT, 0)
+	}
 	if err != nil {
 		return -1, err
 	}
-	if ws := c.w.wall; ws != nil && mode&ws.umask != 0 && wc.flags&unix.O_EXCL != 0 {
-		// paddock's own umask took bits the caller's leaves: put them back
-		// on the file it has just made (O_EXCL: made by this open).
+	if ws := c.w.wall; ws != nil && mode&ws.umask != 0 {
 		_ = unix.Fchmod(fd, mode)
 	}
 	return fd, nil
@@ -645,12 +651,17 @@ func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 		if res.Missing || res.Fd < 0 {
 			return c.wallErrno(unix.ENOENT)
 		}
-		if c.w.wall != nil {
-			wl.Deputy = c.w.wall.deputyOf(res.Fd)
-			wl.EngineAllowed = c.w.wall.cfg.EnginesAllowed[wl.Deputy]
+		var pin devIno
+		var st unix.Stat_t
+		if unix.Fstat(res.Fd, &st) == nil {
+			pin = devIno{st.Dev, st.Ino}
+		}
+		if ws := c.w.wall; ws != nil {
+			wl.Deputy = ws.known[pin]
+			wl.EngineAllowed = ws.cfg.EnginesAllowed[wl.Deputy]
 		}
 		target = procfs.FdPath(res.Fd)
-		if ws := c.w.wall; ws != nil && ws.serveControl != nil && !unread && !sendto && sameInode(res.Fd, ws.control) {
+		if ws := c.w.wall; ws != nil && ws.serveControl != nil && !unread && !sendto && pin.ino != 0 && pin == ws.control {
 			// paddock's own control socket: served as the caller's
 			// connection, not paddock's.
 			return c.redirect(sock, ws.serveControl)
@@ -723,12 +734,6 @@ func (c *call) wallConnectUnread(target string, abstract, sendto bool) (policy.D
 		return d, answer.Refuse(d.Errno)
 	}
 	return d, answer.Continue()
-}
-
-// sameInode reports whether fd is the file at di.
-func sameInode(fd int, di devIno) bool {
-	var st unix.Stat_t
-	return di.ino != 0 && unix.Fstat(fd, &st) == nil && st.Dev == di.dev && st.Ino == di.ino
 }
 
 // redirect carries out a connect of the caller's stream socket sock (a copy)
@@ -857,11 +862,15 @@ func (c *call) callerCloexec(fd int) (bool, error) {
 // callerFd copies the caller's descriptor fd (pidfd_getfd): the same open
 // file, so that what paddock does on it is done on the caller's socket.
 func (c *call) callerFd(fd int) (int, error) {
-	tgid, err := c.w.fs.Tgid(c.req.Tid)
-	if err != nil {
-		return -1, err
-	}
+	tgid := c.req.Tid
 	pidfd, err := unix.PidfdOpen(tgid, 0)
+	if errors.Is(err, unix.EINVAL) {
+		// A thread that does not lead its process: its process's.
+		if tgid, err = c.w.fs.Tgid(c.req.Tid); err != nil {
+			return -1, err
+		}
+		pidfd, err = unix.PidfdOpen(tgid, 0)
+	}
 	if err != nil {
 		return -1, fmt.Errorf("pidfd_open(%d): %w", tgid, err)
 	}
@@ -878,13 +887,19 @@ func (c *call) callerFd(fd int) (int, error) {
 
 // deputyByProcess names the deputy process pid is, by its command name
 // (a tmux server calls itself "tmux: server"; GNU screen's is "screen" or
-// "SCREEN").
+// "SCREEN"). One open and read: it is on every unix connect's path.
 func deputyByProcess(proc string, pid int) policy.Deputy {
-	b, err := os.ReadFile(proc + "/" + strconv.Itoa(pid) + "/comm")
+	fd, err := unix.Open(proc+"/"+strconv.Itoa(pid)+"/comm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return policy.DeputyNone
 	}
-	comm := strings.TrimSpace(string(b))
+	var buf [64]byte
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return policy.DeputyNone
+	}
+	comm := strings.TrimSpace(string(buf[:n]))
 	switch {
 	case strings.HasPrefix(comm, "tmux"):
 		return policy.DeputyTmux

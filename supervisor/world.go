@@ -117,7 +117,8 @@ func (w *liveWorld) sweep() {
 // pins kept across decisions and with a listing cache of its own, so that
 // nothing in it is shared with the loop that made it.
 func (w *liveWorld) spare() *liveWorld {
-	s := newLiveWorld(w.tree, w.fs, w.guard, w.vram)
+	s := &liveWorld{tree: w.tree, fs: w.fs, guard: w.guard, vram: w.vram, selfNS: w.selfNS}
+	s.cur.looked = make([]pinned, 0, 4)
 	s.files, s.strictExec, s.slots = w.files, w.strictExec, w.slots
 	s.scoped, s.probes, s.terms, s.wall = w.scoped, w.probes, w.terms, w.wall
 	return s

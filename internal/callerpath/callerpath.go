@@ -39,10 +39,14 @@ type View struct {
 	tid, tgid int
 	root, cwd int
 	// tgids and tids are the caller's numbers in each PID namespace from
-	// paddock's down to its own, and start its process's start time
-	// (Numbers): procfs's self names whichever a procfs mount has.
+	// paddock's down to its own, and started its process's start time
+	// (Numbers): procfs's self names whichever a procfs mount has. numbers,
+	// when set, finds them (and the tgid) the first time self is met.
 	tgids, tids []int
 	started     uint64
+	numbers     func() (tgid int, tgids, tids []int, start uint64)
+	// lazyCwd: the working directory is opened when first needed.
+	lazyCwd bool
 }
 
 // Numbers tells the view the caller's numbers in each PID namespace, from
@@ -55,20 +59,39 @@ func (v *View) Numbers(tgids, tids []int, start uint64) {
 	v.tgids, v.tids, v.started = tgids, tids, start
 }
 
+// NumbersBy is Numbers, and the view's tgid, found by find the first time
+// procfs's self is met (most paths never meet it, and finding them reads
+// /proc).
+func (v *View) NumbersBy(find func() (tgid int, tgids, tids []int, start uint64)) {
+	v.numbers = find
+}
+
 // Open opens the view of thread tid of process tgid, through the procfs
 // mounted at proc (normally "/proc").
 func Open(proc string, tid, tgid int) (*View, error) {
-	v := &View{proc: proc, tid: tid, tgid: tgid, root: -1, cwd: -1}
+	v := &View{proc: proc, tid: tid, tgid: tgid, root: -1, cwd: -1, lazyCwd: true}
 	base := proc + "/" + strconv.Itoa(tid)
 	var err error
 	if v.root, err = unix.Open(base+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return nil, fmt.Errorf("open %s/root: %w", base, err)
 	}
-	if v.cwd, err = unix.Open(base+"/cwd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-		unix.Close(v.root)
-		return nil, fmt.Errorf("open %s/cwd: %w", base, err)
-	}
 	return v, nil
+}
+
+// workdir opens the thread's working directory the first time a relative
+// path needs it.
+func (v *View) workdir() (int, error) {
+	if v.cwd >= 0 || !v.lazyCwd {
+		return v.cwd, nil
+	}
+	v.lazyCwd = false
+	name := v.proc + "/" + strconv.Itoa(v.tid) + "/cwd"
+	fd, err := unix.Open(name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", name, err)
+	}
+	v.cwd = fd
+	return fd, nil
 }
 
 // ErrNoCwd is Resolve's error for a relative path in a view without a
@@ -150,10 +173,15 @@ func (v *View) start(dirfd int, p string) (int, error) {
 	switch {
 	case strings.HasPrefix(p, "/"):
 		return dup(v.root)
-	case v.cwd < 0:
-		return -1, ErrNoCwd
 	case dirfd == unix.AT_FDCWD:
-		return dup(v.cwd)
+		cwd, err := v.workdir()
+		if err != nil {
+			return -1, err
+		}
+		if cwd < 0 {
+			return -1, ErrNoCwd
+		}
+		return dup(cwd)
 	case dirfd < 0:
 		return -1, unix.EBADF
 	}
@@ -390,6 +418,12 @@ func (v *View) link(cur, fd int, name string) (magic bool, target string, err er
 // procRoot numbers them: the level of the caller's PID namespaces whose
 // /proc/N has the caller's start time.
 func (v *View) numbered(procRoot int) (tgid, tid int) {
+	if v.numbers != nil {
+		if g, gs, ts, st := v.numbers(); g > 0 {
+			v.tgid, v.tgids, v.tids, v.started = g, gs, ts, st
+		}
+		v.numbers = nil
+	}
 	for i, n := range v.tgids {
 		if i >= len(v.tids) || v.started == 0 {
 			break
