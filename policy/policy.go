@@ -583,9 +583,15 @@ func decideHangup(r Request, w World, d Decision) Decision {
 // agent's from installing one once it has closed (the call then fails with
 // ENOSYS). The answer is EBUSY, the kernel's own for a second listener, so
 // programs see the same thing under both backends. Any other use affects
-// only the caller and is allowed.
+// only the caller and is allowed; so is a call with no filter (a NULL
+// program): libseccomp's probe of the kernel's flags
+// (seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, NULL),
+// made by every program that links it: podman, runc, crun) installs
+// nothing, and the kernel answers it EFAULT (EINVAL for flags it does not
+// take). The pointer is a register of the stopped call, which no other
+// thread can change before it runs.
 func decideSeccomp(r Request, w World, d Decision) Decision {
-	if uint32(r.Args[0]) != filter.SeccompSetModeFilter || uint32(r.Args[1])&filter.SeccompFlagNewListener == 0 {
+	if uint32(r.Args[0]) != filter.SeccompSetModeFilter || uint32(r.Args[1])&filter.SeccompFlagNewListener == 0 || r.Args[2] == 0 {
 		d.Allow, d.Rule = true, audit.RuleSelf
 		return d
 	}

@@ -56,12 +56,15 @@ type Wall struct {
 	// below it ("oom_score_adj").
 	Proc     int
 	ProcFile string
-	// Cgroup is a cgroup file's directory as paddock sees it, and Members
-	// the processes in that cgroup and every cgroup below it (CgroupErr:
-	// why they could not be listed).
-	Cgroup    string
-	Members   []int
-	CgroupErr error
+	// Cgroup is a cgroup file's directory as paddock sees it, CgroupFile
+	// the file's name in it as resolved ("cgroup.kill"; "" where the
+	// object is the directory itself), and Members the processes in that
+	// cgroup and every cgroup below it (CgroupErr: why they could not be
+	// listed).
+	Cgroup     string
+	CgroupFile string
+	Members    []int
+	CgroupErr  error
 	// Deputy is which deputy the target is (by its path, or by the process
 	// listening on it), and Peer that process (0: not known).
 	Deputy Deputy
@@ -181,11 +184,23 @@ func decideProcFile(r Request, w World, d Decision) Decision {
 		procName(r, pid, t.Comm), t.Rel, ownedList(r, w), adoptWay(r, pid)))
 }
 
+// harmlessCgroupFiles are the cgroup files whose writes reach no process
+// of the cgroup: cgroup v1's cgroup.event_control registers an eventfd of
+// the writer's for a notification (memory.oom_control, a
+// memory.usage_in_bytes threshold, memory.pressure_level), as conmon does
+// for every container on a cgroup v1 host, in the cgroup it runs in.
+var harmlessCgroupFiles = map[string]bool{"cgroup.event_control": true}
+
 // decideCgroupFile decides an open for writing of a cgroup's file: allowed
 // when every process in the cgroup and below it is the agent's (an empty
-// cgroup too: one the agent made, or nobody's), refused when any is not.
+// cgroup too: one the agent made, or nobody's), or the file is one whose
+// writes reach none of them (harmlessCgroupFiles); refused otherwise.
 func decideCgroupFile(r Request, w World, d Decision) Decision {
 	wl := r.Wall
+	if harmlessCgroupFiles[wl.CgroupFile] {
+		d.Allow, d.Rule = true, audit.RuleWallPassed
+		return d
+	}
 	if wl.CgroupErr != nil {
 		return wallUndecidable(r, w, d, wl.CgroupErr)
 	}

@@ -397,6 +397,11 @@ func (c *call) wallFacts(res *callerpath.Result) error {
 		if dir < 0 {
 			return fmt.Errorf("%s reaches a cgroup file through a descriptor link, whose cgroup paddock cannot tell", wl.Path)
 		}
+		if dir == res.Dir {
+			// The name the object was looked up by in its cgroup's
+			// directory (a cgroup file cannot be renamed).
+			wl.CgroupFile = res.Name
+		}
 		wl.Cgroup, _ = os.Readlink(procfs.FdPath(dir))
 		wl.Members, wl.CgroupErr = cgroupMembers(dir)
 	}

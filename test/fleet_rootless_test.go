@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,22 +28,55 @@ import (
 // newuidmap/newgidmap (the uidmap package): the test uses the user
 // $PADDOCK_ROOTLESS_USER names, else the first such user of /etc/subuid
 // (.ci/run makes paddock-rootless where there is none). Everything of the
-// user's podman lies under the test's directory: HOME, XDG_RUNTIME_DIR
-// (podman's pause process's pid file and the runtime's state),
-// storage (vfs), run and temporary directories, file locks
-// (CONTAINERS_CONF), each container's --rootfs.
+// user's podman lies under the test's directory (rootlessEnv).
 
-// rootless is one test's unprivileged user, agent and podman.
-type rootless struct {
+// rootlessEnv is an unprivileged user's podman, everything of it under a
+// test's directory of the user's: HOME, XDG_RUNTIME_DIR (podman's pause
+// process's pid file and the runtime's state), storage (vfs), run and
+// temporary directories, file locks (CONTAINERS_CONF), each container's
+// --rootfs. The fleet tests run it through the user's agent, the wall's
+// tests under the user's paddock run.
+type rootlessEnv struct {
 	t        *testing.T
 	runtime  string
 	uid, gid int
 	dir      string // the user's: HOME, XDG_RUNTIME_DIR, podman's files
 	xdg      string
-	journal  string
-	logPath  string
-	profile  string
-	agent    *exec.Cmd
+	// pauses are the pause processes pause has seen: podman removes
+	// pause.pid when it cannot join one, which runs on.
+	pauses []int
+}
+
+// rootless is one test's unprivileged user, agent and podman.
+type rootless struct {
+	*rootlessEnv
+	journal string
+	logPath string
+	profile string
+	agent   *exec.Cmd
+}
+
+// subRanges lists the names and ids with a subordinate range in path
+// (/etc/subuid or /etc/subgid).
+func subRanges(path string) map[string]bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Split(line, ":"); len(f) == 3 && f[2] != "0" {
+			m[f[0]] = true
+		}
+	}
+	return m
+}
+
+// hasSubRanges reports whether u has subordinate uid and gid ranges, which
+// podman then maps into its user namespace with newuidmap and newgidmap.
+func hasSubRanges(u *user.User) bool {
+	subuid, subgid := subRanges("/etc/subuid"), subRanges("/etc/subgid")
+	return (subuid[u.Username] || subuid[u.Uid]) && (subgid[u.Username] || subgid[u.Gid])
 }
 
 // rootlessUser finds an unprivileged user with subordinate uid and gid
@@ -50,29 +84,12 @@ type rootless struct {
 // a passwd entry and a range in /etc/subgid too.
 func rootlessUser(t *testing.T) *user.User {
 	t.Helper()
-	ranges := func(path string) map[string]bool {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil
-		}
-		m := map[string]bool{}
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Split(line, ":"); len(f) == 3 && f[2] != "0" {
-				m[f[0]] = true
-			}
-		}
-		return m
-	}
-	subuid, subgid := ranges("/etc/subuid"), ranges("/etc/subgid")
-	has := func(u *user.User) bool {
-		return (subuid[u.Username] || subuid[u.Uid]) && (subgid[u.Username] || subgid[u.Gid])
-	}
 	if name := os.Getenv("PADDOCK_ROOTLESS_USER"); name != "" {
 		u, err := user.Lookup(name)
 		if err != nil {
 			t.Fatalf("PADDOCK_ROOTLESS_USER=%s: %v", name, err)
 		}
-		if u.Uid == "0" || !has(u) {
+		if u.Uid == "0" || !hasSubRanges(u) {
 			t.Fatalf("PADDOCK_ROOTLESS_USER=%s: want an unprivileged user with ranges in /etc/subuid and /etc/subgid", name)
 		}
 		return u
@@ -85,7 +102,7 @@ func rootlessUser(t *testing.T) *user.User {
 		if err != nil {
 			u, err = user.LookupId(name)
 		}
-		if err == nil && u.Uid != "0" && has(u) {
+		if err == nil && u.Uid != "0" && hasSubRanges(u) {
 			return u
 		}
 	}
@@ -93,42 +110,38 @@ func rootlessUser(t *testing.T) *user.User {
 	return nil
 }
 
-// newRootless skips without root, setpriv, podman, newuidmap/newgidmap,
-// runtime or such a user, and starts the user's agent on its default
-// socket.
-func newRootless(t *testing.T, runtime string) *rootless {
+// newRootlessEnv skips without root, setpriv, podman, runtime or a static
+// busybox, and makes uid:gid's podman environment.
+func newRootlessEnv(t *testing.T, runtime string, uid, gid int) *rootlessEnv {
 	t.Helper()
 	if os.Getuid() != 0 {
-		t.Skip("needs root: to run the agent, podman and a foreign process as an unprivileged user")
+		t.Skip("needs root: to run podman and the processes it is tested against as an unprivileged user")
 	}
-	for _, tool := range []string{"setpriv", "podman", "newuidmap", "newgidmap", runtime} {
+	for _, tool := range []string{"setpriv", "podman", runtime} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s (apt-get install podman uidmap %s): %v", tool, runtime, err)
+			t.Skipf("needs %s (apt-get install podman %s): %v", tool, runtime, err)
 		}
 	}
 	if _, err := os.Stat("/bin/busybox"); err != nil {
 		t.Skipf("needs a static busybox (apt-get install busybox-static): %v", err)
 	}
-	u := rootlessUser(t)
-	r := &rootless{t: t, runtime: runtime}
-	r.uid, _ = strconv.Atoi(u.Uid)
-	r.gid, _ = strconv.Atoi(u.Gid)
+	e := &rootlessEnv{t: t, runtime: runtime, uid: uid, gid: gid}
 	dir, err := os.MkdirTemp("", "pdr") // short: the socket's path has 108 bytes
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.dir = dir
+	e.dir = dir
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	r.xdg = filepath.Join(dir, "xdg")
-	for _, d := range []string{filepath.Join(dir, "home"), r.xdg} {
+	e.xdg = filepath.Join(dir, "xdg")
+	for _, d := range []string{filepath.Join(dir, "home"), e.xdg} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chown(d, r.uid, r.gid); err != nil {
+		if err := os.Chown(d, uid, gid); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Chown(dir, r.uid, r.gid); err != nil {
+	if err := os.Chown(dir, uid, gid); err != nil {
 		t.Fatal(err)
 	}
 	// The user runs the test's paddock.
@@ -141,6 +154,27 @@ func newRootless(t *testing.T, runtime string) *rootless {
 	if err := os.WriteFile(filepath.Join(dir, "containers.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// newRootless skips without root, setpriv, podman, newuidmap/newgidmap,
+// runtime or such a user, and starts the user's agent on its default
+// socket.
+func newRootless(t *testing.T, runtime string) *rootless {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root: to run the agent, podman and a foreign process as an unprivileged user")
+	}
+	for _, tool := range []string{"newuidmap", "newgidmap"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (apt-get install uidmap): %v", tool, err)
+		}
+	}
+	u := rootlessUser(t)
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	r := &rootless{rootlessEnv: newRootlessEnv(t, runtime, uid, gid)}
+	dir := r.dir
 	r.journal, r.logPath, r.profile = filepath.Join(dir, "j.jsonl"), filepath.Join(dir, "agent.log"), filepath.Join(dir, "profile.json")
 	r.startAgent()
 	t.Cleanup(r.stop)
@@ -159,19 +193,19 @@ func newRootless(t *testing.T, runtime string) *rootless {
 
 // env is the user's environment: everything of podman's and paddock's
 // under the test's directory.
-func (r *rootless) env() []string {
-	home := filepath.Join(r.dir, "home")
+func (e *rootlessEnv) env() []string {
+	home := filepath.Join(e.dir, "home")
 	return []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + home,
-		"XDG_RUNTIME_DIR=" + r.xdg, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_RUNTIME_DIR=" + e.xdg, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
-		"CONTAINERS_CONF=" + filepath.Join(r.dir, "containers.conf"), "LANG=C.UTF-8"}
+		"CONTAINERS_CONF=" + filepath.Join(e.dir, "containers.conf"), "LANG=C.UTF-8"}
 }
 
 // as is name args run as the user, with the user's environment.
-func (r *rootless) as(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "setpriv", append([]string{"--reuid=" + itoa(r.uid), "--regid=" + itoa(r.gid), "--init-groups", name}, args...)...)
-	cmd.Env = r.env()
-	cmd.Dir = r.dir
+func (e *rootlessEnv) as(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "setpriv", append([]string{"--reuid=" + itoa(e.uid), "--regid=" + itoa(e.gid), "--init-groups", name}, args...)...)
+	cmd.Env = e.env()
+	cmd.Dir = e.dir
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
@@ -216,30 +250,86 @@ func (r *rootless) stop() {
 		_ = r.agent.Process.Signal(os.Interrupt)
 	}
 	reap(r.t, r.dir)
-	if b, err := os.ReadFile(filepath.Join(r.dir, "tmp", "pause.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
-			if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); bytes.Contains(cmdline, []byte("catatonit")) {
-				_ = unix.Kill(pid, unix.SIGKILL)
-			}
+	r.endPause()
+}
+
+// pause is the pid of the user's podman's pause process, which holds its
+// user namespace (0: none runs).
+func (e *rootlessEnv) pause() int {
+	b, err := os.ReadFile(filepath.Join(e.dir, "tmp", "pause.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 || !isPause(pid) {
+		return 0
+	}
+	if !slices.Contains(e.pauses, pid) {
+		e.pauses = append(e.pauses, pid)
+	}
+	return pid
+}
+
+// isPause reports whether pid is a pause process (podman's catatonit -P).
+func isPause(pid int) bool {
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return bytes.Contains(cmdline, []byte("catatonit"))
+}
+
+// endPause kills the user's podman's pause process, where one runs, and
+// those pause saw before.
+func (e *rootlessEnv) endPause() {
+	e.pause()
+	for _, pid := range e.pauses {
+		if isPause(pid) {
+			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 	}
 }
 
-// podman is the user's podman with args and the test's runtime; with crun under the
-// hybrid cgroup layout, in a mount namespace of its own without
-// /sys/fs/cgroup/unified (crun refuses that layout), made as root before
-// podman runs as the user.
-func (r *rootless) podman(ctx context.Context, args ...string) *exec.Cmd {
-	base := []string{"--root", filepath.Join(r.dir, "storage"), "--runroot", filepath.Join(r.dir, "run"),
-		"--tmpdir", filepath.Join(r.dir, "tmp"), "--storage-driver", "vfs", "--runtime", r.runtime}
-	args = append(base, args...)
-	if r.runtime == "crun" && features.HybridCgroups() {
+// podmanArgs are the user's podman's arguments for args: the test's
+// directories, vfs storage and runtime.
+func (e *rootlessEnv) podmanArgs(args ...string) []string {
+	base := []string{"--root", filepath.Join(e.dir, "storage"), "--runroot", filepath.Join(e.dir, "run"),
+		"--tmpdir", filepath.Join(e.dir, "tmp"), "--storage-driver", "vfs", "--runtime", e.runtime}
+	return append(base, args...)
+}
+
+// command is name args run as the user, where the test's runtime can run:
+// with crun under the hybrid cgroup layout, in a mount namespace of its
+// own without /sys/fs/cgroup/unified (crun refuses that layout), made as
+// root before name runs as the user.
+func (e *rootlessEnv) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	if e.runtime == "crun" && features.HybridCgroups() {
 		cmd := exec.CommandContext(ctx, "unshare", append([]string{"-m", "--propagation", "private", "sh", "-c",
-			`umount /sys/fs/cgroup/unified && u=$0 g=$1 && shift && exec setpriv --reuid="$u" --regid="$g" --init-groups podman "$@"`, itoa(r.uid), itoa(r.gid)}, args...)...)
-		cmd.Env, cmd.Dir, cmd.WaitDelay = r.env(), r.dir, 5*time.Second
+			`umount /sys/fs/cgroup/unified && u=$0 g=$1 && shift && exec setpriv --reuid="$u" --regid="$g" --init-groups "$@"`, itoa(e.uid), itoa(e.gid), name}, args...)...)
+		cmd.Env, cmd.Dir, cmd.WaitDelay = e.env(), e.dir, 5*time.Second
 		return cmd
 	}
-	return r.as(ctx, "podman", args...)
+	return e.as(ctx, name, args...)
+}
+
+// podman is the user's podman with args and the test's runtime.
+func (e *rootlessEnv) podman(ctx context.Context, args ...string) *exec.Cmd {
+	return e.command(ctx, "podman", e.podmanArgs(args...)...)
+}
+
+// rootfs makes container name's root file system in the test's
+// directory, a static busybox, the user's (podman makes /etc and its
+// files in it), and returns its path.
+func (e *rootlessEnv) rootfs(name string) string {
+	e.t.Helper()
+	rootfs := filepath.Join(e.dir, "rootfs-"+name)
+	(&fleet{t: e.t}).rootfs(rootfs)
+	if err := filepath.Walk(rootfs, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, e.uid, e.gid)
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return rootfs
 }
 
 // output runs the user's podman with args and returns its stdout and
@@ -263,17 +353,7 @@ func (r *rootless) output(args ...string) (string, string, error) {
 // stdout and stderr. A podman past podmanLimit fails the test.
 func (r *rootless) run(name, script string, extra ...string) (string, string) {
 	r.t.Helper()
-	rootfs := filepath.Join(r.dir, "rootfs-"+name)
-	(&fleet{t: r.t}).rootfs(rootfs)
-	// The user's: podman makes /etc and its files in it.
-	if err := filepath.Walk(rootfs, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, r.uid, r.gid)
-	}); err != nil {
-		r.t.Fatal(err)
-	}
+	rootfs := r.rootfs(name)
 	args := []string{"run", "--name", name, "--cidfile", filepath.Join(r.dir, name+".cid"), "--network", "none",
 		"--security-opt", "seccomp=" + r.profile}
 	args = append(append(args, extra...), "--rootfs", rootfs, "sh", "-c", script)
