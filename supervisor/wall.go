@@ -869,8 +869,9 @@ func (c *call) callerCloexec(fd int) (bool, error) {
 func (c *call) callerFd(fd int) (int, error) {
 	tgid := c.req.Tid
 	pidfd, err := unix.PidfdOpen(tgid, 0)
-	if errors.Is(err, unix.EINVAL) {
-		// A thread that does not lead its process: its process's.
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		// A thread that does not lead its process (EINVAL, or ENOENT on
+		// Linux 6.9+): its process's.
 		if tgid, err = c.w.fs.Tgid(c.req.Tid); err != nil {
 			return -1, err
 		}
