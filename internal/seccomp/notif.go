@@ -91,12 +91,15 @@ func AddFdAt(fd int, id uint64, src, target int, cloexec bool) error {
 // standard input. An interrupted ADDFD without SEND is withdrawn, or was
 // taken, and is retried or its number read.
 func AddFd(fd int, id uint64, src int, cloexec bool) error {
-	defer unix.Close(src)
 	a := sys.SeccompAddfd{ID: id, Srcfd: uint32(src)}
 	if cloexec {
 		a.NewfdFlags = unix.O_CLOEXEC
 	}
 	n, err := sys.SeccompNotifAddfd(fd, &a)
+	// paddock's copy is closed before the caller runs on: a file paddock
+	// still held open for writing could not be executed (ETXTBSY: cp then
+	// exec of the copy).
+	unix.Close(src)
 	if errors.Is(err, unix.ENOENT) {
 		return nil // the caller is gone
 	}
