@@ -256,9 +256,17 @@ func TestProgram(t *testing.T) {
 				add(w.name+"/"+name, seccompData{Nr: w.nr(n), Arch: w.arch}, false)
 			}
 		}
-		// Every syscall exists in at least one table; each must be covered.
+		// Every syscall of this arch's tables must be covered (i386's
+		// socketcall is in no arm64 table).
 		for s := Syscall(1); s < numSyscalls; s++ {
-			found := false
+			inHost := false
+			for _, tb := range append([]*table{host.native, host.x32}, host.compat...) {
+				for src := tb; src != nil; src = src.legacy {
+					_, ok := src.nrs[s]
+					inHost = inHost || ok
+				}
+			}
+			found := !inHost
 			for _, w := range wantTables {
 				_, ok := w.nrs[s]
 				found = found || ok
