@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # sourced: its variables are its users'
 # bench/lib.sh: shell helpers shared by the benchmark scripts (sourced after
 # `cd` to the repository root, with $root set to it).
 
@@ -46,3 +47,46 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # cpu_model: the CPU's model name, for the reports' headers.
 cpu_model() { awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo; }
+
+# now: sets $now to nanoseconds, without forking when bash has EPOCHREALTIME
+# (a $(...) would fork a subshell inside the timed interval).
+if [[ -n ${EPOCHREALTIME:-} ]]; then
+	now() {
+		local t=$EPOCHREALTIME
+		now=${t/[.,]/}000
+	}
+else
+	now() { now=$(date +%s%N); }
+fi
+
+# order I MODE...: prints the modes in the given order on even rounds I and
+# reversed on odd ones (A B B A ...), so that a drift in the machine's speed
+# over a run does not always favour the same mode.
+order() {
+	local i=$1
+	shift
+	if ((i % 2 == 0)); then
+		echo "$@"
+	else
+		local rev=() m
+		for m in "$@"; do rev=("$m" "${rev[@]}"); done
+		echo "${rev[@]}"
+	fi
+}
+
+# start_hogs N: starts N busy loops (`while :; do :; done`, one per core of
+# the project's machines for N=2), their pids in $hog_pids; stop_hogs ends
+# them. A script that starts hogs traps EXIT with stop_hogs.
+hog_pids=()
+start_hogs() {
+	local i
+	for ((i = 0; i < $1; i++)); do
+		(while :; do :; done) &
+		hog_pids+=($!)
+	done
+}
+stop_hogs() {
+	local p
+	for p in "${hog_pids[@]}"; do reap "$p" KILL; done
+	hog_pids=()
+}

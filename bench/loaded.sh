@@ -13,12 +13,8 @@ root=$(pwd)
 # shellcheck source=bench/lib.sh
 source "$root/bench/lib.sh"
 runs=${1:-10} hogs=${2:-2}
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
-for _ in $(seq "$hogs"); do
-	(while :; do :; done) &
-	pids+=($!)
-done
+trap stop_hogs EXIT
+start_hogs "$hogs"
 passed=0 failed=0
 for i in $(seq "$runs"); do
 	start=$EPOCHREALTIME

@@ -23,25 +23,8 @@ pd=("$out/paddock" run --backend "$BACKEND" --no-notify-stderr --log-level error
 samples=$out/real.tsv
 : >"$samples"
 
-# The git workload: 60 commits, each a new file and an edit of a shared one.
-gitwork=$out/gitwork.sh
-cat >"$gitwork" <<'SH'
-set -e
-d=$(mktemp -d)
-cd "$d"
-git init -q .
-git config user.email bench@example.com
-git config user.name bench
-for i in $(seq 60); do
-	echo "line $i" >> shared.txt
-	echo "file $i" > "f$i.txt"
-	git add -A
-	git commit -qm "commit $i"
-done
-git log --oneline | wc -l > /dev/null
-cd /
-rm -rf "$d"
-SH
+# The git workload: 60 commits (bench/gitwork.sh).
+gitwork=$root/bench/gitwork.sh
 
 timed() { # timed NAME MODE CMD...: records seconds
 	local name=$1 mode=$2

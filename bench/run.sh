@@ -59,17 +59,6 @@ truebin=$(type -P true) || die "no true binary on PATH"
 # "paddock" number a bare number).
 "${pd[@]}" "$truebin" || die "paddock run -- true failed"
 
-# now: sets $now to nanoseconds, without forking when bash has EPOCHREALTIME
-# (a $(...) would fork a subshell inside the timed interval).
-if [[ -n ${EPOCHREALTIME:-} ]]; then
-	now() {
-		local t=$EPOCHREALTIME
-		now=${t/[.,]/}000
-	}
-else
-	now() { now=$(date +%s%N); }
-fi
-
 load_start=$(loadavg)
 read -r load1 _ </proc/loadavg
 if python3 -c "import sys; sys.exit(0 if float('$load1') > 1.0 else 1)"; then
@@ -80,21 +69,6 @@ fi
 samples=$out/samples.tsv
 : >"$samples"
 rec() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$samples"; }
-
-# order I MODE...: prints the modes in the given order on even rounds I and
-# reversed on odd ones (A B B A ...), so that a drift in the machine's speed
-# over a run does not always favour the same mode.
-order() {
-	local i=$1
-	shift
-	if ((i % 2 == 0)); then
-		echo "$@"
-	else
-		local out=() m
-		for m in "$@"; do out=("$m" "${out[@]}"); done
-		echo "${out[@]}"
-	fi
-}
 
 # run_mode MODE CMD...: runs CMD bare, under paddock run, or under the
 # signals-only supervisor.
