@@ -36,7 +36,7 @@
 #   MAKE_FILES=300 GIT_COMMITS=60 CONN_N=5000 STARTUP_PAIRS=30 GOBUILD=own
 #   OUT=bench/out    where the binaries, samples and work.md go
 #
-# Needs: go, gcc, make, git, python3. Run from anywhere, as root or not.
+# Needs: go, gcc, make, git, python3, setsid (util-linux). Run from anywhere, as root or not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -60,7 +60,7 @@ done
 [[ $GOBUILD == own || $GOBUILD == all ]] || die "GOBUILD=$GOBUILD: want own or all"
 [[ $PAIRS =~ ^[1-9][0-9]*$ ]] || die "PAIRS=$PAIRS: want a whole number of rounds, 1 or more"
 [[ $HOGS =~ ^[0-9]+$ ]] || die "HOGS=$HOGS: want a whole number of busy loops, 0 or more"
-for tool in go gcc make git python3; do
+for tool in go gcc make git python3 setsid; do
 	command -v "$tool" >/dev/null || die "$tool not found"
 done
 
@@ -81,12 +81,18 @@ trap 'stop_hogs; rm -rf "$tmp"' EXIT
 journal=$tmp/j.jsonl
 
 # run_mode MODE CMD...: CMD bare, or under the paddock binary of MODE.
+# Bare, CMD runs in a session of its own, as paddock starts its agent when
+# it has no terminal: where the kernel groups each session's processes for
+# the scheduler (autogroup, /proc/sys/kernel/sched_autogroup_enabled), a
+# session is a group with a CPU share of its own, and a bare run in the
+# script's session would share the busy loops' group while paddock's agent
+# did not.
 run_mode() {
 	local mode=$1 bin=$PADDOCK
 	shift
 	[[ $mode == other ]] && bin=$OTHER
 	case $mode in
-	bare) "$@" ;;
+	bare) setsid -w "$@" ;;
 	*) "$bin" run --no-notify-stderr --log-level error --journal "$journal" -- "$@" ;;
 	esac
 }
