@@ -99,30 +99,6 @@ run_mode() {
 "$PADDOCK" run --no-notify-stderr --log-level error --journal "$journal" -- true ||
 	die "paddock run -- true failed: every paddock number would be a bare one"
 
-# The make tree: MAKE_FILES files of one function each, a main that calls
-# them all, and a Makefile with the usual pattern rule.
-gen_make() {
-	local d=$tmp/make i
-	mkdir "$d"
-	{
-		echo 'OBJS = main.o' "$(for ((i = 0; i < MAKE_FILES; i++)); do printf 'f%d.o ' "$i"; done)"
-		# shellcheck disable=SC2016 # make's variables, not the shell's
-		printf 'prog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n%%.o: %%.c\n\t$(CC) -O1 -c -o $@ $<\n'
-	} >"$d/Makefile"
-	for ((i = 0; i < MAKE_FILES; i++)); do
-		printf 'int f%d(int x)\n{\n\tint s = 0;\n\tfor (int i = 0; i < x; i++)\n\t\ts += i * %d;\n\treturn s;\n}\n' "$i" "$i" >"$d/f$i.c"
-	done
-	{
-		for ((i = 0; i < MAKE_FILES; i++)); do echo "int f$i(int);"; done
-		echo 'int main(void)'
-		echo '{'
-		echo '	int s = 0;'
-		for ((i = 0; i < MAKE_FILES; i++)); do echo "	s += f$i(3);"; done
-		echo '	return s == 0;'
-		echo '}'
-	} >"$d/main.c"
-}
-
 # The go build's GOCACHE: primed once (GOBUILD=own) with everything but
 # this module's own packages.
 gen_gobuild() {
@@ -141,7 +117,7 @@ labels=$tmp/labels.tsv
 for w in $WORK; do
 	case $w in
 	make)
-		gen_make
+		make_tree "$tmp/make" "$MAKE_FILES"
 		printf 'make\tmake -j2, %s C files and a link\ts\n' "$MAKE_FILES" >>"$labels"
 		;;
 	gobuild)
