@@ -26,6 +26,18 @@
 # 2 is one per core here), and only make and git run unless WORK says
 # otherwise: the "under contention" figure.
 #
+# Where the kernel groups each session's processes for the scheduler
+# (autogroup, /proc/sys/kernel/sched_autogroup_enabled), the busy loops,
+# which run in the script's session as paddock itself does, get one CPU
+# share and the workload's session another. With ONE_GROUP=1 (root, the
+# cgroup v1 cpu controller at /sys/fs/cgroup/cpu) the script first moves
+# itself into a cpu cgroup of its own, in which every process is scheduled
+# as one group, as where autogroup is off or a cgroup holds the session:
+# the workload's processes then compete with the busy loops one by one.
+# The cgroup gets 200 ms of real-time runtime a second (cpu.rt_runtime_us,
+# where the kernel groups real-time tasks too), or paddock's notify loop
+# could not take real time in it.
+#
 # Knobs (environment):
 #   PAIRS=5          rounds; each runs every workload in every mode once
 #   WORK="make gobuild git conn startup" (HOGS=0) or "make git" (HOGS>0)
@@ -34,6 +46,7 @@
 #   OTHER=           a second paddock binary, run as a third mode ("other"):
 #                    the table then also has paddock against it
 #   MAKE_FILES=300 GIT_COMMITS=60 CONN_N=5000 STARTUP_PAIRS=30 GOBUILD=own
+#   ONE_GROUP=       1: every process in one scheduling group (above)
 #   OUT=bench/out    where the binaries, samples and work.md go
 #
 # Needs: go, gcc, make, git, python3, setsid (util-linux). Run from anywhere, as root or not.
@@ -77,7 +90,23 @@ modes=(bare paddock)
 [[ -n ${OTHER:-} ]] && modes+=(other)
 
 tmp=$(mktemp -d)
-trap 'stop_hogs; rm -rf "$tmp"' EXIT
+trap 'stop_hogs; rm -rf "$tmp"; leave_group' EXIT
+group=
+leave_group() { :; }
+if [[ -n ${ONE_GROUP:-} ]]; then
+	cpu=/sys/fs/cgroup/cpu
+	[[ -w $cpu/cgroup.procs ]] || die "ONE_GROUP=1 needs root and the cgroup v1 cpu controller at $cpu (on cgroup v2: run with sysctl kernel.sched_autogroup_enabled=0 instead)"
+	group=$cpu/paddock-bench-$$
+	mkdir "$group" || die "cannot make the cpu cgroup $group"
+	leave_group() {
+		echo "$BASHPID" >"$cpu/cgroup.procs"
+		rmdir "$group"
+	}
+	if [[ -e $group/cpu.rt_runtime_us ]]; then
+		echo 200000 >"$group/cpu.rt_runtime_us" || die "cannot give $group real-time runtime"
+	fi
+	echo "$BASHPID" >"$group/cgroup.procs" || die "cannot move into $group"
+fi
 journal=$tmp/j.jsonl
 
 # run_mode MODE CMD...: CMD bare, or under the paddock binary of MODE.
@@ -208,7 +237,7 @@ fi
 stop_hogs
 load_end=$(loadavg)
 
-title="$(cpu_model), $(nproc) CPUs, Linux $(uname -r); $(git log -1 --format=%h 2>/dev/null || echo "?") $(git status --porcelain 2>/dev/null | grep -q . && echo "(with changes)"); $(date '+%F %H:%M'); $PAIRS rounds, $HOGS busy loops beside; load average $load_start at start, $load_end at end; A/B: the modes compared (bare, paddock${OTHER:+, other = $OTHER})."
+title="$(cpu_model), $(nproc) CPUs, Linux $(uname -r); $(git log -1 --format=%h 2>/dev/null || echo "?") $(git status --porcelain 2>/dev/null | grep -q . && echo "(with changes)"); $(date '+%F %H:%M'); $PAIRS rounds, $HOGS busy loops beside${group:+, all in one cpu cgroup}, sched_autogroup_enabled $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo "?"); load average $load_start at start, $load_end at end; A/B: the modes compared (bare, paddock${OTHER:+, other = $OTHER})."
 python3 bench/table.py "$samples" "$labels" "$title" | tee "$out/work.md"
 echo "raw samples: $samples; table: $out/work.md" >&2
 if [[ -n ${STARTUP_TRACE:-} && " $WORK " == *" startup "* ]]; then
