@@ -25,10 +25,11 @@ type Budget struct {
 }
 
 // SupervisorBudget is the notify loop's: a fifth of a CPU, measured every
-// 100 ms. A busy exec workload costs the loop a few percent of a CPU
-// (docs/perf.md); a hot loop of trapped calls, or a storm of refusals,
-// uses more and is answered at the normal setting, as before real time.
-var SupervisorBudget = Budget{Share: 0.2, Window: 100 * time.Millisecond}
+// 250 ms (the watch wakes 4 times a second). A busy exec workload costs
+// the loop a few percent of a CPU (docs/perf.md); a hot loop of trapped
+// calls, or a storm of refusals, uses more and is answered at the normal
+// setting after one window, as before real time.
+var SupervisorBudget = Budget{Share: 0.2, Window: 250 * time.Millisecond}
 
 // RealTime keeps one thread under SCHED_FIFO while it stays within its
 // budget. Under contention a woken thread of the normal class waits for
