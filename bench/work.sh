@@ -34,9 +34,6 @@
 # itself into a cpu cgroup of its own, in which every process is scheduled
 # as one group, as where autogroup is off or a cgroup holds the session:
 # the workload's processes then compete with the busy loops one by one.
-# The cgroup gets 200 ms of real-time runtime a second (cpu.rt_runtime_us,
-# where the kernel groups real-time tasks too), or paddock's notify loop
-# could not take real time in it.
 #
 # Knobs (environment):
 #   PAIRS=5          rounds; each runs every workload in every mode once
@@ -102,9 +99,6 @@ if [[ -n ${ONE_GROUP:-} ]]; then
 		echo "$BASHPID" >"$cpu/cgroup.procs"
 		rmdir "$group"
 	}
-	if [[ -e $group/cpu.rt_runtime_us ]]; then
-		echo 200000 >"$group/cpu.rt_runtime_us" || die "cannot give $group real-time runtime"
-	fi
 	echo "$BASHPID" >"$group/cgroup.procs" || die "cannot move into $group"
 fi
 journal=$tmp/j.jsonl

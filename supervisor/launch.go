@@ -19,7 +19,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/features"
 	"github.com/paddock-dev/paddock/internal/handoff"
 	"github.com/paddock-dev/paddock/internal/reexec"
-	"github.com/paddock-dev/paddock/internal/sched"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/internal/sys"
 	"github.com/paddock-dev/paddock/terminal"
@@ -359,31 +358,11 @@ func (s *Session) newWorld() *liveWorld {
 	return w
 }
 
-// startServing starts the notify loop on the listener, on a thread of its
-// own under real time where cfg.RealTime asks for it and it is permitted.
+// startServing starts the notify loop on the listener.
 func (s *Session) startServing() {
 	s.reporting.Add(1)
-	if s.cfg.RealTime.Share > 0 {
-		s.realTime = sched.NewRealTime(s.cfg.RealTime, sched.Setting{})
-	}
 	go func() {
 		defer s.reporting.Done()
-		if rt := s.realTime; rt != nil {
-			// The policy belongs to a thread: the loop keeps this one,
-			// which exits with it.
-			runtime.LockOSThread()
-			if err := rt.Take(); err != nil {
-				runtime.UnlockOSThread()
-				s.cfg.Log.Debug().Err(err).Msg("the notify loop runs at the normal setting")
-			} else {
-				s.cfg.Log.Debug().Int("priority", sched.RealTimePriority).Float64("budget_share", s.cfg.RealTime.Share).
-					Dur("budget_window", s.cfg.RealTime.Window).Msg("the notify loop runs real-time")
-				defer func() {
-					err := rt.Stop()
-					s.cfg.Log.Debug().Err(err).Int("windows_over_budget", rt.Over()).Msg("the notify loop's real time ends")
-				}()
-			}
-		}
 		s.serve(s.newWorld().keepPins())
 	}()
 }

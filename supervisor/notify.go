@@ -57,10 +57,9 @@ func (p *workers) start(fn func()) bool {
 // pipeline (package report) and answer. It never exits on ENOENT or EINTR:
 // the kernel answers a receive with ENOENT when the caller was interrupted
 // before it (a loop that stopped there once hung its agent). It is
-// not locked to a thread unless it runs real-time (startServing): nothing
-// else it does belongs to one, and its periodic yield then costs no thread
-// handoff (measured: a locked loop spent about 1% of a fork+exec run in
-// Gosched's handoffs).
+// not locked to a thread: nothing it does belongs to one, and its periodic
+// yield then costs no thread handoff (measured: a locked loop spent about
+// 1% of a fork+exec run in Gosched's handoffs).
 func (s *Session) serve(w *liveWorld) {
 	defer close(s.handing.stopped)
 	defer w.close()

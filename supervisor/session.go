@@ -128,13 +128,6 @@ type Config struct {
 	// process was started either way.
 	Slice time.Duration
 	Boost int
-	// RealTime, with a share above 0, runs the notify loop's thread under
-	// SCHED_FIFO within that budget where it is permitted (CAP_SYS_NICE,
-	// or an RLIMIT_RTPRIO of 1), and at the setting of Slice and Boost
-	// past it (sched.SupervisorBudget; internal/sched RealTime): beside
-	// busy threads, a loop of the normal class waits to be picked for
-	// every trapped call it answers.
-	RealTime sched.Budget
 	// OOMScoreAdj, when not 0, is the oom_score_adj this process takes
 	// once the agent is forked, when lower than its own
 	// (SupervisorOOMScoreAdj: the OOM killer's late choice), so that the
@@ -206,9 +199,6 @@ type Session struct {
 	// serving, for a direct launch, is closed by the notify loop as it
 	// first goes to receive (see launchDirect).
 	serving chan struct{}
-	// realTime keeps the notify loop's thread real-time within
-	// cfg.RealTime (nil: not asked for).
-	realTime *sched.RealTime
 
 	done   chan struct{}
 	status unix.WaitStatus
@@ -312,12 +302,6 @@ func Start(cfg Config) (*Session, error) {
 			cfg.Log.Debug().Err(err).Msg("supervising threads keep their scheduling")
 		} else {
 			cfg.Log.Debug().Dur("slice", taken.Slice).Int("nice", taken.Nice).Msg("supervising threads scheduled")
-			if s.realTime != nil {
-				// What the notify loop's thread takes past its budget.
-				if err := s.realTime.SetNormal(taken); err != nil {
-					cfg.Log.Debug().Err(err).Msg("the notify loop keeps its scheduling")
-				}
-			}
 		}
 	}
 	if cfg.OOMScoreAdj != 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,8 +74,7 @@ func niceIn(stat string) (int, bool) {
 
 // supervisorSliceNotInherited: paddock's threads supervise at a nice value
 // sched.SupervisorBoost below the one paddock was started with as root,
-// and with the short scheduler slice otherwise (internal/sched), the
-// seccomp backend's notify loop real-time where permitted; the agent,
+// and with the short scheduler slice otherwise (internal/sched); the agent,
 // forked before they took it, still starts with the default slice and paddock's
 // own nice value. paddock runs under nice -n 2 here, so that both are told
 // apart from a nice value of 0.
@@ -116,58 +114,16 @@ func supervisorSliceNotInherited(t *testing.T, b backend) {
 	if agent != def || agentNice != 2 {
 		t.Errorf("agent: slice %d ns and nice %d, want the default %d ns and paddock's own 2", agent, agentNice, def)
 	}
-	supervising, fifo := 0, 0
+	supervising := 0
 	for _, p := range parts[1:] {
-		if policyIn(p) == unix.SCHED_FIFO {
-			fifo++ // the notify loop's thread, real-time (internal/sched)
-			continue
-		}
 		ns, ok1 := sliceIn(p)
 		n, ok2 := niceIn(statOf(p))
 		if ok1 && ok2 && time.Duration(ns) == wantSlice && n == wantSup {
 			supervising++
 		}
 	}
-	// Every other thread supervises so (the check asks for all but one at
-	// least). The seccomp backend's notify loop runs real-time where that
-	// is permitted (as root, outside a cgroup without real-time runtime),
-	// on one thread.
-	if threads := len(parts) - 1 - fifo; supervising < threads-1 || threads < 2 {
-		t.Errorf("%d of paddock's %d threads of the normal class have slice %v and nice %d:\n%s", supervising, threads, wantSlice, wantSup, out)
+	// Every thread supervises so (the check asks for all but one at least).
+	if threads := len(parts) - 1; supervising < threads-1 || threads < 2 {
+		t.Errorf("%d of paddock's %d threads have slice %v and nice %d:\n%s", supervising, threads, wantSlice, wantSup, out)
 	}
-	want := 0
-	if b == "seccomp" && realTimePermitted() {
-		want = 1
-	}
-	if fifo != want {
-		t.Errorf("%d of paddock's threads run SCHED_FIFO under --backend %s, want %d (the seccomp backend's notify loop, where this process may take real time):\n%s", fifo, b, want, out)
-	}
-	if agentPolicy := policyIn(parts[0]); agentPolicy != unix.SCHED_NORMAL {
-		t.Errorf("agent: policy %d, want SCHED_NORMAL (%d)", agentPolicy, unix.SCHED_NORMAL)
-	}
-}
-
-// policyIn returns the policy value in a /proc/.../sched text (-1: none).
-func policyIn(text string) int {
-	for _, line := range strings.Split(text, "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "policy" {
-			if n, err := strconv.Atoi(f[2]); err == nil {
-				return n
-			}
-		}
-	}
-	return -1
-}
-
-// realTimePermitted reports whether a thread of this process may take
-// SCHED_FIFO at priority 1, as paddock's notify loop does where it may; the
-// thread that tries ends with the try.
-func realTimePermitted() bool {
-	res := make(chan bool, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		a := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: sched.RealTimePriority, Flags: unix.SCHED_FLAG_RESET_ON_FORK}
-		res <- unix.SchedSetAttr(0, &a, 0) == nil
-	}()
-	return <-res
 }

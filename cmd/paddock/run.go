@@ -383,7 +383,7 @@ func runRun(f runFlags, args []string) error {
 		Path: path, Args: args, Journal: j, Log: log, NotifyStderr: !f.noNotifyStderr,
 		TrapExec: true, StrictExec: f.strictExec, Adoption: supervisor.Adoption(prof.Adoption), Guard: gp, VRAM: budgets.Budget, LogFile: logFile,
 		Init: f.init, ForwardToGroup: f.forwardToGroup, Grace: graceOf(f.grace), Bin: selfBin(), WarnOnReap: f.tini.warnOnReap, KeepOrphans: f.keepOrphans,
-		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost, RealTime: sched.SupervisorBudget,
+		Signals: sigs, Backend: backend, KeepCaps: f.keepCaps, StrictWall: strictWall, Slice: sched.SupervisorSlice, Boost: sched.SupervisorBoost,
 		OOMScoreAdj: supervisor.SupervisorOOMScoreAdj,
 	})
 	if err != nil {

@@ -64,16 +64,6 @@ func Apply(tid int, s Setting) error {
 	if a.Policy != unix.SCHED_NORMAL && a.Policy != unix.SCHED_BATCH {
 		return nil
 	}
-	return set(tid, a, s)
-}
-
-// set gives thread tid, whose attributes are a, setting s under a's policy
-// (SCHED_NORMAL for a real-time one), keeping its flags.
-func set(tid int, a *unix.SchedAttr, s Setting) error {
-	if a.Policy != unix.SCHED_BATCH {
-		a.Policy = unix.SCHED_NORMAL
-	}
-	a.Priority = 0
 	a.Runtime = uint64(s.Slice.Nanoseconds())
 	a.Nice = int32(max(-20, min(19, s.Nice)))
 	// Utilization clamps are left alone by leaving their flags out.
