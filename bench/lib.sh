@@ -90,3 +90,29 @@ stop_hogs() {
 	for p in "${hog_pids[@]}"; do reap "$p" KILL; done
 	hog_pids=()
 }
+
+# make_tree DIR N: a C project of N files of one function each, a main
+# that calls them all, and a Makefile with the usual pattern rule, made in
+# DIR (which must not exist): `make -j2 -C DIR` compiles N+1 files and
+# links them (bench/work.sh, bench/trips.sh).
+make_tree() {
+	local d=$1 n=$2 i
+	mkdir "$d" || return 1
+	{
+		echo 'OBJS = main.o' "$(for ((i = 0; i < n; i++)); do printf 'f%d.o ' "$i"; done)"
+		# shellcheck disable=SC2016 # make's variables, not the shell's
+		printf 'prog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n%%.o: %%.c\n\t$(CC) -O1 -c -o $@ $<\n'
+	} >"$d/Makefile"
+	for ((i = 0; i < n; i++)); do
+		printf 'int f%d(int x)\n{\n\tint s = 0;\n\tfor (int i = 0; i < x; i++)\n\t\ts += i * %d;\n\treturn s;\n}\n' "$i" "$i" >"$d/f$i.c"
+	done
+	{
+		for ((i = 0; i < n; i++)); do echo "int f$i(int);"; done
+		echo 'int main(void)'
+		echo '{'
+		echo '	int s = 0;'
+		for ((i = 0; i < n; i++)); do echo "	s += f$i(3);"; done
+		echo '	return s == 0;'
+		echo '}'
+	} >"$d/main.c"
+}

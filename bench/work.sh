@@ -26,6 +26,15 @@
 # 2 is one per core here), and only make and git run unless WORK says
 # otherwise: the "under contention" figure.
 #
+# Where the kernel groups each session's processes for the scheduler
+# (autogroup, /proc/sys/kernel/sched_autogroup_enabled), the busy loops,
+# which run in the script's session as paddock itself does, get one CPU
+# share and the workload's session another. With ONE_GROUP=1 (root, the
+# cgroup v1 cpu controller at /sys/fs/cgroup/cpu) the script first moves
+# itself into a cpu cgroup of its own, in which every process is scheduled
+# as one group, as where autogroup is off or a cgroup holds the session:
+# the workload's processes then compete with the busy loops one by one.
+#
 # Knobs (environment):
 #   PAIRS=5          rounds; each runs every workload in every mode once
 #   WORK="make gobuild git conn startup" (HOGS=0) or "make git" (HOGS>0)
@@ -34,9 +43,10 @@
 #   OTHER=           a second paddock binary, run as a third mode ("other"):
 #                    the table then also has paddock against it
 #   MAKE_FILES=300 GIT_COMMITS=60 CONN_N=5000 STARTUP_PAIRS=30 GOBUILD=own
+#   ONE_GROUP=       1: every process in one scheduling group (above)
 #   OUT=bench/out    where the binaries, samples and work.md go
 #
-# Needs: go, gcc, make, git, python3. Run from anywhere, as root or not.
+# Needs: go, gcc, make, git, python3, setsid (util-linux). Run from anywhere, as root or not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -60,7 +70,7 @@ done
 [[ $GOBUILD == own || $GOBUILD == all ]] || die "GOBUILD=$GOBUILD: want own or all"
 [[ $PAIRS =~ ^[1-9][0-9]*$ ]] || die "PAIRS=$PAIRS: want a whole number of rounds, 1 or more"
 [[ $HOGS =~ ^[0-9]+$ ]] || die "HOGS=$HOGS: want a whole number of busy loops, 0 or more"
-for tool in go gcc make git python3; do
+for tool in go gcc make git python3 setsid; do
 	command -v "$tool" >/dev/null || die "$tool not found"
 done
 
@@ -77,45 +87,40 @@ modes=(bare paddock)
 [[ -n ${OTHER:-} ]] && modes+=(other)
 
 tmp=$(mktemp -d)
-trap 'stop_hogs; rm -rf "$tmp"' EXIT
+trap 'stop_hogs; rm -rf "$tmp"; leave_group' EXIT
+group=
+leave_group() { :; }
+if [[ -n ${ONE_GROUP:-} ]]; then
+	cpu=/sys/fs/cgroup/cpu
+	[[ -w $cpu/cgroup.procs ]] || die "ONE_GROUP=1 needs root and the cgroup v1 cpu controller at $cpu (on cgroup v2: run with sysctl kernel.sched_autogroup_enabled=0 instead)"
+	group=$cpu/paddock-bench-$$
+	mkdir "$group" || die "cannot make the cpu cgroup $group"
+	leave_group() {
+		echo "$BASHPID" >"$cpu/cgroup.procs"
+		rmdir "$group"
+	}
+	echo "$BASHPID" >"$group/cgroup.procs" || die "cannot move into $group"
+fi
 journal=$tmp/j.jsonl
 
 # run_mode MODE CMD...: CMD bare, or under the paddock binary of MODE.
+# Bare, CMD runs in a session of its own, as paddock starts its agent when
+# it has no terminal: where the kernel groups each session's processes for
+# the scheduler (autogroup, /proc/sys/kernel/sched_autogroup_enabled), a
+# session is a group with a CPU share of its own, and a bare run in the
+# script's session would share the busy loops' group while paddock's agent
+# did not.
 run_mode() {
 	local mode=$1 bin=$PADDOCK
 	shift
 	[[ $mode == other ]] && bin=$OTHER
 	case $mode in
-	bare) "$@" ;;
+	bare) setsid -w "$@" ;;
 	*) "$bin" run --no-notify-stderr --log-level error --journal "$journal" -- "$@" ;;
 	esac
 }
 "$PADDOCK" run --no-notify-stderr --log-level error --journal "$journal" -- true ||
 	die "paddock run -- true failed: every paddock number would be a bare one"
-
-# The make tree: MAKE_FILES files of one function each, a main that calls
-# them all, and a Makefile with the usual pattern rule.
-gen_make() {
-	local d=$tmp/make i
-	mkdir "$d"
-	{
-		echo 'OBJS = main.o' "$(for ((i = 0; i < MAKE_FILES; i++)); do printf 'f%d.o ' "$i"; done)"
-		# shellcheck disable=SC2016 # make's variables, not the shell's
-		printf 'prog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n%%.o: %%.c\n\t$(CC) -O1 -c -o $@ $<\n'
-	} >"$d/Makefile"
-	for ((i = 0; i < MAKE_FILES; i++)); do
-		printf 'int f%d(int x)\n{\n\tint s = 0;\n\tfor (int i = 0; i < x; i++)\n\t\ts += i * %d;\n\treturn s;\n}\n' "$i" "$i" >"$d/f$i.c"
-	done
-	{
-		for ((i = 0; i < MAKE_FILES; i++)); do echo "int f$i(int);"; done
-		echo 'int main(void)'
-		echo '{'
-		echo '	int s = 0;'
-		for ((i = 0; i < MAKE_FILES; i++)); do echo "	s += f$i(3);"; done
-		echo '	return s == 0;'
-		echo '}'
-	} >"$d/main.c"
-}
 
 # The go build's GOCACHE: primed once (GOBUILD=own) with everything but
 # this module's own packages.
@@ -135,7 +140,7 @@ labels=$tmp/labels.tsv
 for w in $WORK; do
 	case $w in
 	make)
-		gen_make
+		make_tree "$tmp/make" "$MAKE_FILES"
 		printf 'make\tmake -j2, %s C files and a link\ts\n' "$MAKE_FILES" >>"$labels"
 		;;
 	gobuild)
@@ -226,7 +231,7 @@ fi
 stop_hogs
 load_end=$(loadavg)
 
-title="$(cpu_model), $(nproc) CPUs, Linux $(uname -r); $(git log -1 --format=%h 2>/dev/null || echo "?") $(git status --porcelain 2>/dev/null | grep -q . && echo "(with changes)"); $(date '+%F %H:%M'); $PAIRS rounds, $HOGS busy loops beside; load average $load_start at start, $load_end at end; A/B: the modes compared (bare, paddock${OTHER:+, other = $OTHER})."
+title="$(cpu_model), $(nproc) CPUs, Linux $(uname -r); $(git log -1 --format=%h 2>/dev/null || echo "?") $(git status --porcelain 2>/dev/null | grep -q . && echo "(with changes)"); $(date '+%F %H:%M'); $PAIRS rounds, $HOGS busy loops beside${group:+, all in one cpu cgroup}, sched_autogroup_enabled $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo "?"); load average $load_start at start, $load_end at end; A/B: the modes compared (bare, paddock${OTHER:+, other = $OTHER})."
 python3 bench/table.py "$samples" "$labels" "$title" | tee "$out/work.md"
 echo "raw samples: $samples; table: $out/work.md" >&2
 if [[ -n ${STARTUP_TRACE:-} && " $WORK " == *" startup "* ]]; then
