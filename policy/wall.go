@@ -26,10 +26,6 @@ const (
 	maxForeignInGroup        = 3
 )
 
-// Engine reports whether d is a container engine's API socket (Docker,
-// Podman), which a profile may open to the agent.
-func (d Deputy) Engine() bool { return d == DeputyDocker || d == DeputyPodman }
-
 // Bus reports whether d is a D-Bus bus, whose calls paddock filters.
 func (d Deputy) Bus() bool { return d == DeputySystemBus || d == DeputySessionBus }
 

@@ -39,9 +39,9 @@ type View struct {
 	tid, tgid int
 	root, cwd int
 	// tgids and tids are the caller's numbers in each PID namespace from
-	// paddock's down to its own, and started its process's start time
-	// (Numbers): procfs's self names whichever a procfs mount has. numbers,
-	// when set, finds them (and the tgid) the first time self is met.
+	// paddock's down to its own, and started its process's start time:
+	// procfs's self names whichever a procfs mount has. numbers, when set,
+	// finds them (and the tgid) the first time self is met (NumbersBy).
 	tgids, tids []int
 	started     uint64
 	numbers     func() (tgid int, tgids, tids []int, start uint64)
@@ -49,19 +49,13 @@ type View struct {
 	lazyCwd bool
 }
 
-// Numbers tells the view the caller's numbers in each PID namespace, from
-// paddock's down to its own (status's NSpid of its process and of its
-// thread), and its process's start time, so that procfs's "self" in a
-// /proc mounted for a nested PID namespace (bwrap --proc, unshare
-// --mount-proc) names the caller there. Without it self is the tgid the
-// view was opened with.
-func (v *View) Numbers(tgids, tids []int, start uint64) {
-	v.tgids, v.tids, v.started = tgids, tids, start
-}
-
-// NumbersBy is Numbers, and the view's tgid, found by find the first time
-// procfs's self is met (most paths never meet it, and finding them reads
-// /proc).
+// NumbersBy tells the view how to find the caller's process (tgid), its
+// numbers in each PID namespace from paddock's down to its own (status's
+// NSpid of its process and of its thread) and its start time, the first
+// time procfs's self is met (most paths never meet it, and finding them
+// reads /proc): "self" in a /proc mounted for a nested PID namespace
+// (bwrap --proc, unshare --mount-proc) then names the caller there.
+// Without it self is the tgid the view was opened with.
 func (v *View) NumbersBy(find func() (tgid int, tgids, tids []int, start uint64)) {
 	v.numbers = find
 }

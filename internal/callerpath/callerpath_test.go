@@ -151,7 +151,7 @@ func TestSelfInNestedProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	v.Numbers([]int{pid, 1}, []int{pid, 1}, StartTime(stat))
+	v.NumbersBy(func() (int, []int, []int, uint64) { return pid, []int{pid, 1}, []int{pid, 1}, StartTime(stat) })
 	r, err := v.Resolve(unix.AT_FDCWD, "/proc/self/stat", true)
 	if err != nil {
 		t.Fatalf("Resolve(/proc/self/stat): %v", err)

@@ -7,7 +7,6 @@ package llaudittest
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -24,11 +23,6 @@ import (
 // machine.
 const AllowEnv = "PADDOCK_TEST_AUDIT"
 
-// lockName is the file, in the temporary directory, that serializes the
-// tests that need auditing on, across test binaries: the one that turned
-// it on turns it off when done, and none may do so under another.
-const lockName = "paddock-test-audit.lock"
-
 // Require skips tb unless this process may read the kernel's records of
 // Landlock denials: root (CAP_AUDIT_READ), Landlock ABI 7, a kernel with
 // audit, and auditing on, or off and turned on for tb's run (AllowEnv),
@@ -42,7 +36,11 @@ func Require(tb testing.TB) {
 	if abi, err := sys.LandlockABI(); err != nil || abi < llaudit.MinABI {
 		tb.Skipf("needs Landlock ABI %d (Linux 6.15+), whose denials the kernel logs to audit: ABI %d, %v", llaudit.MinABI, abi, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	// The temporary directory itself is the lock that serializes the tests
+	// that need auditing on, across test binaries (the one that turned it
+	// on turns it off when done, and none may do so under another): a
+	// lock file there would outlive the tests.
+	lock, err := os.Open(os.TempDir())
 	if err != nil {
 		tb.Fatalf("the audit tests' lock: %v", err)
 	}
