@@ -113,11 +113,17 @@ if command -v bwrap >/dev/null; then bwrap --ro-bind / / --dev /dev --proc /proc
 func TestWallTmux(t *testing.T) {
 	dir := wallNobody(t)
 	needTool(t, "tmux")
-	env := []string{"TMUX_TMPDIR=" + dir, "TERM=xterm"}
+	// tmux runs a pane's command with $SHELL, else the user's login shell:
+	// nobody's is nologin, whose pane would end at once, and the server
+	// with it.
+	env := []string{"TMUX_TMPDIR=" + dir, "TERM=xterm", "SHELL=/bin/sh"}
 	if out, err := asNobody(t, env, "tmux", "-L", "user", "new-session", "-d", "-s", "main", "cat"); err != nil {
 		t.Fatalf("start the user's tmux: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { _, _ = asNobody(t, env, "tmux", "-L", "user", "kill-server") })
+	if out, err := asNobody(t, env, "tmux", "-L", "user", "has-session", "-t", "main"); err != nil {
+		t.Fatalf("the user's tmux server did not stay up: %v\n%s", err, out)
+	}
 	sock := filepath.Join(dir, "tmux-65534", "user")
 	for _, e := range env {
 		k, v, _ := strings.Cut(e, "=")
