@@ -92,8 +92,8 @@ func argLabel(s Syscall) string {
 // of an IP address's length (AddrArg).
 func addrLabel(s Syscall) string { return "addr-" + s.String() }
 
-// writeLabel is the tail that lets an open run for reading only
-// (WriteFlagsArg).
+// writeLabel is the tail that lets an open run for reading only, or
+// to make a new file (WriteFlagsArg).
 func writeLabel(arg int) string { return "write" + strconv.Itoa(arg) }
 
 // Build assembles the seccomp program for the running GOARCH: the native
@@ -227,11 +227,17 @@ func (h archSpec) build(o Options) ([]unix.SockFilter, error) {
 			a.jump(unix.BPF_JEQ, SockaddrInLen, lblAllow, "")
 			a.jump(unix.BPF_JEQ, SockaddrIn6Len, lblAllow, lblTrap)
 		}
-		// open and openat: trapped when the access mode writes.
+		// open and openat: trapped when the access mode writes, unless
+		// O_CREAT|O_EXCL makes the call create a new file: it fails on any
+		// name that exists (a symbolic link too, a magic one included), so
+		// it can open no process's /proc file, no cgroup file and no FIFO
+		// (docs/deputies.md). git's objects and lock files are made so.
 		for _, arg := range []int{1, 2} {
 			a.label(writeLabel(arg))
 			a.loadAbs(argLow(arg))
-			a.jump(unix.BPF_JSET, OAccWrite, lblTrap, lblAllow)
+			a.jump(unix.BPF_JSET, OAccWrite, "", lblAllow)
+			a.and(OCreatExcl)
+			a.jump(unix.BPF_JEQ, OCreatExcl, lblAllow, lblTrap)
 		}
 	}
 	// seccomp(2): trapped only for a filter with a listener

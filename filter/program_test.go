@@ -195,13 +195,16 @@ func TestProgram(t *testing.T) {
 				}
 				if i, ok := s.WriteFlagsArg(); ok {
 					// O_RDONLY runs, whatever the other flags and the high
-					// bits; O_WRONLY and O_RDWR are trapped under o.Wall.
+					// bits; O_WRONLY and O_RDWR are trapped under o.Wall
+					// unless with both O_CREAT and O_EXCL.
 					for _, c := range []struct {
 						flags uint64
 						trap  bool
 					}{
 						{0, false}, {unix.O_CLOEXEC | unix.O_CREAT | unix.O_DIRECTORY | unix.O_PATH, false}, {0xffffffff00000000, false},
 						{unix.O_WRONLY, true}, {unix.O_RDWR, true}, {3, true}, {unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC, true}, {1<<32 | 2, true},
+						{unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL, false}, {unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC, false},
+						{unix.O_WRONLY | unix.O_EXCL, true}, {unix.O_RDWR | unix.O_CREAT, true}, {1<<32 | unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL, false},
 					} {
 						args := garbage
 						args[i] = c.flags

@@ -328,7 +328,8 @@ func (s Syscall) AddrArg() (addr, length int, ok bool) {
 }
 
 // WriteFlagsArg says which argument of s holds the open flags the filter
-// compares (open: 1, openat: 2): a call whose access mode is O_RDONLY
+// compares (open: 1, openat: 2): a call whose access mode is O_RDONLY,
+// or that has both O_CREAT and O_EXCL (it can only make a new file),
 // runs without asking.
 func (s Syscall) WriteFlagsArg() (int, bool) {
 	switch s {
@@ -341,10 +342,12 @@ func (s Syscall) WriteFlagsArg() (int, bool) {
 }
 
 // Values the filter compares for the walled calls: the open access-mode
-// bits (O_WRONLY|O_RDWR, asm-generic/fcntl.h, the same on every ABI
-// paddock supports) and socketcall's calls (linux/net.h).
+// bits (O_WRONLY|O_RDWR) and O_CREAT|O_EXCL (asm-generic/fcntl.h, the
+// same on every ABI paddock supports), and socketcall's calls
+// (linux/net.h).
 const (
 	OAccWrite         = 3
+	OCreatExcl        = 0o300
 	SocketcallConnect = 3
 	SocketcallSendto  = 11
 )

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,7 +72,9 @@ func journalCount(t *testing.T, dir, action, want string) int {
 
 // TestWallProcWrites: a foreign process's oom_score_adj is unchanged after
 // the agent's shell redirection and its open(2) of it for writing, each
-// refused with paddock's message and journaled; the agent's own child's
+// refused with paddock's message and journaled, and after an open with
+// O_CREAT|O_EXCL (which the filter lets run: it fails on any name that
+// exists, a symbolic link to the file too); the agent's own child's
 // can be raised, and its own; unshare -m and bubblewrap still work in the
 // session (no mount(2) restriction). Checked by turning the wall off
 // (paddock built without Config.Wall): the foreign score changes.
@@ -81,6 +84,17 @@ func TestWallProcWrites(t *testing.T) {
 	fp := itoa(f.pid())
 	script := `echo 700 > /proc/` + fp + `/oom_score_adj; echo redirect=$?
 python3 -c 'import os; os.open("/proc/` + fp + `/oom_score_adj", os.O_WRONLY)' 2>/dev/null; echo open=$?
+python3 -c '
+import os, sys
+l = os.environ["HOME"] + "/l"
+os.symlink("/proc/` + fp + `/oom_score_adj", l)
+for p in ("/proc/` + fp + `/oom_score_adj", l):
+    try:
+        os.open(p, os.O_RDWR|os.O_CREAT|os.O_EXCL)
+        print("excl=opened")
+    except FileExistsError:
+        print("excl=EEXIST")
+'
 sleep 300 & c=$!
 echo 500 > /proc/$c/oom_score_adj && echo own=$(cat /proc/$c/oom_score_adj)
 kill $c
@@ -89,6 +103,9 @@ unshare -Urm sh -c 'echo in-ns > /dev/null' && echo unshare=ok
 if command -v bwrap >/dev/null; then bwrap --ro-bind / / --dev /dev --proc /proc sh -c 'echo 9 > /dev/null' && echo bwrap=ok; else echo bwrap=ok; fi`
 	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
 	wantLines(t, out, lines, "redirect=1", "open=1", "own=500", "self=400", "unshare=ok", "bwrap=ok")
+	if n := countLines(lines, "excl=EEXIST"); n != 2 || slices.Contains(lines, "excl=opened") {
+		t.Errorf("%d of 2 opens with O_CREAT|O_EXCL failed with EEXIST\n%s", n, out)
+	}
 	b, err := os.ReadFile("/proc/" + fp + "/oom_score_adj")
 	if err != nil || strings.TrimSpace(string(b)) != "0" {
 		t.Errorf("the foreign process's oom_score_adj is %q (%v); want 0", b, err)
@@ -343,4 +360,15 @@ echo 1 > ` + base + `/empty/cgroup.freeze; echo empty=$?`
 		t.Errorf("the foreign process's cgroup is frozen: cgroup.freeze %q", b)
 	}
 	_ = os.WriteFile(filepath.Join(base, "empty", "cgroup.freeze"), []byte("0"), 0o644)
+}
+
+// countLines counts the lines equal to want.
+func countLines(lines []string, want string) int {
+	n := 0
+	for _, l := range lines {
+		if l == want {
+			n++
+		}
+	}
+	return n
 }
