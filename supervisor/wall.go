@@ -356,11 +356,15 @@ func (c *call) wallFacts(res *callerpath.Result) error {
 	if probe < 0 {
 		return nil
 	}
-	var fs unix.Statfs_t
-	if err := unix.Fstatfs(probe, &fs); err != nil {
-		return fmt.Errorf("statfs %s: %w", wl.Path, err)
+	fsType := res.FSType
+	if fsType == 0 || probe != res.Fd {
+		var fs unix.Statfs_t
+		if err := unix.Fstatfs(probe, &fs); err != nil {
+			return fmt.Errorf("statfs %s: %w", wl.Path, err)
+		}
+		fsType = int64(fs.Type)
 	}
-	switch fs.Type {
+	switch fsType {
 	case unix.PROC_SUPER_MAGIC:
 		wl.FS = "proc"
 		if res.Dir < 0 {

@@ -126,6 +126,9 @@ type Result struct {
 	Name string
 	// Missing says the last component does not exist in Dir.
 	Missing bool
+	// FSType is the filesystem Fd lies on (statfs's f_type) where the
+	// resolution read it, 0 where it did not.
+	FSType int64
 }
 
 // Close releases r's descriptors.
@@ -148,11 +151,13 @@ func (v *View) Resolve(dirfd int, p string, follow bool) (Result, error) {
 	if p == "" {
 		return Result{Fd: -1, Dir: -1}, unix.ENOENT
 	}
-	start, err := v.start(dirfd, p)
+	start, owned, err := v.start(dirfd, p)
 	if err != nil {
 		return Result{Fd: -1, Dir: -1}, err
 	}
-	defer unix.Close(start)
+	if owned {
+		defer unix.Close(start)
+	}
 	if r, err := v.fast(start, p, follow); err == nil {
 		return r, nil
 	} else if !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.EAGAIN) {
@@ -161,42 +166,44 @@ func (v *View) Resolve(dirfd int, p string, follow bool) (Result, error) {
 	return v.walk(start, p, follow)
 }
 
-// start opens where a lookup of p begins: the root for an absolute p, the
-// working directory or the caller's dirfd for a relative one.
-func (v *View) start(dirfd int, p string) (int, error) {
+// start finds where a lookup of p begins: the root for an absolute p, the
+// working directory or the caller's dirfd for a relative one. The view's
+// own descriptors are lent (owned false); a dirfd's is opened for the
+// lookup (owned true: the caller closes it).
+func (v *View) start(dirfd int, p string) (fd int, owned bool, err error) {
 	switch {
 	case strings.HasPrefix(p, "/"):
-		return dup(v.root)
+		return v.root, false, nil
 	case dirfd == unix.AT_FDCWD:
 		cwd, err := v.workdir()
 		if err != nil {
-			return -1, err
+			return -1, false, err
 		}
 		if cwd < 0 {
-			return -1, ErrNoCwd
+			return -1, false, ErrNoCwd
 		}
-		return dup(cwd)
+		return cwd, false, nil
 	case dirfd < 0:
-		return -1, unix.EBADF
+		return -1, false, unix.EBADF
 	}
 	name := v.proc + "/" + strconv.Itoa(v.tid) + "/fd/" + strconv.Itoa(dirfd)
-	fd, err := unix.Open(name, unix.O_PATH|unix.O_CLOEXEC, 0)
+	fd, err = unix.Open(name, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return -1, unix.EBADF
+		return -1, false, unix.EBADF
 	}
 	if err != nil {
-		return -1, fmt.Errorf("open %s: %w", name, err)
+		return -1, false, fmt.Errorf("open %s: %w", name, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, err
+		return -1, false, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		unix.Close(fd)
-		return -1, unix.ENOTDIR
+		return -1, false, unix.ENOTDIR
 	}
-	return fd, nil
+	return fd, true, nil
 }
 
 func dup(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }
@@ -221,6 +228,25 @@ func (v *View) fast(start int, p string, follow bool) (Result, error) {
 		}
 		r.Fd = fd
 		return r, nil
+	}
+	if follow && !strings.HasSuffix(p, "/") {
+		// The whole path in one lookup, where it names an object that
+		// exists on neither procfs nor cgroupfs (whose decisions need the
+		// directory the object was found in): most opens for writing.
+		// Anything else takes the lookup below.
+		fd, err := unix.Openat2(start, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: res})
+		if err == nil {
+			var fs unix.Statfs_t
+			if err := unix.Fstatfs(fd, &fs); err != nil {
+				unix.Close(fd)
+				return r, err
+			}
+			if t := int64(fs.Type); t != unix.PROC_SUPER_MAGIC && t != unix.CGROUP2_SUPER_MAGIC && t != unix.CGROUP_SUPER_MAGIC {
+				r.Fd, r.Name, r.FSType = fd, name, t
+				return r, nil
+			}
+			unix.Close(fd)
+		}
 	}
 	if dir == "" {
 		dir = "."

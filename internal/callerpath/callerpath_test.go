@@ -99,6 +99,14 @@ func TestResolve(t *testing.T) {
 			if r.Missing || r.Fd < 0 || !sameFile(t, r.Fd, tc.want) {
 				t.Fatalf("Resolve(%q): %+v; want %s", tc.path, r, tc.want)
 			}
+			if r.FSType != 0 || tc.name == "absolute" {
+				// Read by the one-lookup path (a plain file's): it must be
+				// the file's own filesystem.
+				var fs unix.Statfs_t
+				if err := unix.Statfs(tc.want, &fs); err != nil || int64(fs.Type) != r.FSType {
+					t.Errorf("Resolve(%q).FSType = %#x; want %#x (%v)", tc.path, r.FSType, fs.Type, err)
+				}
+			}
 			if tc.proc != "" {
 				n, below, ok, err := ProcDir(r.Dir, r.Name)
 				if err != nil || !ok || n != pid || below != tc.proc {
