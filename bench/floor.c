@@ -6,7 +6,10 @@
 // excepted, as in paddock's BPF), turns on SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
 // and answers every notification CONTINUE without looking at it: no /proc
 // read, no pidfd, no decision, no NOTIF_ID_VALID. With FLOOR_EXEC=1 in its
-// environment it traps execve and execveat too (the floor of workload c').
+// environment it traps execve and execveat too (the floor of workload c');
+// with FLOOR_CONNECT=1 every connect, and with FLOOR_OPEN=1 every openat
+// (the floors of the default wall's unix connects and opens for writing,
+// issue 35: bench/connloop.c).
 //
 // Usage: floor CMD [ARG...]   (x86_64 native ABI only; exits with CMD's status)
 // Build: gcc -O2 -Wall -o bench/out/floor bench/floor.c
@@ -41,11 +44,18 @@
 	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), \
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF)
 
-static int install(int trap_exec) {
-	struct sock_filter prog[] = {
-	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+// install: the signal syscalls always; execve and execveat with trap_exec;
+// connect with trap_connect; openat with trap_open (every one: paddock's
+// filter lets reads and O_CREAT|O_EXCL run, so this floor is for a
+// program whose opens all write).
+static int install(int trap_exec, int trap_connect, int trap_open) {
+	struct sock_filter prog[64];
+	int n = 0;
+#define PUT(x) (prog[n++] = (struct sock_filter)x)
+	PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+	PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0));
+	PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+	struct sock_filter sigs[] = {
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 	    TRAP_SIG(SYS_kill, 1, 0),
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -53,18 +63,34 @@ static int install(int trap_exec) {
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 	    TRAP_SIG(SYS_tkill, 1, 0),
 	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 2, 0),
-	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execveat, 1, 0),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
 	};
-	int n = sizeof(prog) / sizeof(prog[0]);
-	if (!trap_exec)
-		prog[n - 5] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-	struct sock_fprog fprog = {.len = sizeof(prog) / sizeof(prog[0]), .filter = prog};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		PUT(sigs[i]);
+	// Each trapped number: equal jumps to the trap at the end.
+	int nrs[4], k = 0;
+	if (trap_exec) {
+		nrs[k++] = SYS_execve;
+		nrs[k++] = SYS_execveat;
+	}
+	if (trap_connect)
+		nrs[k++] = SYS_connect;
+	if (trap_open)
+		nrs[k++] = SYS_openat;
+	for (int i = 0; i < k; i++)
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nrs[i], k - i, 0));
+	PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+	PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+#undef PUT
+	struct sock_fprog fprog = {.len = n, .filter = prog};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
 	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+}
+
+// on reports whether environment variable name is "1".
+static int on(const char *name) {
+	const char *e = getenv(name);
+	return e != NULL && strcmp(e, "1") == 0;
 }
 
 int main(int argc, char **argv) {
@@ -79,8 +105,7 @@ int main(int argc, char **argv) {
 	}
 	pid_t child = fork();
 	if (child == 0) {
-		const char *e = getenv("FLOOR_EXEC");
-		int fd = install(e != NULL && strcmp(e, "1") == 0);
+		int fd = install(on("FLOOR_EXEC"), on("FLOOR_CONNECT"), on("FLOOR_OPEN"));
 		if (fd < 0) {
 			perror("floor: seccomp");
 			_exit(126);
