@@ -415,10 +415,15 @@ func (p *Pipeline) run() {
 		default:
 			p.logged.sent++
 			e := labelled(p.log.Warn(), ev).Str("syscall", d.Syscall).Int("caller", ev.Caller)
-			if d.Exec == nil && d.Syscall != "seccomp" {
+			if d.Exec == nil && d.Syscall != "seccomp" && (d.Target != 0 || d.Signal != 0 || d.Action != audit.DeputyDenied) {
+				// A D-Bus filter's refusal aims at a method, not a process.
 				e = e.Int("target", d.Target).Int("signal", d.Signal)
 			}
-			e.Str("rule", string(d.Rule)).Str("abi", ev.ABI).Msg(d.Message)
+			e = e.Str("rule", string(d.Rule))
+			if ev.ABI != "" {
+				e = e.Str("abi", ev.ABI)
+			}
+			e.Msg(d.Message)
 		}
 		p.journalEvent(ev)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -453,7 +454,7 @@ func ExitCode(ws unix.WaitStatus) int {
 // is the process that connected, env its environment (its opt-in to power
 // control). The filter's refusals are reported like any other: the
 // caller's stderr, the log, the journal (deputy_denied), the summary.
-func (s *Session) relayBus(client, bus *net.UnixConn, dep policy.Deputy, caller int, env []string) {
+func (s *Session) relayBus(client, bus *net.UnixConn, dep policy.Deputy, caller int, abi string, env []string) {
 	name := "system"
 	if dep == policy.DeputySessionBus {
 		name = "session"
@@ -469,13 +470,29 @@ func (s *Session) relayBus(client, bus *net.UnixConn, dep policy.Deputy, caller 
 	}
 	go func() {
 		err := dbusproxy.Relay(client, bus, name, p, func(r dbusproxy.Refusal) {
-			s.pipeline.Decided(report.Event{Caller: caller, Decision: policy.Decision{
+			s.pipeline.Decided(report.Event{Caller: caller, ABI: abi, Decision: policy.Decision{
 				Syscall: "sendmsg", Errno: unix.EACCES, Rule: audit.Rule(r.Rule), Refusal: true,
 				Message: r.Message, Action: audit.DeputyDenied,
-			}})
+			}, Labels: busLabels(r)})
 		})
 		if err != nil {
 			s.cfg.Log.Debug().Err(err).Str("bus", name).Int("caller", caller).Msg("D-Bus relay ended")
 		}
 	}()
+}
+
+// busLabels are what a D-Bus filter's refusal names, for the journal
+// (every label) and the log line (the bus and the method).
+func busLabels(r dbusproxy.Refusal) []report.Label {
+	ls := []report.Label{{Key: "bus", Value: r.Bus, Logged: true}}
+	for _, l := range []report.Label{
+		{Key: "destination", Value: r.Destination},
+		{Key: "method", Value: strings.TrimPrefix(r.Interface+"."+r.Member, "."), Logged: true},
+		{Key: "unit", Value: r.Unit, Logged: true},
+	} {
+		if l.Value != "" {
+			ls = append(ls, l)
+		}
+	}
+	return ls
 }

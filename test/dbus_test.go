@@ -105,8 +105,9 @@ func refusedByRelay(t *testing.T, dir, method, said, prefix, stderr, why string)
 	if s := readFile(filepath.Join(dir, stderr)); !hasLinePrefix(s, refusal) {
 		t.Errorf("the caller's stderr holds\n%s\nwant paddock's line %q...", s, refusal)
 	}
-	if n := journalCount(t, dir, "deputy_denied", "org.freedesktop.login1.Manager."+method); n != 1 {
-		t.Errorf("%d deputy_denied records of %s in the journal, want 1\n%s", n, method, readFile(filepath.Join(dir, "j.jsonl")))
+	// The record names the bus and the method in fields of their own.
+	if n := journalCount(t, dir, "deputy_denied", `"method":"org.freedesktop.login1.Manager.`+method+`"`); n != 1 || !journalHas(t, dir, "deputy_denied", `"bus":"system"`) {
+		t.Errorf("%d deputy_denied records with method org.freedesktop.login1.Manager.%s in the journal, want 1 (and bus system)\n%s", n, method, readFile(filepath.Join(dir, "j.jsonl")))
 	}
 }
 
