@@ -70,8 +70,17 @@ type call struct {
 	// names is the caller's PID namespace (translate), read only when
 	// a pid argument is.
 	names callerNames
-	// wall is what was read of a walled call (readWall).
-	wall wallCall
+	// wall is what was read of a walled call (readWall), and wallRead its
+	// policy.Wall as read, before any fact was found: a decision taken
+	// again starts from it (redecided counts those).
+	wall      wallCall
+	wallRead  policy.Wall
+	redecided int
+	// here says the call is decided on the loop that received it, which
+	// takes nothing that may wait on a filesystem (wallhere.go); deferred
+	// says it met something that might: nothing was carried out or
+	// reported, and a worker decides it again.
+	here, deferred bool
 }
 
 type pinned struct {
@@ -153,7 +162,7 @@ func (c *call) mayWait() bool {
 func (c *call) moveTo(w *liveWorld) *call {
 	req := c.req
 	req.Mem = nil // points into the loop's scratch space; only exec calls move, and they have none
-	return &call{w: w, req: req, listener: c.listener, id: c.id, looked: make([]pinned, 0, 4), callerRead: c.callerRead, noLeases: c.noLeases, wall: c.wall}
+	return &call{w: w, req: req, listener: c.listener, id: c.id, looked: make([]pinned, 0, 4), callerRead: c.callerRead, noLeases: c.noLeases, wall: c.wall, wallRead: c.wallRead}
 }
 
 // decide runs steps 3 to 7 of c, and carries out what the supervisor does
@@ -165,6 +174,9 @@ func (c *call) decide() (d policy.Decision, r answer.Answer, waiting bool) {
 	defer c.names.close()
 	if c.preset == nil && c.req.Wall != nil {
 		d, r = c.decideWall()
+		if c.deferred {
+			return d, r, false
+		}
 		if c.listener >= 0 && report.Reports(d) && !seccomp.IDValid(c.listener, c.id) {
 			// What the decision read named the caller only if it still
 			// waits (as below); an answer to a caller gone is dropped by

@@ -106,6 +106,19 @@ func (s *Session) serve(w *liveWorld) {
 		}
 		c := w.read(int(n.Pid), n.Data.Arch, n.Data.Nr, n.Data.Args, s.listener, n.ID)
 		if c.mayWait() {
+			if c.wallHere() {
+				// An open for writing is tried here first (wallhere.go):
+				// where it might wait, nothing was done, and a worker
+				// takes it from its start.
+				c.here = true
+				s.sendAnswer(c)
+				c.here = false
+				if !c.deferred {
+					continue
+				}
+				c.deferred = false
+				*c.req.Wall = c.wallRead
+			}
 			if c = c.moveTo(w.spare()); s.offload(c, s.sendAnswer) {
 				// Let the decision run now, on this thread, before the
 				// next receive: a goroutine made just before a blocking

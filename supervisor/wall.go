@@ -53,8 +53,9 @@ type wallState struct {
 	control      devIno
 	serveControl func(conn *net.UnixConn, cred unix.Ucred, pidfd int)
 	// relayBus relays a connection to a D-Bus bus through paddock's filter
-	// (package dbusproxy) for process caller, whose environment is env.
-	relayBus func(client, bus *net.UnixConn, dep policy.Deputy, caller int, env []string)
+	// (package dbusproxy) for process caller, whose environment is env
+	// (abi: the table its connect came through, for the reports).
+	relayBus func(client, bus *net.UnixConn, dep policy.Deputy, caller int, abi string, env []string)
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -195,6 +196,7 @@ func (c *call) readWall(abi filter.ABI, args [6]uint64) {
 		wl.StrictWall = ws.strict
 	}
 	wl.Scoped = c.w.scoped
+	c.wallRead, c.redecided = *wl, 0
 }
 
 // connectLike reports whether a walled call is a connect or a sendto
@@ -246,10 +248,20 @@ func (c *call) wallOpen() (policy.Decision, answer.Answer) {
 	if wc.resolve != 0 {
 		// openat2 with its own resolve flags: the kernel's rules, from the
 		// caller's descriptor.
+		if c.here {
+			return c.wouldWait()
+		}
 		return c.wallOpenat2()
+	}
+	if c.here {
+		mounts, proc, tid := c.w.mounts, c.w.fs.Root, c.req.Tid
+		v.OnlyCached(func(fd int) (int64, bool) { return mounts.local(fd, proc, tid) })
 	}
 	follow := wc.flags&unix.O_NOFOLLOW == 0
 	res, err := v.Resolve(wc.dirfd, wc.path, follow)
+	if errors.Is(err, callerpath.ErrWouldWait) {
+		return c.wouldWait()
+	}
 	if errors.Is(err, callerpath.ErrNoCwd) {
 		return c.wallFail(fmt.Errorf("%w: paddock may not read this process's working directory (it is not dumpable)", err))
 	}
@@ -283,6 +295,22 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 		return d, answer.Continue()
 	}
 	fd, err := c.openOnBehalf(res)
+	if c.here && errors.Is(err, unix.EWOULDBLOCK) && wc.flags&unix.O_NONBLOCK == 0 {
+		// A lease another process holds on the file: its break is waited
+		// for off the loop.
+		return c.wouldWait()
+	}
+	if errors.Is(err, errMadeMeanwhile) {
+		if c.here {
+			return c.wouldWait()
+		}
+		if c.redecided < maxRedecide {
+			c.redecided++
+			*wl = c.wallRead
+			return c.wallOpen()
+		}
+		err = unix.EAGAIN
+	}
 	if err != nil {
 		return d, answer.Completed(errnoOf(err))
 	}
@@ -534,7 +562,22 @@ func (c *call) openOnBehalf(res *callerpath.Result) (int, error) {
 		// O_NOFOLLOW was the resolution's (a symlink itself pinned fails
 		// the same here); on the link that names the pin it would refuse
 		// every reopen.
-		return unix.Open(procfs.FdPath(res.Fd), flags&^unix.O_NOFOLLOW, 0)
+		flags &^= unix.O_NOFOLLOW
+		if !c.here || flags&unix.O_NONBLOCK != 0 {
+			return unix.Open(procfs.FdPath(res.Fd), flags, 0)
+		}
+		// On the loop: a lease's break is not waited for (EWOULDBLOCK),
+		// and the caller's file does not keep the O_NONBLOCK it did not
+		// ask for.
+		fd, err := unix.Open(procfs.FdPath(res.Fd), flags|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return -1, err
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags&(unix.O_APPEND|unix.O_DIRECT|unix.O_NOATIME)); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+		return fd, nil
 	}
 	if !res.Missing || wc.flags&unix.O_CREAT == 0 || res.Dir < 0 {
 		return -1, unix.ENOENT
@@ -547,11 +590,12 @@ func (c *call) openOnBehalf(res *callerpath.Result) (int, error) {
 	// Made with O_EXCL, so that paddock knows it made the file, and then
 	// given the caller's mode exactly: paddock's own umask applies to what
 	// it creates, and may take bits the caller's leaves (CPython's
-	// test_umask). Made meanwhile by someone else, it is opened as the
-	// caller's open would have found it.
+	// test_umask). Made meanwhile by someone else, it is an object paddock
+	// has not decided on (a symlink to another process's /proc file, a
+	// FIFO): errMadeMeanwhile, and the call is decided again.
 	fd, err := unix.Openat(res.Dir, res.Name, flags|unix.O_EXCL, mode)
 	if errors.Is(err, unix.EEXIST) && wc.flags&unix.O_EXCL == 0 {
-		return unix.Openat(res.Dir, res.Name, flags&^unix.O_CREAT, 0)
+		return -1, errMadeMeanwhile
 	}
 	if err != nil {
 		return -1, err
@@ -845,7 +889,7 @@ func (c *call) relayBus(sock int, target string, d policy.Decision) (policy.Deci
 	if err != nil {
 		tgid = c.req.Tid
 	}
-	c.w.wall.relayBus(client, bc.(*net.UnixConn), wl.Deputy, tgid, readEnviron(c.req.Tid))
+	c.w.wall.relayBus(client, bc.(*net.UnixConn), wl.Deputy, tgid, c.req.ABI.String(), readEnviron(c.req.Tid))
 	return d, answer.Completed(0)
 }
 
@@ -976,6 +1020,21 @@ func (c *call) rawSockCall(sock int, addr []byte, sendto bool) answer.Answer {
 		return answer.Completed(e)
 	}
 	return answer.Value(int64(n))
+}
+
+// errMadeMeanwhile says that the name an open was to create exists now:
+// what it names was not decided on.
+var errMadeMeanwhile = errors.New("made meanwhile")
+
+// maxRedecide bounds the decisions an open is taken again for, its name
+// made meanwhile each time; then it fails with EAGAIN.
+const maxRedecide = 3
+
+// wouldWait defers c, tried on the loop, to a worker: nothing was carried
+// out, and nothing is reported.
+func (c *call) wouldWait() (policy.Decision, answer.Answer) {
+	c.deferred = true
+	return policy.Decision{}, answer.Answer{}
 }
 
 // wallErrno answers a walled call with the error the kernel would have

@@ -57,6 +57,9 @@ type liveWorld struct {
 	// exits tells which of its and sameNS's pins have exited.
 	pins  *pinCache
 	exits *exitWatch
+	// mounts, in a loop's world, tells which opens for writing the loop
+	// may carry out itself (wallhere.go); nil in a worker's.
+	mounts mountMemo
 	// cur is the call the loop decides in place, reused so that the hot
 	// path allocates nothing per notification.
 	cur call
@@ -86,6 +89,7 @@ func (w *liveWorld) keepPins() *liveWorld {
 	w.exits = x
 	w.pins = newPinCache(x)
 	w.sameNS = newSameNS(x)
+	w.mounts = make(mountMemo)
 	return w
 }
 

@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/sys"
 )
 
 // maxLinks bounds the symlinks one resolution follows (the kernel's
@@ -47,6 +49,28 @@ type View struct {
 	numbers     func() (tgid int, tgids, tids []int, start uint64)
 	// lazyCwd: the working directory is opened when first needed.
 	lazyCwd bool
+	// local, when set, makes the view's lookups take nothing that may wait
+	// on a filesystem (OnlyCached).
+	local func(fd int) (magic int64, ok bool)
+}
+
+// ErrWouldWait is Resolve's error, in a view made OnlyCached, for a path
+// whose lookup or object might have to wait on a filesystem: a name not in
+// the kernel's dentry cache, an object on a filesystem the view's gate does
+// not vouch for, a path with a symlink or a directory descriptor. Nothing
+// was done; the caller resolves it again where it may wait.
+var ErrWouldWait = errors.New("the lookup might wait on a filesystem")
+
+// OnlyCached makes the view's later lookups take nothing that may wait on
+// a filesystem (a FUSE daemon, a network server): each is served from the
+// dentry cache alone (RESOLVE_CACHED), and what it reaches must be vouched
+// for by local, which tells, without asking the filesystem, whether the
+// object pinned by fd lies on one whose calls wait on nothing but memory
+// and disks, and its statfs magic. Anything else fails with ErrWouldWait.
+// A supervisor's hot loop resolves so, and hands the rest to a thread that
+// may wait.
+func (v *View) OnlyCached(local func(fd int) (magic int64, ok bool)) {
+	v.local = local
 }
 
 // NumbersBy tells the view how to find the caller's process (tgid), its
@@ -151,6 +175,9 @@ func (v *View) Resolve(dirfd int, p string, follow bool) (Result, error) {
 	if p == "" {
 		return Result{Fd: -1, Dir: -1}, unix.ENOENT
 	}
+	if v.local != nil {
+		return v.cached(dirfd, p, follow)
+	}
 	start, owned, err := v.start(dirfd, p)
 	if err != nil {
 		return Result{Fd: -1, Dir: -1}, err
@@ -204,6 +231,61 @@ func (v *View) start(dirfd int, p string) (fd int, owned bool, err error) {
 		return -1, false, unix.ENOTDIR
 	}
 	return fd, true, nil
+}
+
+// cached is Resolve in a view made OnlyCached: the fast path's lookups
+// from the dentry cache alone, for an absolute path or one relative to the
+// working directory, that follows its last component and has no symlink;
+// a missing last component is looked up in its directory once that
+// directory is vouched for.
+func (v *View) cached(dirfd int, p string, follow bool) (Result, error) {
+	r := Result{Fd: -1, Dir: -1}
+	dir, name := path.Split(p)
+	if (dirfd != unix.AT_FDCWD && !strings.HasPrefix(p, "/")) || !follow || name == "" || name == "." || name == ".." {
+		return r, ErrWouldWait
+	}
+	start, _, err := v.start(dirfd, p) // the view's own: lent
+	if err != nil {
+		return r, err
+	}
+	res := uint64(unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | sys.ResolveCached)
+	if strings.HasPrefix(p, "/") {
+		res |= unix.RESOLVE_IN_ROOT
+	} else {
+		res |= unix.RESOLVE_BENEATH
+	}
+	fd, err := unix.Openat2(start, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: res})
+	if err == nil {
+		magic, ok := v.local(fd)
+		if !ok {
+			unix.Close(fd)
+			return r, ErrWouldWait
+		}
+		r.Fd, r.Name, r.FSType = fd, name, magic
+		return r, nil
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return r, ErrWouldWait
+	}
+	if dir == "" {
+		dir = "."
+	}
+	d, err := unix.Openat2(start, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: res})
+	if err != nil {
+		return r, ErrWouldWait
+	}
+	if _, ok := v.local(d); !ok {
+		unix.Close(d)
+		return r, ErrWouldWait
+	}
+	r.Dir, r.Name = d, name
+	if err := v.last(&r, follow, false); err != nil || !r.Missing {
+		// Made meanwhile, or not readable: looked up again where it may
+		// wait (it may be a mount of another filesystem).
+		r.Close()
+		return r, ErrWouldWait
+	}
+	return r, nil
 }
 
 func dup(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }

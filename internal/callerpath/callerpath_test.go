@@ -174,3 +174,70 @@ func TestSelfInNestedProc(t *testing.T) {
 		t.Errorf("self in the nested /proc is /proc/%d (ok %v, %v); want /proc/1", n, ok, err)
 	}
 }
+
+// TestOnlyCached: in a view made OnlyCached, an existing file and a missing
+// name in an existing directory resolve as they would otherwise, with the
+// filesystem the gate told; a symlink, a directory descriptor, O_NOFOLLOW
+// and an object the gate does not vouch for fail with ErrWouldWait.
+func TestOnlyCached(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	// Looked up once, so that the dentry cache holds every name below.
+	for _, p := range []string{file, filepath.Join(dir, "none")} {
+		_, _ = os.Stat(p)
+	}
+	v, err := Open("/proc", os.Getpid(), os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	vouch := true
+	v.OnlyCached(func(fd int) (int64, bool) {
+		var fs unix.Statfs_t
+		if err := unix.Fstatfs(fd, &fs); err != nil {
+			t.Fatal(err)
+		}
+		return int64(fs.Type), vouch
+	})
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	r, err := v.Resolve(unix.AT_FDCWD, file, true)
+	if err != nil || r.Fd < 0 || !sameFile(t, r.Fd, file) || r.FSType != int64(fs.Type) {
+		t.Errorf("Resolve(%s): %+v %v; want the file, on %#x", file, r, err, fs.Type)
+	}
+	r.Close()
+	r, err = v.Resolve(unix.AT_FDCWD, filepath.Join(dir, "none"), true)
+	if err != nil || !r.Missing || !sameFile(t, r.Dir, dir) {
+		t.Errorf("Resolve of a missing name: %+v %v; want missing in %s", r, err, dir)
+	}
+	r.Close()
+	for _, tc := range []struct {
+		name   string
+		dirfd  int
+		path   string
+		follow bool
+	}{
+		{"a symlink", unix.AT_FDCWD, filepath.Join(dir, "link"), true},
+		{"O_NOFOLLOW", unix.AT_FDCWD, file, false},
+		{"a directory descriptor", 0, "file", true},
+		{"a trailing slash", unix.AT_FDCWD, dir + "/", true},
+	} {
+		if r, err := v.Resolve(tc.dirfd, tc.path, tc.follow); !errors.Is(err, ErrWouldWait) {
+			r.Close()
+			t.Errorf("%s: Resolve(%d, %s): %v; want ErrWouldWait", tc.name, tc.dirfd, tc.path, err)
+		}
+	}
+	vouch = false
+	if r, err := v.Resolve(unix.AT_FDCWD, file, true); !errors.Is(err, ErrWouldWait) {
+		r.Close()
+		t.Errorf("a file the gate does not vouch for: %v; want ErrWouldWait", err)
+	}
+}
