@@ -6,10 +6,10 @@
 // excepted, as in paddock's BPF), turns on SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
 // and answers every notification CONTINUE without looking at it: no /proc
 // read, no pidfd, no decision, no NOTIF_ID_VALID. With FLOOR_EXEC=1 in its
-// environment it traps execve and execveat too (the floor of workload c');
-// with FLOOR_CONNECT=1 every connect, and with FLOOR_OPEN=1 every openat
-// (the floors of the default wall's unix connects and opens for writing,
-// issue 35: bench/connloop.c).
+// environment it traps execve and execveat too (the floor of workload c'),
+// and with FLOOR_WALL=1 what paddock's default wall traps (issue 35): a
+// connect with an address that is not IPv4's or IPv6's, and an open or
+// openat for writing without O_CREAT|O_EXCL (bench/work.sh's FLOOR=1).
 //
 // Usage: floor CMD [ARG...]   (x86_64 native ABI only; exits with CMD's status)
 // Build: gcc -O2 -Wall -o bench/out/floor bench/floor.c
@@ -45,10 +45,10 @@
 	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF)
 
 // install: the signal syscalls always; execve and execveat with trap_exec;
-// connect with trap_connect; openat with trap_open (every one: paddock's
-// filter lets reads and O_CREAT|O_EXCL run, so this floor is for a
-// program whose opens all write).
-static int install(int trap_exec, int trap_connect, int trap_open) {
+// with trap_wall what paddock's default wall traps (filter/build.go):
+// connect with an address of any length but an IPv4 or IPv6 one's, and
+// open and openat for writing unless with O_CREAT|O_EXCL.
+static int install(int trap_exec, int trap_wall) {
 	struct sock_filter prog[64];
 	int n = 0;
 #define PUT(x) (prog[n++] = (struct sock_filter)x)
@@ -66,20 +66,35 @@ static int install(int trap_exec, int trap_connect, int trap_open) {
 	};
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		PUT(sigs[i]);
-	// Each trapped number: equal jumps to the trap at the end.
-	int nrs[4], k = 0;
 	if (trap_exec) {
-		nrs[k++] = SYS_execve;
-		nrs[k++] = SYS_execveat;
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 0, 1));
+		PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execveat, 0, 1));
+		PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
 	}
-	if (trap_connect)
-		nrs[k++] = SYS_connect;
-	if (trap_open)
-		nrs[k++] = SYS_openat;
-	for (int i = 0; i < k; i++)
-		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nrs[i], k - i, 0));
-	PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-	PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+	if (trap_wall) {
+		// connect: its address length, argument 2.
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_connect, 0, 5));
+		PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)));
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 16, 2, 0));
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 28, 1, 0));
+		PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+		PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+		// open (flags in argument 1) and openat (argument 2): trapped for
+		// writing, unless with O_CREAT|O_EXCL.
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 0, 2));
+		PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(1)));
+		PUT(BPF_JUMP(BPF_JMP | BPF_JA | BPF_K, 2, 0, 0));
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 4));
+		PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)));
+		PUT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 3, 0, 2));
+		PUT(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0300));
+		PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0300, 0, 1));
+		PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+		PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+	} else {
+		PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+	}
 #undef PUT
 	struct sock_fprog fprog = {.len = n, .filter = prog};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
@@ -105,7 +120,7 @@ int main(int argc, char **argv) {
 	}
 	pid_t child = fork();
 	if (child == 0) {
-		int fd = install(on("FLOOR_EXEC"), on("FLOOR_CONNECT"), on("FLOOR_OPEN"));
+		int fd = install(on("FLOOR_EXEC"), on("FLOOR_WALL"));
 		if (fd < 0) {
 			perror("floor: seccomp");
 			_exit(126);

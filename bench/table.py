@@ -8,8 +8,9 @@ LABELS has one "workload<TAB>label<TAB>unit" line per workload, in the
 order of the table; a label's workload "a+b" is the sum, round by round, of
 workloads a and b.
 
-Each row compares a mode with a base mode ("bare", or "other" for
-"paddock" when a run has an "other" binary): the medians of each, their
+Each row compares a mode with a base mode ("bare", or "other" or
+"floor" for "paddock" when a run has an "other" binary or the floor
+supervisor): the medians of each, their
 min-max spreads and the median of the rounds' own ratios (mode over base
 in the same round, so the machine's drift between rounds cancels) with
 its quartiles.
@@ -42,8 +43,9 @@ def main(samples, labels, title=""):
                 vals[(w, mode)] = {r: sum(p[r] for p in per) for r in common}
     modes = sorted({m for (_, m) in vals} - {"bare"}, key=lambda m: (m != "paddock", m))
     pairs = [("bare", m) for m in modes]
-    if "other" in modes and "paddock" in modes:
-        pairs.append(("other", "paddock"))
+    for base in ("other", "floor"):
+        if base in modes and "paddock" in modes:
+            pairs.append((base, "paddock"))
     if title:
         print(title)
         print()

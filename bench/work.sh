@@ -42,6 +42,11 @@
 #   PADDOCK=         a paddock binary to use (default: built from this tree)
 #   OTHER=           a second paddock binary, run as a third mode ("other"):
 #                    the table then also has paddock against it
+#   FLOOR=           1: bench/floor.c as a mode ("floor"), with FLOOR_EXEC=1
+#                    and FLOOR_WALL=1: the same calls trapped as paddock run
+#                    traps (signals, execs, the default wall's connects and
+#                    opens), each answered CONTINUE without a look: the
+#                    least any notify supervisor costs a workload here
 #   MAKE_FILES=300 GIT_COMMITS=60 CONN_N=5000 STARTUP_PAIRS=30 GOBUILD=own
 #   ONE_GROUP=       1: every process in one scheduling group (above)
 #   OUT=bench/out    where the binaries, samples and work.md go
@@ -85,6 +90,11 @@ gcc -O2 -Wall -pthread -o "$out/connloop" bench/connloop.c
 truebin=$(type -P true) || die "no true binary on PATH"
 modes=(bare paddock)
 [[ -n ${OTHER:-} ]] && modes+=(other)
+if [[ -n ${FLOOR:-} ]]; then
+	[[ $(uname -m) == x86_64 ]] || die "FLOOR=1: bench/floor.c traps the x86_64 table only"
+	gcc -O2 -Wall -o "$out/floor" bench/floor.c
+	modes+=(floor)
+fi
 
 tmp=$(mktemp -d)
 trap 'stop_hogs; rm -rf "$tmp"; leave_group' EXIT
@@ -116,6 +126,7 @@ run_mode() {
 	[[ $mode == other ]] && bin=$OTHER
 	case $mode in
 	bare) setsid -w "$@" ;;
+	floor) FLOOR_EXEC=1 FLOOR_WALL=1 setsid -w "$out/floor" "$@" ;;
 	*) "$bin" run --no-notify-stderr --log-level error --journal "$journal" -- "$@" ;;
 	esac
 }
@@ -231,7 +242,7 @@ fi
 stop_hogs
 load_end=$(loadavg)
 
-title="$(cpu_model), $(nproc) CPUs, Linux $(uname -r); $(git log -1 --format=%h 2>/dev/null || echo "?") $(git status --porcelain 2>/dev/null | grep -q . && echo "(with changes)"); $(date '+%F %H:%M'); $PAIRS rounds, $HOGS busy loops beside${group:+, all in one cpu cgroup}, sched_autogroup_enabled $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo "?"); load average $load_start at start, $load_end at end; A/B: the modes compared (bare, paddock${OTHER:+, other = $OTHER})."
+title="$(cpu_model), $(nproc) CPUs, Linux $(uname -r); $(git log -1 --format=%h 2>/dev/null || echo "?") $(git status --porcelain 2>/dev/null | grep -q . && echo "(with changes)"); $(date '+%F %H:%M'); $PAIRS rounds, $HOGS busy loops beside${group:+, all in one cpu cgroup}, sched_autogroup_enabled $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo "?"); load average $load_start at start, $load_end at end; A/B: the modes compared (bare, paddock${OTHER:+, other = $OTHER}${FLOOR:+, floor = bench/floor.c with exec and the wall trapped})."
 python3 bench/table.py "$samples" "$labels" "$title" | tee "$out/work.md"
 echo "raw samples: $samples; table: $out/work.md" >&2
 if [[ -n ${STARTUP_TRACE:-} && " $WORK " == *" startup "* ]]; then
