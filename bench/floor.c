@@ -131,6 +131,11 @@ int main(int argc, char **argv) {
 		if (read(go[0], &c, 1) != 1)
 			_exit(126);
 		close(fd);
+		// In a session of its own, as paddock starts its agent without a
+		// terminal: where the kernel groups each session for the scheduler
+		// (autogroup), the floor's supervisor then shares its caller's
+		// group, and the command has one of its own, as under paddock.
+		setsid();
 		execvp(argv[1], argv + 1);
 		perror("floor: exec");
 		_exit(127);

@@ -76,12 +76,22 @@ order() {
 
 # start_hogs N: starts N busy loops (`while :; do :; done`, one per core of
 # the project's machines for N=2), their pids in $hog_pids; stop_hogs ends
-# them. A script that starts hogs traps EXIT with stop_hogs.
+# them. A script that starts hogs traps EXIT with stop_hogs. With
+# HOGS_APART=1 each runs in a session of its own.
 hog_pids=()
 start_hogs() {
 	local i
 	for ((i = 0; i < $1; i++)); do
-		(while :; do :; done) &
+		if [[ -n ${HOGS_APART:-} ]]; then
+			# In a session of its own, made by the loop's own process (a
+			# background job leads no group, so setsid(2) succeeds), so
+			# that its pid is the loop's.
+			python3 -c 'import os
+os.setsid()
+while True: pass' &
+		else
+			(while :; do :; done) &
+		fi
 		hog_pids+=($!)
 	done
 }

@@ -46,7 +46,13 @@
 #                    and FLOOR_WALL=1: the same calls trapped as paddock run
 #                    traps (signals, execs, the default wall's connects and
 #                    opens), each answered CONTINUE without a look: the
-#                    least any notify supervisor costs a workload here
+#                    least any notify supervisor costs a workload here;
+#                    like paddock, it runs in the script's session and
+#                    starts the workload in a session of its own
+#   HOGS_APART=      1: each busy loop in a session of its own (setsid), as
+#                    a build in another terminal runs beside a desktop
+#                    agent; by default they run in the script's session,
+#                    where paddock's supervisor (and the floor's) runs too
 #   MAKE_FILES=300 GIT_COMMITS=60 CONN_N=5000 STARTUP_PAIRS=30 GOBUILD=own
 #   ONE_GROUP=       1: every process in one scheduling group (above)
 #   OUT=bench/out    where the binaries, samples and work.md go
@@ -126,7 +132,7 @@ run_mode() {
 	[[ $mode == other ]] && bin=$OTHER
 	case $mode in
 	bare) setsid -w "$@" ;;
-	floor) FLOOR_EXEC=1 FLOOR_WALL=1 setsid -w "$out/floor" "$@" ;;
+	floor) FLOOR_EXEC=1 FLOOR_WALL=1 "$out/floor" "$@" ;;
 	*) "$bin" run --no-notify-stderr --log-level error --journal "$journal" -- "$@" ;;
 	esac
 }
@@ -242,7 +248,7 @@ fi
 stop_hogs
 load_end=$(loadavg)
 
-title="$(cpu_model), $(nproc) CPUs, Linux $(uname -r); $(git log -1 --format=%h 2>/dev/null || echo "?") $(git status --porcelain 2>/dev/null | grep -q . && echo "(with changes)"); $(date '+%F %H:%M'); $PAIRS rounds, $HOGS busy loops beside${group:+, all in one cpu cgroup}, sched_autogroup_enabled $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo "?"); load average $load_start at start, $load_end at end; A/B: the modes compared (bare, paddock${OTHER:+, other = $OTHER}${FLOOR:+, floor = bench/floor.c with exec and the wall trapped})."
+title="$(cpu_model), $(nproc) CPUs, Linux $(uname -r); $(git log -1 --format=%h 2>/dev/null || echo "?") $(git status --porcelain 2>/dev/null | grep -q . && echo "(with changes)"); $(date '+%F %H:%M'); $PAIRS rounds, $HOGS busy loops beside${HOGS_APART:+ (each in a session of its own)}${group:+, all in one cpu cgroup}, sched_autogroup_enabled $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo "?"); load average $load_start at start, $load_end at end; A/B: the modes compared (bare, paddock${OTHER:+, other = $OTHER}${FLOOR:+, floor = bench/floor.c with exec and the wall trapped})."
 python3 bench/table.py "$samples" "$labels" "$title" | tee "$out/work.md"
 echo "raw samples: $samples; table: $out/work.md" >&2
 if [[ -n ${STARTUP_TRACE:-} && " $WORK " == *" startup "* ]]; then
