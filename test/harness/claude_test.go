@@ -159,8 +159,11 @@ func claudeCodeSandbox(t *testing.T) {
 }
 
 // claudeCodeTimeout: the Bash tool's own timeout kills its command:
-// the tool result says so, the command is gone when the model's next
-// command looks, and paddock refused nothing. Claude Code moves a command
+// the tool result says so, the command ends (the model's next command
+// waits for its pid to be gone, tail --pid: on a loaded machine the
+// harness may reap it after it has answered), and paddock refused
+// nothing. A command paddock kept from being killed would outlast the
+// next command's own timeout. Claude Code moves a command
 // that outlives its timeout to the background instead, and print mode
 // then waits for it (10 minutes; bare too), unless background tasks are
 // off (CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1), as here.
@@ -173,7 +176,7 @@ func claudeCodeTimeout(t *testing.T) {
 			// Claude Code refuses a sleep this long: tail stands in.
 			long := shell("echo $$ > " + pidfile + "; exec tail -f /dev/null")
 			long.timeout = 2 * time.Second
-			srv := newModelServer(t, anthropic{}, long, shell("kill -0 $(cat "+pidfile+"); echo alive=$?"), text("all done"))
+			srv := newModelServer(t, anthropic{}, long, shell("p=$(cat "+pidfile+"); tail --pid=$p -s 0.1 -f /dev/null; kill -0 $p; echo alive=$?"), text("all done"))
 			o := u.run(t, session{backend: b, argv: claudePrint(bin, "wait forever"),
 				env: append(claudeEnv(srv), "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1")})
 			res := srv.conversed(t, o)
@@ -184,7 +187,7 @@ func claudeCodeTimeout(t *testing.T) {
 				t.Errorf("the tool result does not say the command timed out:\n%s", res[0])
 			}
 			if !strings.Contains(res[1], "No such process") || !strings.HasSuffix(strings.TrimSpace(res[1]), "alive=1") {
-				t.Errorf("the timed-out command still ran when the next command looked:\n%s", res[1])
+				t.Errorf("the timed-out command did not end:\n%s", res[1])
 			}
 			if n := o.refusals(t); n != 0 {
 				t.Errorf("paddock refused %d calls of the harness's timeout:\n%s", n, o.journal)
