@@ -291,7 +291,9 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 	if !d.Allow {
 		return d, answer.Refuse(d.Errno)
 	}
-	if ws := c.w.wall; (ws != nil && ws.strict) || wl.Proc != 0 || isDevTty(res) {
+	// On the loop only plain files, directories and /dev/null get here
+	// (wallhere.go): no /dev/tty to look for.
+	if ws := c.w.wall; (ws != nil && ws.strict) || wl.Proc != 0 || (!c.here && isDevTty(res)) {
 		return d, answer.Continue()
 	}
 	fd, err := c.openOnBehalf(res)

@@ -248,12 +248,7 @@ func (v *View) cached(dirfd int, p string, follow bool) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	res := uint64(unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | sys.ResolveCached)
-	if strings.HasPrefix(p, "/") {
-		res |= unix.RESOLVE_IN_ROOT
-	} else {
-		res |= unix.RESOLVE_BENEATH
-	}
+	res := plainLookup(p) | sys.ResolveCached
 	fd, err := unix.Openat2(start, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: res})
 	if err == nil {
 		magic, ok := v.local(fd)
@@ -288,6 +283,16 @@ func (v *View) cached(dirfd int, p string, follow bool) (Result, error) {
 	return r, nil
 }
 
+// plainLookup is the openat2 resolve flags of a lookup of p that follows
+// no symlink and climbs nowhere above its start (the root, for an
+// absolute p): exact wherever it succeeds.
+func plainLookup(p string) uint64 {
+	if strings.HasPrefix(p, "/") {
+		return unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_IN_ROOT
+	}
+	return unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_BENEATH
+}
+
 func dup(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }
 
 // fast resolves p with one openat2 that follows no symlink and climbs
@@ -296,12 +301,7 @@ func dup(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_C
 // caller to walk.
 func (v *View) fast(start int, p string, follow bool) (Result, error) {
 	r := Result{Fd: -1, Dir: -1}
-	res := uint64(unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS)
-	if strings.HasPrefix(p, "/") {
-		res |= unix.RESOLVE_IN_ROOT
-	} else {
-		res |= unix.RESOLVE_BENEATH
-	}
+	res := plainLookup(p)
 	dir, name := path.Split(strings.TrimRight(p, "/"))
 	if name == "" || name == "." || name == ".." {
 		fd, err := unix.Openat2(start, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: res})
