@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paddock-dev/paddock/internal/textwrap"
+
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
 	"github.com/paddock-dev/paddock/internal/procfs"
@@ -732,7 +734,7 @@ func (c *call) refuse(rule, unit, why, way string) *Refusal {
 	msg := fmt.Sprintf("paddock refused %s on the %s bus: %s %s", name, c.d.bus, why, way)
 	return &Refusal{
 		Bus: c.d.bus, Destination: c.h.dest, Path: c.h.path, Interface: c.iface, Member: c.h.member,
-		Unit: unit, Rule: rule, Message: oneLine(msg),
+		Unit: unit, Rule: rule, Message: textwrap.OneLine(msg),
 	}
 }
 
@@ -745,14 +747,4 @@ func quote(s string) string {
 		}
 	}
 	return s
-}
-
-// oneLine keeps a message on one line.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' {
-			return ' '
-		}
-		return r
-	}, s)
 }

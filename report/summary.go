@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/textwrap"
 )
 
 // Summary counts a session's refusals, for --strict, --report and the
@@ -125,7 +127,7 @@ func (p *Pipeline) Adopted(a Adoption) {
 		what = "adopted, a lifeline (--lifeline-ok),"
 	}
 	p.permit(Permitted{TS: a.When, Action: "adopted", Pid: a.Pid, Comm: a.Comm, Reason: a.Reason, By: a.By,
-		Message: fmt.Sprintf("pid %d (%s) %s by %s: %s", a.Pid, a.Comm, what, a.By, oneLine(a.Reason))}, true)
+		Message: fmt.Sprintf("pid %d (%s) %s by %s: %s", a.Pid, a.Comm, what, a.By, textwrap.OneLine(a.Reason))}, true)
 }
 
 // optedIn records an honoured opt-in (counted already, in Decided).
@@ -135,7 +137,7 @@ func (p *Pipeline) optedIn(ev Event) {
 	what := d.Syscall
 	if d.Exec != nil {
 		it.Path, it.Argv = d.Exec.Path, boundedArgv(d.Exec.Argv)
-		what = "exec of " + oneLine(strings.Join(it.Argv, " "))
+		what = "exec of " + textwrap.OneLine(strings.Join(it.Argv, " "))
 	}
 	it.Message = fmt.Sprintf("%s from pid %d allowed by the opt-in %s (rule %s)", what, ev.Caller, d.OptIn, d.Rule)
 	p.permit(it, false)
@@ -153,14 +155,4 @@ func (p *Pipeline) permit(it Permitted, adopted bool) {
 		return
 	}
 	p.summary.Permitted = append(p.summary.Permitted, it)
-}
-
-// oneLine folds line breaks into spaces, for a one-line message.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' {
-			return ' '
-		}
-		return r
-	}, s)
 }

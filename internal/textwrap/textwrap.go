@@ -1,6 +1,7 @@
 // Package textwrap fills running text into lines of a given width, for the
 // text paddock prints in columns of its own: the commands' manual (help,
-// man pages, docs/cli.md) and the release's changelogs.
+// man pages, docs/cli.md) and the release's changelogs; and keeps a message
+// on one line (OneLine).
 package textwrap
 
 import "strings"
@@ -25,4 +26,15 @@ func Lines(text string, width int) []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// OneLine turns the line breaks in s into spaces, so that a message that
+// quotes text from elsewhere (a reason, an argv) stays one line.
+func OneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
 }

@@ -22,3 +22,11 @@ func TestLines(t *testing.T) {
 		}
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{"a\nb\r\nc": "a b  c", "plain": "plain", "tab\tstays": "tab\tstays"} {
+		if got := OneLine(in); got != want {
+			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
