@@ -83,7 +83,8 @@ type Server struct {
 	timeout  time.Duration
 	log      zerolog.Logger
 	fs       procfs.FS
-	budget   *budget // the connections being served
+	budget   *budget         // the connections being served
+	owner    procfs.Identity // the paddock whose session it serves (its owner record)
 }
 
 // runtimeDirs are where a session directory may go, in order:
@@ -140,7 +141,7 @@ func Listen(opts Options, ops Ops) (*Server, error) {
 	if opts.limits != nil {
 		lim = *opts.limits
 	}
-	s := &Server{ops: ops, dir: dir, path: path, listener: l, timeout: timeout, log: opts.Log, fs: procfs.Default(), budget: newBudget(lim)}
+	s := &Server{ops: ops, dir: dir, path: path, listener: l, timeout: timeout, log: opts.Log, fs: procfs.Default(), budget: newBudget(lim), owner: owner}
 	go s.serve()
 	return s, nil
 }
@@ -155,7 +156,7 @@ func (s *Server) Close() error {
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
-	if rerr := os.RemoveAll(s.dir); rerr != nil && err == nil {
+	if rerr := removeDir(s.dir, s.owner); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {

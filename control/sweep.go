@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,6 +127,7 @@ type sweeper struct {
 	self procfs.Identity
 	euid int
 	now  time.Time
+	halt func(removeStep) bool // tests only: see removeSession
 }
 
 // sweepBase sweeps one base into sw. A base paddock would not make its
@@ -159,7 +161,7 @@ func sweepBase(base string, sp sweeper, sw *Swept) {
 			sw.Kept++
 		case stale:
 			sw.Found++
-			if err := removeSession(bfd, name); err != nil {
+			if err := removeSession(bfd, name, sp.self, sp.halt); err != nil {
 				sw.Errors = append(sw.Errors, fmt.Sprintf("session directory %s: %v", filepath.Join(base, name), err))
 				continue
 			}
@@ -361,9 +363,17 @@ func socketState(dfd int) sockState {
 
 // removeSession removes the session directory name under the base open
 // as bfd, and what is in it, relative to descriptors and never through a
-// link; the name is removed only while it still names the directory
-// emptied. A directory another sweeper removed first counts as removed.
-func removeSession(bfd int, name string) error {
+// link, for self (the paddock removing it). First the directory takes a
+// staging name of self's (stagingPrefix): a remover killed at any step
+// after that leaves a directory whose name says its owner is gone, so the
+// next sweep removes it at once, emptied or not; before that, the
+// directory is as it was. (Without the rename, a remover killed between
+// the owner record's removal and the directory's left an empty directory
+// that a sweep must keep for unknownOwnerAge.) The name is removed only
+// while it still names the directory emptied. A directory another remover
+// removed first counts as removed. halt, in tests, stops the removal after
+// the step it names, as a kill there would (nil: never).
+func removeSession(bfd int, name string, self procfs.Identity, halt func(removeStep) bool) error {
 	dfd, err := openBeneath(bfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
@@ -371,34 +381,116 @@ func removeSession(bfd int, name string) error {
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	// The owner record goes last: a sweep killed halfway leaves it, and
-	// with it what the next sweep needs to know the directory is stale.
+	defer unix.Close(dfd)
 	var fst unix.Stat_t
-	err = unix.Fstat(dfd, &fst)
-	if err == nil {
-		err = removeContents(dfd, maxSweepDepth, ownerName)
+	if err := unix.Fstat(dfd, &fst); err != nil {
+		return fmt.Errorf("stat: %w", err)
 	}
-	if err == nil {
-		if err = unix.Unlinkat(dfd, ownerName, 0); errors.Is(err, unix.ENOENT) {
-			err = nil
+	if name, err = takeRemoverName(bfd, name, self, fst); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil // another remover has it
 		}
-	}
-	unix.Close(dfd)
-	if err != nil {
 		return err
 	}
-	var lst unix.Stat_t
-	if err := unix.Fstatat(bfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if halt != nil && halt(stepRenamed) {
+		return errHalted
+	}
+	// The owner record goes last: where the rename could not be made, a
+	// remover killed halfway leaves it, and with it what the next sweep
+	// needs to know the directory is stale.
+	if err := removeContents(dfd, maxSweepDepth, ownerName); err != nil {
+		return err
+	}
+	if halt != nil && halt(stepEmptied) {
+		return errHalted
+	}
+	if err := unix.Unlinkat(dfd, ownerName, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("%s: %w", ownerName, err)
+	}
+	if halt != nil && halt(stepOwnerRemoved) {
+		return errHalted
+	}
+	if err := sameEntry(bfd, name, fst); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
+		return err
+	}
+	if err := unix.Unlinkat(bfd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove: %w", err)
+	}
+	return nil
+}
+
+// removeDir removes the session directory dir for self, as a sweep
+// would (removeSession): killed halfway, it leaves what the next sweep
+// removes at once.
+func removeDir(dir string, self procfs.Identity) error {
+	bfd, err := unix.Open(filepath.Dir(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", filepath.Dir(dir), err)
+	}
+	defer unix.Close(bfd)
+	if err := removeSession(bfd, filepath.Base(dir), self, nil); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeStep names a step of removeSession, after which a test may halt it.
+type removeStep int
+
+const (
+	stepRenamed      removeStep = iota // the directory has the remover's staging name
+	stepEmptied                        // all but the owner record removed
+	stepOwnerRemoved                   // empty, not yet removed
+)
+
+// errHalted is what a removal halted by a test returns.
+var errHalted = errors.New("halted")
+
+// takeRemoverName renames the directory name under the base open as bfd,
+// whose descriptor fstat gave fst, to a staging name of self's, unless it
+// has one, and returns its name now. A file system without
+// RENAME_NOREPLACE keeps the name (the owner record is then what tells
+// a remover killed halfway). A directory found to be another than fst
+// after the rename (its name was moved meanwhile) is given its name back,
+// and the removal stops.
+func takeRemoverName(bfd int, name string, self procfs.Identity, fst unix.Stat_t) (string, error) {
+	prefix := stagingPrefix(self)
+	if _, ok := stagingOwner(prefix + "0"); !ok || strings.HasPrefix(name, prefix) {
+		return name, nil
+	}
+	for try := 0; ; try++ {
+		to := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		err := unix.Renameat2(bfd, name, bfd, to, unix.RENAME_NOREPLACE)
+		switch {
+		case errors.Is(err, unix.EEXIST) && try < 100:
+			continue
+		case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+			return name, nil
+		case err != nil:
+			return "", fmt.Errorf("rename to %s: %w", to, err)
+		}
+		if err := sameEntry(bfd, to, fst); err != nil {
+			if rerr := unix.Renameat2(bfd, to, bfd, name, unix.RENAME_NOREPLACE); rerr != nil {
+				return "", fmt.Errorf("%w; and it could not be given its name back from %s: %v", err, to, rerr)
+			}
+			return "", err
+		}
+		return to, nil
+	}
+}
+
+// sameEntry checks that name under the base open as bfd is, not through
+// a link, the directory fstat described as fst.
+func sameEntry(bfd int, name string, fst unix.Stat_t) error {
+	var lst unix.Stat_t
+	if err := unix.Fstatat(bfd, name, &lst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("stat: %w", err)
 	}
 	if lst.Dev != fst.Dev || lst.Ino != fst.Ino {
 		return errors.New("its name now leads elsewhere; left as it is")
-	}
-	if err := unix.Unlinkat(bfd, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("remove: %w", err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -301,6 +302,78 @@ func TestSweepAfterListen(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, socketName)); err != nil {
 		t.Errorf("the live session's socket: %v", err)
+	}
+}
+
+// A remover killed at any step of a removal (here: halted there) leaves
+// what the next sweep removes at once: the directory has taken the
+// remover's staging name before anything in it is removed, so even an
+// empty directory says its owner is gone. (Left under its session name,
+// an emptied directory was kept for unknownOwnerAge: a paddock killed as
+// its sweep ran made the next sweep keep that directory.)
+func TestSweepAfterARemoverKilledHalfway(t *testing.T) {
+	self := selfIdentity(t)
+	gone := self
+	gone.StartTime++ // the session's paddock
+	remover := self
+	remover.StartTime += 2 // the paddock that was killed as it swept
+	for _, step := range []removeStep{stepRenamed, stepEmptied, stepOwnerRemoved} {
+		t.Run(fmt.Sprint(step), func(t *testing.T) {
+			base := sockettest.ShortDir(t)
+			dir := filepath.Join(base, "paddock-1")
+			mkdir(t, dir, 0o700, -1)
+			fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = writeOwner(fd, gone)
+			unix.Close(fd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadSocket(t, filepath.Join(dir, socketName))
+			paddockLink(t, dir)
+
+			var first Swept
+			halt := func(at removeStep) bool { return at == step }
+			sweepBase(base, sweeper{fs: procfs.Default(), self: remover, euid: os.Geteuid(), now: time.Now(), halt: halt}, &first)
+			if first.Found != 1 || first.Removed != 0 || len(first.Errors) != 1 {
+				t.Fatalf("the halted sweep: %+v, want one found, none removed, its halt the one error", first)
+			}
+			left, _ := filepath.Glob(filepath.Join(base, "*"))
+			if len(left) != 1 || !strings.HasPrefix(filepath.Base(left[0]), stagingPrefix(remover)) {
+				t.Fatalf("after a removal halted at step %d the base holds %v, want one directory named for its remover", step, left)
+			}
+			var next Swept
+			sweepBase(base, sweeper{fs: procfs.Default(), self: self, euid: os.Geteuid(), now: time.Now()}, &next)
+			if next.Found != 1 || next.Removed != 1 || next.Kept != 0 || len(next.Errors) > 0 {
+				t.Errorf("the next sweep: %+v, want what the halted one left found and removed", next)
+			}
+			if left, _ := filepath.Glob(filepath.Join(base, "*")); len(left) > 0 {
+				t.Errorf("left in the base: %v", left)
+			}
+		})
+	}
+}
+
+// A session's own removal of its directory (Close) leaves nothing, and
+// under a name of its own while it removes.
+func TestCloseRemovesItsDirectory(t *testing.T) {
+	base := sockettest.ShortDir(t)
+	t.Setenv("XDG_RUNTIME_DIR", base)
+	s, err := Listen(Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paddockLink(t, filepath.Dir(s.Path()))
+	if err := os.MkdirAll(filepath.Join(filepath.Dir(s.Path()), "a", "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(base, "*")); len(left) > 0 {
+		t.Errorf("left after Close: %v", left)
 	}
 }
 
