@@ -65,6 +65,10 @@
 // Policy.OwnsUnit says the unit is the session's, or the relay saw this
 // client start it (StartTransientUnit, below).
 //
+// The power and session rows are guard.DBusControls, the table that
+// decides the same methods called by an exec'd busctl, dbus-send, gdbus
+// or qdbus.
+//
 //	interface, members                                     decision
 //	login1.Manager PowerOff, Reboot, Halt, Suspend,        refused, opt-in (power_control)
 //	  Hibernate, HybridSleep, SuspendThenHibernate,

@@ -134,26 +134,6 @@ func attach(unit, pids int, pidfds, fresh bool) method {
 	return method{kind: kindAttach, effect: "moving processes into %s", unit: unit, mode: noArg, job: noArg, pids: pids, pidfds: pidfds, fresh: fresh}
 }
 
-// What the refused calls would do, in the words guard's messages use.
-const (
-	effPowerOff   = "power off this machine"
-	effReboot     = "reboot this machine"
-	effHalt       = "halt this machine"
-	effSuspend    = "suspend this machine"
-	effHibernate  = "hibernate this machine"
-	effSchedule   = "schedule this machine's power-off, halt or reboot"
-	effKexec      = "boot straight into another kernel (a reboot)"
-	effSoftReboot = "soft-reboot userspace, ending every process and session on this machine"
-	effSwitchRoot = "switch this machine to another root file system, ending every process"
-	effSession    = "end a login session and every process in it"
-	effUser       = "end every login session of a user and every process in them"
-	effSeat       = "end every login session on a seat"
-	effUnlock     = "unlock a locked screen, opening the user's desktop to whoever is at it"
-	effExit       = "stop the service manager (on the session bus: every service of the user's session)"
-	effLogout     = "log the user out, ending their desktop session"
-	effShutdown   = "shut down (power off, halt or reboot) this machine"
-)
-
 // systemd's unit interfaces whose methods act on the unit of their object
 // path, besides org.freedesktop.systemd1.Unit.
 var unitTypeIfaces = []string{
@@ -166,31 +146,7 @@ var unitTypeIfaces = []string{
 // some that might be are not.
 var methods = func() map[string]map[string]method {
 	m := map[string]map[string]method{
-		"org.freedesktop.login1.Manager": {
-			"PowerOff": power(effPowerOff), "PowerOffWithFlags": power(effPowerOff),
-			"Reboot": power(effReboot), "RebootWithFlags": power(effReboot),
-			"Halt": power(effHalt), "HaltWithFlags": power(effHalt),
-			"Suspend": power(effSuspend), "SuspendWithFlags": power(effSuspend),
-			"HybridSleep": power(effSuspend), "HybridSleepWithFlags": power(effSuspend),
-			"SuspendThenHibernate": power(effSuspend), "SuspendThenHibernateWithFlags": power(effSuspend),
-			"Sleep":     power(effSuspend),
-			"Hibernate": power(effHibernate), "HibernateWithFlags": power(effHibernate),
-			"ScheduleShutdown": power(effSchedule),
-			"TerminateSession": session(effSession), "KillSession": session(effSession),
-			"TerminateUser": session(effUser), "KillUser": session(effUser),
-			"TerminateSeat": session(effSeat),
-			"UnlockSession": session(effUnlock), "UnlockSessions": session(effUnlock),
-		},
-		"org.freedesktop.login1.Session": {
-			"Terminate": session(effSession), "Kill": session(effSession), "Unlock": session(effUnlock),
-		},
-		"org.freedesktop.login1.User": {"Terminate": session(effUser), "Kill": session(effUser)},
-		"org.freedesktop.login1.Seat": {"Terminate": session(effSeat)},
 		"org.freedesktop.systemd1.Manager": {
-			"PowerOff": power(effPowerOff), "Reboot": power(effReboot), "Halt": power(effHalt),
-			"KExec": power(effKexec), "SoftReboot": power(effSoftReboot), "SwitchRoot": power(effSwitchRoot),
-			"Exit": session(effExit),
-
 			"StopUnit": unitAt("stopping %s", 0), "KillUnit": unitAt("killing %s", 0),
 			"KillUnitSubgroup": unitAt("killing %s", 0), "QueueSignalUnit": unitAt("signalling %s", 0),
 			"CleanUnit": unitAt("cleaning out %s", 0), "FreezeUnit": unitAt("freezing %s", 0),
@@ -227,18 +183,18 @@ var methods = func() map[string]map[string]method {
 			"ReloadOrRestart": start(kindRestart, noArg, 0), "ReloadOrTryRestart": start(kindRestart, noArg, 0),
 			"EnqueueJob": job(noArg, 0, 1, false),
 		},
-		"org.gnome.SessionManager": {
-			"Logout": session(effLogout), "Shutdown": power(effShutdown), "Reboot": power(effReboot),
-			"RequestShutdown": power(effShutdown), "RequestReboot": power(effReboot),
-		},
-		"org.kde.Shutdown": {
-			"logout": session(effLogout), "logoutAndShutdown": power(effPowerOff), "logoutAndReboot": power(effReboot),
-		},
-		"org.kde.KSMServerInterface": {"logout": session(effLogout)},
-		"org.xfce.Session.Manager": {
-			"Logout": session(effLogout), "Shutdown": power(effShutdown), "Restart": power(effReboot),
-			"Suspend": power(effSuspend), "Hibernate": power(effHibernate), "HybridSleep": power(effSuspend),
-		},
+	}
+	// Power and session control: guard's table, which decides the same
+	// calls made by an exec'd busctl, dbus-send, gdbus or qdbus.
+	for _, c := range guard.DBusControls() {
+		mk := power
+		if c.Rule == audit.RuleSessionControl {
+			mk = session
+		}
+		if m[c.Interface] == nil {
+			m[c.Interface] = map[string]method{}
+		}
+		m[c.Interface][c.Member] = mk(c.Effect)
 	}
 	for _, i := range unitTypeIfaces {
 		m[i] = map[string]method{
@@ -589,7 +545,7 @@ func (c *call) starts(units []string, mode string) *Refusal {
 			return c.optIn(RulePowerControl, u, "power control needs the user's explicit intent, and starting "+u+" would "+eff+".")
 		}
 		if sessionUnits[u] {
-			return c.optIn(RuleSessionControl, u, "ending sessions needs the user's explicit intent, like power control, and starting "+u+" would "+effExit+".")
+			return c.optIn(RuleSessionControl, u, "ending sessions needs the user's explicit intent, like power control, and starting "+u+" would "+guard.EffectExit+".")
 		}
 	}
 	if mode == "isolate" {

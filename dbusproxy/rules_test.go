@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/guard"
 )
 
 const (
@@ -269,6 +272,25 @@ func TestPIDFDs(t *testing.T) {
 		d.learn(&rh, ret, 0)
 		if got := d.owns("run-x.scope"); got != owned {
 			t.Errorf("OwnsPID(the sleep)=%v: the scope of its pidfd owned=%v", owned, got)
+		}
+	}
+}
+
+// The relay refuses every power and session method of guard's table, as
+// guard refuses an exec'd tool's call of it, with the same words.
+func TestMethodsHoldGuardsDBusControls(t *testing.T) {
+	controls := guard.DBusControls()
+	if len(controls) == 0 {
+		t.Fatal("guard has no D-Bus controls")
+	}
+	for _, c := range controls {
+		m, ok := methods[c.Interface][c.Member]
+		want := kindPower
+		if c.Rule == audit.RuleSessionControl {
+			want = kindSession
+		}
+		if !ok || m.kind != want || m.effect != c.Effect {
+			t.Errorf("%s.%s: the relay's table has %+v (present %v), want kind %v, effect %q", c.Interface, c.Member, m, ok, want, c.Effect)
 		}
 	}
 }

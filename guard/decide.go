@@ -541,43 +541,6 @@ func decideLoginctl(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 	return nil
 }
 
-// D-Bus methods that are power or session control, by the service or
-// interface that must appear in the call.
-var dbusMethods = map[string]map[string]*finding{
-	"org.freedesktop.login1": {
-		"PowerOff": powerF(effPoweroff), "PowerOffWithFlags": powerF(effPoweroff),
-		"Reboot": powerF(effReboot), "RebootWithFlags": powerF(effReboot),
-		"Halt": powerF(effHalt), "HaltWithFlags": powerF(effHalt),
-		"Suspend": powerF(effSuspend), "SuspendWithFlags": powerF(effSuspend),
-		"Hibernate": powerF(effHibernate), "HibernateWithFlags": powerF(effHibernate),
-		"HybridSleep": powerF(effSuspend), "HybridSleepWithFlags": powerF(effSuspend),
-		"SuspendThenHibernate": powerF(effSuspend), "SuspendThenHibernateWithFlags": powerF(effSuspend),
-		"Sleep": powerF(effSuspend), "ScheduleShutdown": powerF(effShutdown),
-		"TerminateSession": sessionF(effSession), "TerminateUser": sessionF(effSession),
-		"TerminateSeat": sessionF(effSession), "KillSession": sessionF(effSession), "KillUser": sessionF(effSession),
-	},
-	"org.freedesktop.systemd1": {
-		"Reboot": powerF(effReboot), "PowerOff": powerF(effPoweroff), "Halt": powerF(effHalt),
-		"KExec": powerF(effKexec), "SoftReboot": powerF(effSoft),
-	},
-	"org.gnome.SessionManager": {
-		"Shutdown": powerF(effShutdown), "Reboot": powerF(effReboot), "Logout": sessionF(effLogout),
-	},
-	"org.kde.Shutdown": {
-		"logoutAndShutdown": powerF(effPoweroff), "logoutAndReboot": powerF(effReboot), "logout": sessionF(effLogout),
-	},
-	"org.kde.ksmserver": {"logout": sessionF(effLogout)},
-	"org.xfce.SessionManager": {
-		"Shutdown": powerF(effShutdown), "Restart": powerF(effReboot), "Suspend": powerF(effSuspend),
-		"Hibernate": powerF(effHibernate), "HybridSleep": powerF(effSuspend), "Logout": sessionF(effLogout),
-	},
-}
-
-// dbusContexts orders dbusMethods' keys, so that a call naming several
-// services is decided the same way every time.
-var dbusContexts = []string{"org.freedesktop.login1", "org.freedesktop.systemd1", "org.gnome.SessionManager",
-	"org.kde.Shutdown", "org.kde.ksmserver", "org.xfce.SessionManager"}
-
 // systemd1 Manager methods that stop or restart the unit they name.
 var dbusUnitMethods = map[string]string{
 	"StopUnit": "stopping", "RestartUnit": "restarting", "TryRestartUnit": "restarting",
@@ -613,14 +576,19 @@ func decideDbus(c *cmdline.Cmd, args []cmdline.Word, p *Policy) *finding {
 		}
 		return t
 	}
-	for _, ctx := range dbusContexts {
-		methods := dbusMethods[ctx]
-		if !containsAny(toks, ctx) {
-			continue
-		}
-		for _, t := range toks {
-			if f, ok := methods[member(t)]; ok && (t == member(t) || strings.HasPrefix(t, ctx)) {
-				return f
+	// A method of the table, named bare or as INTERFACE.MEMBER, in a call
+	// that names its interface; else in one that names its service only
+	// (qdbus names no interface; login1's Session, User and Seat share
+	// member names).
+	for _, byIface := range []bool{true, false} {
+		for _, m := range dbusControls {
+			if byIface && !containsAny(toks, m.Interface) || !byIface && !containsAny(toks, m.Service) {
+				continue
+			}
+			for _, t := range toks {
+				if member(t) == m.Member && (t == m.Member || strings.HasPrefix(t, m.Service+".") || strings.HasPrefix(t, m.Interface+".")) {
+					return &finding{rule: m.Rule, effect: m.Effect}
+				}
 			}
 		}
 	}
