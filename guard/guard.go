@@ -34,6 +34,8 @@
 package guard
 
 import (
+	"github.com/paddock-dev/paddock/internal/textwrap"
+
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/cmdline"
 
@@ -240,7 +242,7 @@ func CheckPowerEnv(syscall string, env []string, p Policy) Verdict {
 }
 
 func unparsable(s string, err error) Verdict {
-	return Verdict{Rule: RuleUnparsable, Message: oneLine(fmt.Sprintf(
+	return Verdict{Rule: RuleUnparsable, Message: textwrap.OneLine(fmt.Sprintf(
 		"paddock refused `%s`: paddock could not read this shell string (%v), and it does not let through what it cannot read. "+
 			"Way out: simplify the command (one command per line, plain quoting), or run it under paddock run, where each exec is checked as it happens.",
 		display(s), err))}

@@ -1,11 +1,12 @@
 package guard
 
 import (
-	"github.com/paddock-dev/paddock/cmdline"
-
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/paddock-dev/paddock/cmdline"
+	"github.com/paddock-dev/paddock/internal/textwrap"
 )
 
 // decideAll decides every command a reader collected; caller is the
@@ -41,7 +42,7 @@ const powerList = "reboot, poweroff, halt, shutdown, suspend, hibernate, kexec, 
 // examples ("" when there is none to show).
 func verdictFor(f *finding, what, text string, env map[string]string, resetBy string, p *Policy, syscall bool) Verdict {
 	if f.rule == RuleBroadKill {
-		return Verdict{Rule: f.rule, Message: oneLine(fmt.Sprintf(
+		return Verdict{Rule: f.rule, Message: textwrap.OneLine(fmt.Sprintf(
 			"paddock refused %s: broad kill commands (pkill, killall, killall5, kill PID) can reach processes this session does not own, "+
 				"and no paddock supervisor is reachable here ($PADDOCK_SOCKET is not set) to decide each target. "+
 				"Way out: signal a process the session owns with `paddock kill PID`; to control one it did not start, adopt it first with "+
@@ -53,7 +54,7 @@ func verdictFor(f *finding, what, text string, env map[string]string, resetBy st
 	}
 	name, val := findOptIn(env)
 	if name != "" && p.AllowOptIn {
-		return Verdict{Allow: true, Rule: f.rule, OptIn: name, Message: oneLine(fmt.Sprintf(
+		return Verdict{Allow: true, Rule: f.rule, OptIn: name, Message: textwrap.OneLine(fmt.Sprintf(
 			"paddock allowed %s (%s) because %s=%s in its environment declares explicit user intent; the use is journaled as opt_in_used.",
 			what, ruleNoun(f), name, showValue(val)))}
 	}
@@ -120,21 +121,7 @@ func verdictFor(f *finding, what, text string, env map[string]string, resetBy st
 	case RuleIsolate:
 		b.WriteString(" To start a unit without stopping the others, use `systemctl start UNIT`.")
 	}
-	return Verdict{Rule: f.rule, Message: oneLine(b.String())}
-}
-
-// oneLine keeps a message on one line whatever the command or profile
-// strings in it hold.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t' || r == '\r':
-			return ' '
-		case r < 0x20 || r == 0x7f:
-			return -1
-		}
-		return r
-	}, s)
+	return Verdict{Rule: f.rule, Message: textwrap.OneLine(b.String())}
 }
 
 func ruleNoun(f *finding) string {

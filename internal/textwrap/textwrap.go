@@ -28,12 +28,17 @@ func Lines(text string, width int) []string {
 	return lines
 }
 
-// OneLine turns the line breaks in s into spaces, so that a message that
-// quotes text from elsewhere (a reason, an argv) stays one line.
+// OneLine keeps a message that quotes text from elsewhere (a reason, an
+// argv, a command line, a profile's strings) on one line and free of
+// terminal controls: line breaks and tabs become spaces, and the other
+// control characters (an escape sequence's ESC among them) are dropped.
 func OneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' {
+		switch {
+		case r == '\n' || r == '\t' || r == '\r':
 			return ' '
+		case r < 0x20 || r == 0x7f:
+			return -1
 		}
 		return r
 	}, s)

@@ -24,7 +24,7 @@ func TestLines(t *testing.T) {
 }
 
 func TestOneLine(t *testing.T) {
-	for in, want := range map[string]string{"a\nb\r\nc": "a b  c", "plain": "plain", "tab\tstays": "tab\tstays"} {
+	for in, want := range map[string]string{"a\nb\r\nc": "a b  c", "plain": "plain", "tab\tgoes": "tab goes", "esc\x1b[31mred": "esc[31mred", "del\x7f": "del", "ünïcode": "ünïcode"} {
 		if got := OneLine(in); got != want {
 			t.Errorf("OneLine(%q) = %q, want %q", in, got, want)
 		}
