@@ -34,17 +34,16 @@
 package guard
 
 import (
-	"github.com/paddock-dev/paddock/internal/textwrap"
-
-	"github.com/paddock-dev/paddock/audit"
-	"github.com/paddock-dev/paddock/cmdline"
-
 	"fmt"
 	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/paddock-dev/paddock/audit"
+	"github.com/paddock-dev/paddock/cmdline"
+	"github.com/paddock-dev/paddock/internal/textwrap"
 )
 
 // Command is one exec: the resolved path, argv and environment ("KEY=VALUE").
