@@ -89,14 +89,18 @@ func standInsGot(calls <-chan busCall) string {
 	return strings.Join(got, "\n")
 }
 
-// refusedByRelay checks the relay's refusal of the agent's call of
-// login1's method: what the client printed (file said in dir, after its
+// refusedByRelay checks the relay's refusal of the agent's call of method
+// (INTERFACE.MEMBER; of unit, where it names one): what the client printed (file said in dir, after its
 // prefix) is the AccessDenied error with paddock's message, paddock's own
 // line is on the caller's stderr (file stderr), and the journal has one
 // deputy_denied record of it.
-func refusedByRelay(t *testing.T, dir, method, said, prefix, stderr, why string) {
+func refusedByRelay(t *testing.T, dir, method, unit, said, prefix, stderr, why string) {
 	t.Helper()
-	refusal := "paddock refused org.freedesktop.login1.Manager." + method + " on the system bus: " + why
+	named := method
+	if unit != "" {
+		named += "(" + unit + ")"
+	}
+	refusal := "paddock refused " + named + " on the system bus: " + why
 	if s := readFile(filepath.Join(dir, said)); !strings.Contains(s, prefix+refusal) || !strings.Contains(s, "Way out: ") {
 		t.Errorf("the client's %s holds\n%s\nwant the AccessDenied error with paddock's message (%q, and its way out)", said, s, prefix+refusal)
 	}
@@ -106,8 +110,8 @@ func refusedByRelay(t *testing.T, dir, method, said, prefix, stderr, why string)
 		t.Errorf("the caller's stderr holds\n%s\nwant paddock's line %q...", s, refusal)
 	}
 	// The record names the bus and the method in fields of their own.
-	if n := journalCount(t, dir, "deputy_denied", `"method":"org.freedesktop.login1.Manager.`+method+`"`); n != 1 || !journalHas(t, dir, "deputy_denied", `"bus":"system"`) {
-		t.Errorf("%d deputy_denied records with method org.freedesktop.login1.Manager.%s in the journal, want 1 (and bus system)\n%s", n, method, readFile(filepath.Join(dir, "j.jsonl")))
+	if n := journalCount(t, dir, "deputy_denied", `"method":"`+method+`"`); n != 1 || !journalHas(t, dir, "deputy_denied", `"bus":"system"`) {
+		t.Errorf("%d deputy_denied records with method %s in the journal, want 1 (and bus system)\n%s", n, method, readFile(filepath.Join(dir, "j.jsonl")))
 	}
 }
 
@@ -143,7 +147,7 @@ export PADDOCK_ALLOW_POWER_CONTROL=1
 ` + power + `; echo optin=$?`
 	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
 	wantLines(t, out, lines, "power=1", "reply 7351", "notify=0", "reply", "optin=0")
-	refusedByRelay(t, dir, "PowerOff", "power.out", "err org.freedesktop.DBus.Error.AccessDenied: ", "power.err",
+	refusedByRelay(t, dir, "org.freedesktop.login1.Manager.PowerOff", "", "power.out", "err org.freedesktop.DBus.Error.AccessDenied: ", "power.err",
 		"power control needs the user's explicit intent")
 	if got, want := standInsGot(calls), "Notify build done\nPowerOff "; got != want {
 		t.Errorf("the stand-ins got\n%s\nwant\n%s\n(the refused PowerOff never, the opt-in's after Notify)\n%s", got, want, out)
@@ -153,33 +157,35 @@ export PADDOCK_ALLOW_POWER_CONTROL=1
 // TestDBusGdbus: GLib's client (gdbus, its library's calls) through the
 // relay. Its PowerOff is refused before it runs: paddock's exec guard
 // reads gdbus's command line (exec_denied), so the relay never sees it.
-// login1's UnlockSessions, which the exec guard does not know, is refused
-// by the relay: gdbus prints AccessDenied with paddock's message,
-// paddock's line is on its stderr, the journal has a deputy_denied
-// record and the stand-in never sees it. Notify gets the stand-in's id;
-// with PADDOCK_ALLOW_POWER_CONTROL=1 exported, PowerOff passes the guard
-// and the relay (the caller's environment's opt-in) and reaches the
-// stand-in. Checked by routing no connection through the relay:
-// UnlockSessions reaches the stand-in and the test fails.
+// systemd's StopUnit of a unit the session does not own (nginx.service),
+// which the exec guard lets run (no protected service: the guard and the
+// relay share the power and session methods, not the units' rule), is
+// refused by the relay: gdbus prints AccessDenied with paddock's message,
+// paddock's line is on its stderr and the journal has a deputy_denied
+// record. Notify gets the stand-in's id; with PADDOCK_ALLOW_POWER_CONTROL=1
+// exported, PowerOff passes the guard and the relay (the caller's
+// environment's opt-in) and reaches the stand-in. Checked by routing no
+// connection through the relay: StopUnit fails without paddock's message
+// (the test bus has no systemd) and the test fails.
 func TestDBusGdbus(t *testing.T) {
 	needTool(t, "gdbus")
 	dir, calls := dbusBus(t)
 	const login1 = "gdbus call --system --dest org.freedesktop.login1 --object-path /org/freedesktop/login1 --method org.freedesktop.login1.Manager."
 	script := login1 + `PowerOff false 2>` + dir + `/power.err; echo power=$?
-` + login1 + `UnlockSessions >` + dir + `/unlock.out 2>` + dir + `/unlock.err; echo unlock=$?
+gdbus call --system --dest org.freedesktop.systemd1 --object-path /org/freedesktop/systemd1 --method org.freedesktop.systemd1.Manager.StopUnit nginx.service replace >` + dir + `/stop.out 2>` + dir + `/stop.err; echo stop=$?
 gdbus call --system --dest org.freedesktop.Notifications --object-path /org/freedesktop/Notifications --method org.freedesktop.Notifications.Notify agent 0 '' 'build done' '' '[]' '{}' 5000; echo notify=$?
 export PADDOCK_ALLOW_POWER_CONTROL=1
 ` + login1 + `PowerOff false; echo optin=$?`
 	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
-	wantLines(t, out, lines, "power=126", "unlock=1", "(uint32 7351,)", "notify=0", "()", "optin=0")
+	wantLines(t, out, lines, "power=126", "stop=1", "(uint32 7351,)", "notify=0", "()", "optin=0")
 	if s := readFile(filepath.Join(dir, "power.err")); !hasLinePrefix(s, "paddock refused exec of `gdbus call") {
 		t.Errorf("gdbus's PowerOff: its stderr holds\n%s\nwant the exec guard's refusal", s)
 	}
 	if n := journalCount(t, dir, "exec_denied", "org.freedesktop.login1.Manager.PowerOff"); n != 1 {
 		t.Errorf("%d exec_denied records of gdbus's PowerOff, want 1\n%s", n, readFile(filepath.Join(dir, "j.jsonl")))
 	}
-	refusedByRelay(t, dir, "UnlockSessions", "unlock.err", "Error: GDBus.Error:org.freedesktop.DBus.Error.AccessDenied: ", "unlock.err",
-		"ending sessions needs the user's explicit intent, like power control, and this call would unlock a locked screen")
+	refusedByRelay(t, dir, "org.freedesktop.systemd1.Manager.StopUnit", "nginx.service", "stop.err", "Error: GDBus.Error:org.freedesktop.DBus.Error.AccessDenied: ", "stop.err",
+		"the session does not own nginx.service: stopping it could end or damage a service or program the user relies on.")
 	if got, want := standInsGot(calls), "Notify build done\nPowerOff "; got != want {
 		t.Errorf("the stand-ins got\n%s\nwant\n%s\n(the refused calls never)\n%s", got, want, out)
 	}
