@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 )
 
 // maxRecvFDs is how many descriptors one read takes: the kernel's
@@ -191,10 +193,10 @@ func (c *Conn) Read() (*Message, error) {
 }
 
 func (c *Conn) read() (*Message, error) {
-	if err := c.fill(fixedLen); err != nil {
+	if err := c.fill(dbuswire.FixedLen); err != nil {
 		return nil, err
 	}
-	n, err := messageLen(c.buf[c.r : c.r+fixedLen])
+	n, err := dbuswire.MessageLen(c.buf[c.r : c.r+dbuswire.FixedLen])
 	if err != nil {
 		return nil, fmt.Errorf("read a message: %w", err)
 	}
