@@ -229,3 +229,19 @@ func TestDecoderArray(t *testing.T) {
 		}
 	}
 }
+
+// TestUnixPath: the path of a bus address's first unix:path= entry.
+func TestUnixPath(t *testing.T) {
+	for addr, want := range map[string]string{
+		"unix:path=/run/dbus/system_bus_socket":                       "/run/dbus/system_bus_socket",
+		"unix:guid=0123,path=/run/user/1000/bus":                      "/run/user/1000/bus",
+		"tcp:host=localhost,port=1;unix:path=/tmp/b;unix:path=/tmp/c": "/tmp/b",
+		"unix:abstract=/tmp/dbus-x":                                   "",
+		"tcp:host=localhost,port=1":                                   "",
+		"":                                                            "",
+	} {
+		if got := UnixPath(addr); got != want {
+			t.Errorf("UnixPath(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}

@@ -2,9 +2,11 @@
 // relay (package dbusproxy) and the tests' D-Bus client (package
 // internal/dbustest) share: the message types, flags and header field
 // codes, the specification's bounds, a message's length from its fixed
-// header, signatures, and a reader of values that checks them as the bus
-// does. It exists so that the relay and the tests read the format by one
-// copy of its rules, and so that those rules are tested once.
+// header, signatures, a reader of values that checks them as the bus
+// does, and the bus address that says where a bus listens (read by
+// paddock's wall too, package supervisor). It exists so that the relay and
+// the tests read the format by one copy of its rules, and so that those
+// rules are tested once.
 //
 // What each reads a message into is its own: the relay's header and
 // argument reader (dbusproxy), the tests' Message of Go values and their
