@@ -3,6 +3,8 @@ package dbusproxy
 import (
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 )
 
 // fieldsOf lists a header's known fields, to encode it again.
@@ -13,18 +15,18 @@ func fieldsOf(h *header) []field {
 			fs = append(fs, field{code: code, typ: typ, s: s})
 		}
 	}
-	add(fieldPath, 'o', h.path)
-	add(fieldInterface, 's', h.iface)
-	add(fieldMember, 's', h.member)
-	add(fieldErrorName, 's', h.errorName)
-	add(fieldDestination, 's', h.dest)
-	add(fieldSender, 's', h.sender)
-	add(fieldSignature, 'g', h.sig)
+	add(dbuswire.FieldPath, 'o', h.path)
+	add(dbuswire.FieldInterface, 's', h.iface)
+	add(dbuswire.FieldMember, 's', h.member)
+	add(dbuswire.FieldErrorName, 's', h.errorName)
+	add(dbuswire.FieldDestination, 's', h.dest)
+	add(dbuswire.FieldSender, 's', h.sender)
+	add(dbuswire.FieldSignature, 'g', h.sig)
 	if h.replySerial != 0 {
-		fs = append(fs, field{code: fieldReplySerial, typ: 'u', u: h.replySerial})
+		fs = append(fs, field{code: dbuswire.FieldReplySerial, typ: 'u', u: h.replySerial})
 	}
 	if h.unixFDs != 0 {
-		fs = append(fs, field{code: fieldUnixFDs, typ: 'u', u: h.unixFDs})
+		fs = append(fs, field{code: dbuswire.FieldUnixFDs, typ: 'u', u: h.unixFDs})
 	}
 	return fs
 }
@@ -48,9 +50,9 @@ func FuzzParse(f *testing.F) {
 			[]any{[]any{"PIDs", variant("au", []any{1, 2})}, []any{"PIDFDs", variant("ah", []any{0})}}, []any{}),
 		callMsg(systemd, "/org/freedesktop/systemd1", sdMgr, "AttachProcessesToUnit", "ssau", "x.scope", "", []any{7}),
 		callMsg("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify", "susssasa{sv}i", "a", 0, "", "b", "", []any{}, []any{[]any{"urgency", variant("y", 1)}}, 5000),
-		encodeMessage(typeMethodReturn, 1, 2, []field{{code: fieldReplySerial, typ: 'u', u: 1}, {code: fieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: fieldSignature, typ: 'g', s: "s"}}, encodeBody("s", ":1.5")),
-		encodeMessage(typeError, 1, 3, []field{{code: fieldReplySerial, typ: 'u', u: 1}, {code: fieldErrorName, typ: 's', s: errAccessDenied}}, nil),
-		appendField(encodeMessage(typeSignal, 0, 3, []field{{code: fieldPath, typ: 'o', s: "/a"}, {code: fieldInterface, typ: 's', s: "a.b"}, {code: fieldMember, typ: 's', s: "C"}}, nil), 12, "a{sv}", []any{[]any{"k", variant("v", variant("s", "x"))}}),
+		encodeMessage(dbuswire.TypeMethodReturn, 1, 2, []field{{code: dbuswire.FieldReplySerial, typ: 'u', u: 1}, {code: dbuswire.FieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: dbuswire.FieldSignature, typ: 'g', s: "s"}}, encodeBody("s", ":1.5")),
+		encodeMessage(dbuswire.TypeError, 1, 3, []field{{code: dbuswire.FieldReplySerial, typ: 'u', u: 1}, {code: dbuswire.FieldErrorName, typ: 's', s: errAccessDenied}}, nil),
+		appendField(encodeMessage(dbuswire.TypeSignal, 0, 3, []field{{code: dbuswire.FieldPath, typ: 'o', s: "/a"}, {code: dbuswire.FieldInterface, typ: 's', s: "a.b"}, {code: dbuswire.FieldMember, typ: 's', s: "C"}}, nil), 12, "a{sv}", []any{[]any{"k", variant("v", variant("s", "x"))}}),
 	}
 	for _, s := range seeds {
 		f.Add(s)
@@ -64,13 +66,13 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if n, err := messageLen(b[:fixedLen]); err != nil || n != len(b) {
+		if n, err := dbuswire.MessageLen(b[:dbuswire.FixedLen]); err != nil || n != len(b) {
 			t.Fatalf("parseHeader accepted %d bytes, messageLen says %d, %v", len(b), n, err)
 		}
 		if h.serial == 0 || h.bodyOff > len(b) || h.bodyOff%8 != 0 {
 			t.Fatalf("accepted header %+v of a %d-byte message", h, len(b))
 		}
-		if h.typ == typeMethodCall && (h.path == "" || h.member == "") {
+		if h.typ == dbuswire.TypeMethodCall && (h.path == "" || h.member == "") {
 			t.Fatalf("a method call without a path or member: %+v", h)
 		}
 		if b[0] == 'l' {

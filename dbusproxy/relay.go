@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 )
 
 // Bounds of the relay's reading.
@@ -126,10 +128,10 @@ func (w *wire) line() ([]byte, error) {
 // message returns the next message (aliasing the buffer, good until the
 // next read), its header, and the descriptors it claims.
 func (w *wire) message() ([]byte, header, []int, error) {
-	if err := w.fill(fixedLen); err != nil {
+	if err := w.fill(dbuswire.FixedLen); err != nil {
 		return nil, header{}, nil, err
 	}
-	n, err := messageLen(w.buf[w.r : w.r+fixedLen])
+	n, err := dbuswire.MessageLen(w.buf[w.r : w.r+dbuswire.FixedLen])
 	if err != nil {
 		return nil, header{}, nil, fmt.Errorf("read %s: %w", w.name, err)
 	}
@@ -337,7 +339,7 @@ func (r *relay) fromClient(w *wire) error {
 			return fmt.Errorf("client: %w", err)
 		}
 		if first {
-			if h.typ == typeMethodCall && h.member == "Hello" && h.dest == "org.freedesktop.DBus" &&
+			if h.typ == dbuswire.TypeMethodCall && h.member == "Hello" && h.dest == "org.freedesktop.DBus" &&
 				(h.iface == "" || h.iface == "org.freedesktop.DBus") {
 				r.hello.Store(h.serial)
 			} else {
@@ -350,7 +352,7 @@ func (r *relay) fromClient(w *wire) error {
 			if r.refused != nil {
 				r.refused(*ref)
 			}
-			if h.flags&flagNoReplyExpected == 0 {
+			if h.flags&dbuswire.FlagNoReplyExpected == 0 {
 				if err := r.owe(owed{serial: h.serial, sender: h.dest, text: ref.Message}); err != nil {
 					return err
 				}
@@ -506,17 +508,17 @@ func (r *relay) flush() error {
 func (r *relay) errorReply(o owed, dest string) []byte {
 	r.serial++
 	fields := []field{
-		{code: fieldReplySerial, typ: 'u', u: o.serial},
-		{code: fieldErrorName, typ: 's', s: errAccessDenied},
+		{code: dbuswire.FieldReplySerial, typ: 'u', u: o.serial},
+		{code: dbuswire.FieldErrorName, typ: 's', s: errAccessDenied},
 	}
 	if dest != "" {
-		fields = append(fields, field{code: fieldDestination, typ: 's', s: dest})
+		fields = append(fields, field{code: dbuswire.FieldDestination, typ: 's', s: dest})
 	}
 	if o.sender != "" {
-		fields = append(fields, field{code: fieldSender, typ: 's', s: o.sender})
+		fields = append(fields, field{code: dbuswire.FieldSender, typ: 's', s: o.sender})
 	}
-	fields = append(fields, field{code: fieldSignature, typ: 'g', s: "s"})
+	fields = append(fields, field{code: dbuswire.FieldSignature, typ: 'g', s: "s"})
 	var e encoder
 	e.str(o.text)
-	return encodeMessage(typeError, flagNoReplyExpected, ^uint32(0)-r.serial+1, fields, e.b)
+	return encodeMessage(dbuswire.TypeError, dbuswire.FlagNoReplyExpected, ^uint32(0)-r.serial+1, fields, e.b)
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/dbustest"
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 	"github.com/paddock-dev/paddock/internal/sockettest"
 )
 
@@ -132,7 +133,7 @@ func (p *peer) reply(serial uint32) *dbustest.Message {
 // message.
 func denied(t testing.TB, m *dbustest.Message, p *peer, want string) string {
 	t.Helper()
-	if m.Type != typeError || m.ErrorName != errAccessDenied {
+	if m.Type != dbuswire.TypeError || m.ErrorName != errAccessDenied {
 		t.Fatalf("reply %+v, want an %s error", m, errAccessDenied)
 	}
 	text, _ := m.Body[0].(string)
@@ -245,7 +246,7 @@ func TestRelay(t *testing.T) {
 			t.Errorf("the error's sender %q, want %s, the name called", m.Sender, login1)
 		}
 		// The stand-in never saw it: the next call it gets is this one.
-		if m = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanPowerOff", ""); m.Type != typeMethodReturn {
+		if m = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanPowerOff", ""); m.Type != dbuswire.TypeMethodReturn {
 			t.Fatalf("CanPowerOff: %+v", m)
 		}
 		if got := recv(t, login, "login1 call"); got.member != "CanPowerOff" {
@@ -253,11 +254,11 @@ func TestRelay(t *testing.T) {
 		}
 		// No reply wanted, none sent: the next message is the next
 		// call's reply.
-		c.send(flagNoReplyExpected, nil, login1, "/org/freedesktop/login1", l1Mgr, "Reboot", "b", false)
+		c.send(dbuswire.FlagNoReplyExpected, nil, login1, "/org/freedesktop/login1", l1Mgr, "Reboot", "b", false)
 		if r := recv(t, refusals, "refusal"); r.Member != "Reboot" {
 			t.Errorf("refusal %+v, want Reboot's", r)
 		}
-		if m = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanReboot", ""); m.Type != typeMethodReturn {
+		if m = c.call(login1, "/org/freedesktop/login1", l1Mgr, "CanReboot", ""); m.Type != dbuswire.TypeMethodReturn {
 			t.Errorf("after a refused call without a reply: %+v", m)
 		}
 		if got := recv(t, login, "login1 call"); got.member != "CanReboot" {
@@ -271,7 +272,7 @@ func TestRelay(t *testing.T) {
 
 	t.Run("PowerOff with the opt-in", func(t *testing.T) {
 		c, _, _ := relayed(t, bus, Policy{AllowPower: true})
-		if m := c.call(login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false); m.Type != typeMethodReturn {
+		if m := c.call(login1, "/org/freedesktop/login1", l1Mgr, "PowerOff", "b", false); m.Type != dbuswire.TypeMethodReturn {
 			t.Fatalf("PowerOff with AllowPower: %+v", m)
 		}
 		if got := recv(t, login, "login1 call"); got.member != "PowerOff" {
@@ -283,7 +284,7 @@ func TestRelay(t *testing.T) {
 		c, _, _ := relayed(t, bus, Policy{})
 		m := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
 			"susssasa{sv}i", "paddock", 0, "", "build done", "", []any{}, []any{}, 5000)
-		if m.Type != typeMethodReturn || m.Signature != "u" || m.Body[0] != uint32(42) {
+		if m.Type != dbuswire.TypeMethodReturn || m.Signature != "u" || m.Body[0] != uint32(42) {
 			t.Fatalf("Notify: %+v, want the id 42", m)
 		}
 		if got := recv(t, notes, "Notify"); got.member != "Notify" || got.arg != "build done" {
@@ -302,21 +303,21 @@ func TestRelay(t *testing.T) {
 		}
 		m := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "run-agent1.service", "fail",
 			[]any{[]any{"ExecStart", variant("a(sasb)", []any{[]any{"/bin/true", []any{"/bin/true"}, false}})}}, []any{})
-		if m.Type != typeMethodReturn {
+		if m.Type != dbuswire.TypeMethodReturn {
 			t.Fatalf("StartTransientUnit: %+v", m)
 		}
-		if m = stop("run-agent1.service"); m.Type != typeMethodReturn {
+		if m = stop("run-agent1.service"); m.Type != dbuswire.TypeMethodReturn {
 			t.Errorf("StopUnit of the unit the client started: %+v", m)
 		}
 		// Started by name, refused by systemd: not the session's.
-		if m = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "exists.service", "fail", []any{}, []any{}); m.Type != typeError {
+		if m = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "StartTransientUnit", "ssa(sv)a(sa(sv))", "exists.service", "fail", []any{}, []any{}); m.Type != dbuswire.TypeError {
 			t.Fatalf("StartTransientUnit of exists.service: %+v", m)
 		}
 		denied(t, stop("exists.service"), c, sdMgr+".StopUnit(exists.service)")
 		// The unit object's Stop, by its escaped path.
 		m = c.call(systemd, "/org/freedesktop/systemd1/unit/gdm_2eservice", sdUnit, "Stop", "s", "replace")
 		denied(t, m, c, sdUnit+".Stop on gdm.service")
-		if m = c.call(systemd, "/org/freedesktop/systemd1/unit/run_2dagent1_2eservice", sdUnit, "Stop", "s", "replace"); m.Type != typeMethodReturn {
+		if m = c.call(systemd, "/org/freedesktop/systemd1/unit/run_2dagent1_2eservice", sdUnit, "Stop", "s", "replace"); m.Type != dbuswire.TypeMethodReturn {
 			t.Errorf("Unit.Stop of the unit the client started: %+v", m)
 		}
 		var got []string
@@ -341,13 +342,13 @@ func TestRelay(t *testing.T) {
 		unix.Close(p[1])
 		m := c.callFDs([]int{p[0]}, "org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.paddock.Test", "ReadFD", "h", 0)
 		unix.Close(p[0])
-		if m.Type != typeMethodReturn || m.Signature != "s" || m.Body[0] != "to the service" {
+		if m.Type != dbuswire.TypeMethodReturn || m.Signature != "s" || m.Body[0] != "to the service" {
 			t.Errorf("ReadFD: %+v, want the pipe's contents", m)
 		}
 		recv(t, notes, "ReadFD")
 		m = c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.paddock.Test", "OpenFD", "")
 		recv(t, notes, "OpenFD")
-		if m.Type != typeMethodReturn || m.UnixFDs != 1 || len(m.FDs) != 1 {
+		if m.Type != dbuswire.TypeMethodReturn || m.UnixFDs != 1 || len(m.FDs) != 1 {
 			t.Fatalf("OpenFD: %+v with %d fds", m, len(m.FDs))
 		}
 		got, _ := io.ReadAll(os.NewFile(uintptr(m.FDs[0]), "from the service"))
@@ -374,7 +375,7 @@ func TestRelay(t *testing.T) {
 		big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 		m := c.call("org.freedesktop.Notifications", "/org/freedesktop/Notifications", "org.freedesktop.Notifications", "Notify",
 			"susssasa{sv}i", "paddock", 0, "", big, big, []any{}, []any{}, 5000)
-		if m.Type != typeMethodReturn {
+		if m.Type != dbuswire.TypeMethodReturn {
 			t.Fatalf("Notify of 2 MiB: %+v", m)
 		}
 		if got := recv(t, notes, "Notify"); got.arg != big {
@@ -398,7 +399,7 @@ func TestRelay(t *testing.T) {
 			if err != nil {
 				break
 			}
-			if m.Type != typeSignal {
+			if m.Type != dbuswire.TypeSignal {
 				t.Fatalf("after a malformed message the client got %+v, want the connection's end", m)
 			}
 		}
@@ -453,7 +454,7 @@ func TestPeerToPeer(t *testing.T) {
 	served := make(chan string, 4)
 	go fakeBus(server, func(h header) []byte {
 		served <- h.member
-		return encodeMessage(typeMethodReturn, flagNoReplyExpected, h.serial, []field{{code: fieldReplySerial, typ: 'u', u: h.serial}}, nil)
+		return encodeMessage(dbuswire.TypeMethodReturn, dbuswire.FlagNoReplyExpected, h.serial, []field{{code: dbuswire.FieldReplySerial, typ: 'u', u: h.serial}}, nil)
 	})
 	c := connect(t, agent, false)
 	m := c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "KillUnit", "ssi", "gdm.service", "all", 9)
@@ -461,7 +462,7 @@ func TestPeerToPeer(t *testing.T) {
 	if m.Destination != "" {
 		t.Errorf("a peer-to-peer error with destination %q", m.Destination)
 	}
-	if m = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "GetUnit", "s", "gdm.service"); m.Type != typeMethodReturn {
+	if m = c.call(systemd, "/org/freedesktop/systemd1", sdMgr, "GetUnit", "s", "gdm.service"); m.Type != dbuswire.TypeMethodReturn {
 		t.Errorf("GetUnit: %+v", m)
 	}
 	if m := recv(t, served, "served call"); m != "GetUnit" {
@@ -492,9 +493,9 @@ func TestRefusalAfterHello(t *testing.T) {
 		case <-time.After(wait):
 			return nil // the client then waits in vain, and fails
 		}
-		return encodeMessage(typeMethodReturn, flagNoReplyExpected, 1, []field{
-			{code: fieldReplySerial, typ: 'u', u: h.serial}, {code: fieldDestination, typ: 's', s: ":1.42"},
-			{code: fieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: fieldSignature, typ: 'g', s: "s"},
+		return encodeMessage(dbuswire.TypeMethodReturn, dbuswire.FlagNoReplyExpected, 1, []field{
+			{code: dbuswire.FieldReplySerial, typ: 'u', u: h.serial}, {code: dbuswire.FieldDestination, typ: 's', s: ":1.42"},
+			{code: dbuswire.FieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: dbuswire.FieldSignature, typ: 'g', s: "s"},
 		}, encodeBody("s", ":1.42"))
 	})
 	c := connect(t, agent, false)
@@ -662,15 +663,15 @@ func withFDs(msg []byte, n int) []byte {
 	if err != nil {
 		panic(err)
 	}
-	fields := []field{{code: fieldPath, typ: 'o', s: h.path}, {code: fieldMember, typ: 's', s: h.member}, {code: fieldUnixFDs, typ: 'u', u: uint32(n)}}
+	fields := []field{{code: dbuswire.FieldPath, typ: 'o', s: h.path}, {code: dbuswire.FieldMember, typ: 's', s: h.member}, {code: dbuswire.FieldUnixFDs, typ: 'u', u: uint32(n)}}
 	if h.iface != "" {
-		fields = append(fields, field{code: fieldInterface, typ: 's', s: h.iface})
+		fields = append(fields, field{code: dbuswire.FieldInterface, typ: 's', s: h.iface})
 	}
 	if h.dest != "" {
-		fields = append(fields, field{code: fieldDestination, typ: 's', s: h.dest})
+		fields = append(fields, field{code: dbuswire.FieldDestination, typ: 's', s: h.dest})
 	}
 	if h.sig != "" {
-		fields = append(fields, field{code: fieldSignature, typ: 'g', s: h.sig})
+		fields = append(fields, field{code: dbuswire.FieldSignature, typ: 'g', s: h.sig})
 	}
 	return encodeMessage(h.typ, h.flags, h.serial, fields, msg[h.bodyOff:])
 }

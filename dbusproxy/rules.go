@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 	"github.com/paddock-dev/paddock/internal/textwrap"
 
 	"github.com/paddock-dev/paddock/audit"
@@ -372,13 +373,13 @@ func (d *decider) pidOf(index uint32, fds []int) int {
 // message reaches the client, so the client's next call is decided
 // knowing it. It reports whether the message is the reply to the Hello.
 func (d *decider) learn(h *header, msg []byte, hello uint32) bool {
-	if h.typ != typeMethodReturn && h.typ != typeError {
+	if h.typ != dbuswire.TypeMethodReturn && h.typ != dbuswire.TypeError {
 		return false
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if hello != 0 && h.replySerial == hello && d.unique == "" && h.sender == "org.freedesktop.DBus" {
-		if h.typ == typeMethodReturn && h.sig == "s" {
+		if h.typ == dbuswire.TypeMethodReturn && h.sig == "s" {
 			if name, err := newBody(h, msg).str(0); err == nil {
 				d.unique = name
 			}
@@ -389,7 +390,7 @@ func (d *decider) learn(h *header, msg []byte, hello uint32) bool {
 	// another, may carry the same serial.
 	if unit, ok := d.pending[h.replySerial]; ok && h.dest == d.unique {
 		delete(d.pending, h.replySerial)
-		if h.typ == typeMethodReturn && len(d.owned) < maxOwned {
+		if h.typ == dbuswire.TypeMethodReturn && len(d.owned) < maxOwned {
 			d.owned[unit] = true
 		}
 	}
@@ -407,7 +408,7 @@ func (d *decider) uniqueName() string {
 // or nil when it passes. A StartTransientUnit that passes is noted, and
 // its unit is the session's once the reply says it started.
 func (d *decider) decide(h *header, msg []byte, fds []int) *Refusal {
-	if h.typ != typeMethodCall {
+	if h.typ != dbuswire.TypeMethodCall {
 		return nil
 	}
 	m, iface, ok := lookup(h)
@@ -613,7 +614,7 @@ const attachWayOut = "Way out: move only the session's own processes; ask the us
 // processes the session does not own (its PIDs or PIDFDs properties), or
 // wants no reply (then the relay cannot tell it started).
 func (c *call) transient(unit string) {
-	if unit == "" || c.h.flags&flagNoReplyExpected != 0 || !c.ownProcesses() {
+	if unit == "" || c.h.flags&dbuswire.FlagNoReplyExpected != 0 || !c.ownProcesses() {
 		return
 	}
 	c.d.mu.Lock()
@@ -633,23 +634,23 @@ func (c *call) ownProcesses() bool {
 	}
 	ok := true
 	err = c.b.d.array(8, func(d *decoder) error {
-		if err := d.align(8); err != nil {
+		if err := d.Align(8); err != nil {
 			return err
 		}
-		name, err := d.str()
+		name, err := d.Str()
 		if err != nil {
 			return err
 		}
-		sig, err := d.signature()
+		sig, err := d.Signature()
 		if err != nil {
 			return err
 		}
-		if err := singleType(sig); err != nil {
+		if err := dbuswire.SingleType(sig); err != nil {
 			return err
 		}
 		if (name == "PIDs" && sig == "au") || (name == "PIDFDs" && sig == "ah") {
 			return d.array(4, func(d *decoder) error {
-				v, err := d.u32()
+				v, err := d.U32()
 				pid := int(v)
 				if sig == "ah" {
 					pid = c.d.pidOf(v, c.fds)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/guard"
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 )
 
 const (
@@ -196,9 +197,9 @@ func TestTransient(t *testing.T) {
 	d := newDecider("session", Policy{OwnsPID: func(p int) bool { return p == 100 }})
 	helloCall := uint32(1)
 	reply := func(typ byte, serial uint32, dest string) {
-		fields := []field{{code: fieldReplySerial, typ: 'u', u: serial}, {code: fieldDestination, typ: 's', s: dest}, {code: fieldSender, typ: 's', s: ":1.1"}}
-		if typ == typeError {
-			fields = append(fields, field{code: fieldErrorName, typ: 's', s: "org.freedesktop.systemd1.UnitExists"})
+		fields := []field{{code: dbuswire.FieldReplySerial, typ: 'u', u: serial}, {code: dbuswire.FieldDestination, typ: 's', s: dest}, {code: dbuswire.FieldSender, typ: 's', s: ":1.1"}}
+		if typ == dbuswire.TypeError {
+			fields = append(fields, field{code: dbuswire.FieldErrorName, typ: 's', s: "org.freedesktop.systemd1.UnitExists"})
 		}
 		m := encodeMessage(typ, 0, 9, fields, nil)
 		h, err := parseHeader(m)
@@ -208,7 +209,7 @@ func TestTransient(t *testing.T) {
 		d.learn(&h, m, helloCall)
 	}
 	// The Hello reply names the client.
-	hello := encodeMessage(typeMethodReturn, 0, 1, []field{{code: fieldReplySerial, typ: 'u', u: 1}, {code: fieldDestination, typ: 's', s: ":1.5"}, {code: fieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: fieldSignature, typ: 'g', s: "s"}}, encodeBody("s", ":1.5"))
+	hello := encodeMessage(dbuswire.TypeMethodReturn, 0, 1, []field{{code: dbuswire.FieldReplySerial, typ: 'u', u: 1}, {code: dbuswire.FieldDestination, typ: 's', s: ":1.5"}, {code: dbuswire.FieldSender, typ: 's', s: "org.freedesktop.DBus"}, {code: dbuswire.FieldSignature, typ: 'g', s: "s"}}, encodeBody("s", ":1.5"))
 	hh, _ := parseHeader(hello)
 	if !d.learn(&hh, hello, helloCall) || d.uniqueName() != ":1.5" {
 		t.Fatalf("the Hello reply: unique name %q", d.uniqueName())
@@ -230,16 +231,16 @@ func TestTransient(t *testing.T) {
 	start(12, "other.service", []any{}, 0)
 	start(13, "foreign.scope", []any{[]any{"PIDs", variant("au", []any{100, 200})}}, 0)
 	start(14, "own.scope", []any{[]any{"PIDs", variant("au", []any{100})}}, 0)
-	start(15, "noreply.service", []any{}, flagNoReplyExpected)
+	start(15, "noreply.service", []any{}, dbuswire.FlagNoReplyExpected)
 	if stop("ok.service") == nil {
 		t.Fatal("StopUnit of a transient unit passed before its start was confirmed")
 	}
-	reply(typeMethodReturn, 10, ":1.5")
-	reply(typeError, 11, ":1.5")
-	reply(typeMethodReturn, 12, ":1.99") // another client's reply, eavesdropped
-	reply(typeMethodReturn, 13, ":1.5")
-	reply(typeMethodReturn, 14, ":1.5")
-	reply(typeMethodReturn, 15, ":1.5")
+	reply(dbuswire.TypeMethodReturn, 10, ":1.5")
+	reply(dbuswire.TypeError, 11, ":1.5")
+	reply(dbuswire.TypeMethodReturn, 12, ":1.99") // another client's reply, eavesdropped
+	reply(dbuswire.TypeMethodReturn, 13, ":1.5")
+	reply(dbuswire.TypeMethodReturn, 14, ":1.5")
+	reply(dbuswire.TypeMethodReturn, 15, ":1.5")
 	for unit, owned := range map[string]bool{"ok.service": true, "exists.service": false, "other.service": false, "foreign.scope": false, "own.scope": true, "noreply.service": false} {
 		if r := stop(unit); (r == nil) != owned {
 			t.Errorf("StopUnit %s: refusal %v, want owned=%v", unit, r, owned)
@@ -267,7 +268,7 @@ func TestPIDFDs(t *testing.T) {
 		if r := d.decide(&h, m, []int{pidfd}); r != nil {
 			t.Fatal(r.Message)
 		}
-		ret := encodeMessage(typeMethodReturn, 0, 9, []field{{code: fieldReplySerial, typ: 'u', u: 7}}, nil)
+		ret := encodeMessage(dbuswire.TypeMethodReturn, 0, 9, []field{{code: dbuswire.FieldReplySerial, typ: 'u', u: 7}}, nil)
 		rh, _ := parseHeader(ret)
 		d.learn(&rh, ret, 0)
 		if got := d.owns("run-x.scope"); got != owned {

@@ -19,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock/audit"
 	"github.com/paddock-dev/paddock/filter"
 	"github.com/paddock-dev/paddock/internal/callerpath"
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
 	"github.com/paddock-dev/paddock/policy"
@@ -1067,8 +1068,8 @@ func DefaultWall(getenv func(string) string, allowed []string) WallConfig {
 	socks := map[policy.Deputy][]string{
 		policy.DeputyDocker:     {"/run/docker.sock", "/var/run/docker.sock", unixURL(getenv("DOCKER_HOST"))},
 		policy.DeputyPodman:     {"/run/podman/podman.sock", joinIf(run, "podman/podman.sock"), unixURL(getenv("CONTAINER_HOST"))},
-		policy.DeputySystemBus:  {"/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket", busPath(getenv("DBUS_SYSTEM_BUS_ADDRESS"))},
-		policy.DeputySessionBus: {joinIf(run, "bus"), busPath(getenv("DBUS_SESSION_BUS_ADDRESS"))},
+		policy.DeputySystemBus:  {"/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket", dbuswire.UnixPath(getenv("DBUS_SYSTEM_BUS_ADDRESS"))},
+		policy.DeputySessionBus: {joinIf(run, "bus"), dbuswire.UnixPath(getenv("DBUS_SESSION_BUS_ADDRESS"))},
 	}
 	cfg := WallConfig{Sockets: make(map[policy.Deputy][]string), EnginesAllowed: make(map[policy.Deputy]bool)}
 	for dep, paths := range socks {
@@ -1099,20 +1100,4 @@ func unixURL(u string) string {
 		return ""
 	}
 	return p
-}
-
-// busPath is the path of a D-Bus address's first unix:path= entry.
-func busPath(addr string) string {
-	for _, a := range strings.Split(addr, ";") {
-		rest, ok := strings.CutPrefix(a, "unix:")
-		if !ok {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			if p, ok := strings.CutPrefix(kv, "path="); ok {
-				return p
-			}
-		}
-	}
-	return ""
 }

@@ -6,11 +6,15 @@
 // dbusproxy) and the end-to-end tests of paddock's wall (test/, and the
 // agent's Go client in test/agenthelper) share one copy.
 //
-// Its encoding and decoding are its own, not dbusproxy's: a test of the
-// filter's parser through this client does not check the parser against
-// itself. It encodes little-endian, decodes both endiannesses, and knows
-// every D-Bus type, but none of the specification's finer checks (names,
-// paths, UTF-8); it is for tests, not for untrusted input.
+// Its encoder is its own, not dbusproxy's: a test of the filter's parser
+// with messages built here does not check the parser against itself, and
+// it writes what the bus would refuse (a NUL in a string, not UTF-8, values
+// nested too deep) for the tests of that refusal. Its decoder builds Go
+// values of its own from the reading of the format it shares with the
+// relay (package internal/dbuswire): it refuses the strings and signatures
+// the bus refuses, but checks none of the names' and paths' syntax. It
+// encodes little-endian, decodes both endiannesses, and knows every D-Bus
+// type; it is for tests, not for untrusted input.
 package dbustest
 
 import (

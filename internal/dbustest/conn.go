@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 )
 
 // maxRecvFDs is how many descriptors one read takes: the kernel's
@@ -56,18 +58,11 @@ func Dial(path string) (*Conn, string, error) {
 // DialAddress is Dial of a bus address's first unix:path= entry (as in
 // DBUS_SYSTEM_BUS_ADDRESS).
 func DialAddress(addr string) (*Conn, string, error) {
-	for _, a := range strings.Split(addr, ";") {
-		rest, ok := strings.CutPrefix(a, "unix:")
-		if !ok {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			if p, ok := strings.CutPrefix(kv, "path="); ok {
-				return Dial(p)
-			}
-		}
+	p := dbuswire.UnixPath(addr)
+	if p == "" {
+		return nil, "", fmt.Errorf("bus address %q has no unix:path= entry, the only kind this client dials", addr)
 	}
-	return nil, "", fmt.Errorf("bus address %q has no unix:path= entry, the only kind this client dials", addr)
+	return Dial(p)
 }
 
 // New authenticates on c (EXTERNAL, as this process's uid, with unix
@@ -191,10 +186,10 @@ func (c *Conn) Read() (*Message, error) {
 }
 
 func (c *Conn) read() (*Message, error) {
-	if err := c.fill(fixedLen); err != nil {
+	if err := c.fill(dbuswire.FixedLen); err != nil {
 		return nil, err
 	}
-	n, err := messageLen(c.buf[c.r : c.r+fixedLen])
+	n, err := dbuswire.MessageLen(c.buf[c.r : c.r+dbuswire.FixedLen])
 	if err != nil {
 		return nil, fmt.Errorf("read a message: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 )
 
 // TestRoundTrip: each type encoded and decoded again gives the value
@@ -64,9 +66,9 @@ func TestRoundTrip(t *testing.T) {
 func TestDecodeBigEndian(t *testing.T) {
 	b := []byte{
 		'B', TypeSignal, 0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 39,
-		fieldPath, 1, 'o', 0, 0, 0, 0, 1, '/', 0, 0, 0, 0, 0, 0, 0,
-		fieldMember, 1, 's', 0, 0, 0, 0, 1, 'M', 0, 0, 0, 0, 0, 0, 0,
-		fieldSignature, 1, 'g', 0, 1, 'u', 0, 0,
+		dbuswire.FieldPath, 1, 'o', 0, 0, 0, 0, 1, '/', 0, 0, 0, 0, 0, 0, 0,
+		dbuswire.FieldMember, 1, 's', 0, 0, 0, 0, 1, 'M', 0, 0, 0, 0, 0, 0, 0,
+		dbuswire.FieldSignature, 1, 'g', 0, 1, 'u', 0, 0,
 		0, 0, 0, 7,
 	}
 	m, err := Decode(b)
@@ -90,10 +92,11 @@ func TestBadInput(t *testing.T) {
 		{"y", []any{256}, "out of range"},
 		{"u", []any{-1}, "out of range"},
 		{"a{vs}", []any{[]any{}}, "not a basic type"},
-		{"(", []any{[]any{}}, "not closed"},
+		{"(", []any{[]any{}}, "a struct without its ')'"},
 		{"a", []any{[]any{}}, "ends inside a type"},
 		{"v", []any{Variant{"ss", "x"}}, "want one complete type"},
-		{"z", []any{1}, "is no type"},
+		{"z", []any{1}, "type code 'z'"},
+		{strings.Repeat("a", 33) + "y", []any{[]any{}}, "nested more than 32 deep"},
 	} {
 		if _, err := EncodeBody(c.sig, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("EncodeBody(%q, %v): %v, want an error saying %q", c.sig, c.args, err, c.want)
@@ -103,14 +106,29 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{
-		"short":      good[:10],
-		"truncated":  good[:len(good)-1],
-		"endianness": append([]byte{'x'}, good[1:]...),
-		"string":     append(good[:len(good)-1:len(good)-1], 'x'), // no NUL at the string's end
+	// Strings the encoder writes as they are, which the decoder refuses
+	// as the bus does.
+	encode := func(s string) []byte {
+		b, err := MethodCall("a.b", "/", "a.b", "C", "s", s).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for name, c := range map[string]struct {
+		b    []byte
+		want string
+	}{
+		"short":             {good[:10], "10 bytes"},
+		"truncated":         {good[:len(good)-1], "header says"},
+		"endianness":        {append([]byte{'x'}, good[1:]...), "endianness"},
+		"version":           {append(good[:3:3], append([]byte{2}, good[4:]...)...), "protocol version 2"},
+		"string":            {append(good[:len(good)-1:len(good)-1], 'x'), "NUL terminator"},
+		"a NUL in a string": {encode("hel\x00lo"), "a NUL at byte 3"},
+		"not UTF-8":         {encode("\xffhello"), "not UTF-8"},
 	} {
-		if _, err := Decode(b); err == nil {
-			t.Errorf("%s: decoded", name)
+		if _, err := Decode(c.b); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Decode error %v, want one saying %q", name, err, c.want)
 		}
 	}
 }

@@ -2,40 +2,22 @@ package dbustest
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
+
+	"github.com/paddock-dev/paddock/internal/dbuswire"
 )
 
-// Message types (the second byte of every message).
+// Message types (the second byte of every message), for Message.Type.
 const (
-	TypeMethodCall   = 1
-	TypeMethodReturn = 2
-	TypeError        = 3
-	TypeSignal       = 4
+	TypeMethodCall   = dbuswire.TypeMethodCall
+	TypeMethodReturn = dbuswire.TypeMethodReturn
+	TypeError        = dbuswire.TypeError
+	TypeSignal       = dbuswire.TypeSignal
 )
 
 // FlagNoReplyExpected marks a call whose sender wants no reply.
-const FlagNoReplyExpected = 0x1
-
-// Header field codes.
-const (
-	fieldPath        = 1
-	fieldInterface   = 2
-	fieldMember      = 3
-	fieldErrorName   = 4
-	fieldReplySerial = 5
-	fieldDestination = 6
-	fieldSender      = 7
-	fieldSignature   = 8
-	fieldUnixFDs     = 9
-)
-
-const (
-	fixedLen   = 16      // endianness, type, flags, version, body length, serial, fields length
-	maxMessage = 1 << 27 // 128 MiB, the specification's bound on a message
-	maxDepth   = 64      // containers in containers, as the specification bounds them
-)
+const FlagNoReplyExpected = dbuswire.FlagNoReplyExpected
 
 // Message is one D-Bus message, as sent or as received. Absent header
 // fields are empty.
@@ -119,21 +101,21 @@ func (m *Message) Encode() ([]byte, error) {
 			fields = append(fields, []any{code, Variant{"u", v}})
 		}
 	}
-	str(fieldPath, "o", m.Path)
-	str(fieldInterface, "s", m.Interface)
-	str(fieldMember, "s", m.Member)
-	str(fieldErrorName, "s", m.ErrorName)
-	u32(fieldReplySerial, m.ReplySerial)
-	str(fieldDestination, "s", m.Destination)
-	str(fieldSender, "s", m.Sender)
-	str(fieldSignature, "g", m.Signature)
+	str(dbuswire.FieldPath, "o", m.Path)
+	str(dbuswire.FieldInterface, "s", m.Interface)
+	str(dbuswire.FieldMember, "s", m.Member)
+	str(dbuswire.FieldErrorName, "s", m.ErrorName)
+	u32(dbuswire.FieldReplySerial, m.ReplySerial)
+	str(dbuswire.FieldDestination, "s", m.Destination)
+	str(dbuswire.FieldSender, "s", m.Sender)
+	str(dbuswire.FieldSignature, "g", m.Signature)
 	fds := m.UnixFDs
 	if fds == 0 {
 		fds = uint32(len(m.FDs))
 	}
-	u32(fieldUnixFDs, fds)
-	if len(body) > maxMessage {
-		return nil, fmt.Errorf("encode %s: a body of %d bytes, over the %d a message may have", m.describe(), len(body), maxMessage)
+	u32(dbuswire.FieldUnixFDs, fds)
+	if len(body) > dbuswire.MaxMessage {
+		return nil, fmt.Errorf("encode %s: a body of %d bytes, over the %d a message may have", m.describe(), len(body), dbuswire.MaxMessage)
 	}
 	e := encoder{b: []byte{'l', m.Type, m.Flags, 1}}
 	e.b = binary.LittleEndian.AppendUint32(e.b, uint32(len(body)))
@@ -169,7 +151,7 @@ func (m *Message) describe() string {
 // (each integer type as its Go type: byte, int16, uint16, int32, uint32,
 // int64, uint64; h as uint32).
 func EncodeBody(sig string, args ...any) ([]byte, error) {
-	ts, err := splitTypes(sig)
+	ts, err := dbuswire.SplitTypes(sig)
 	if err != nil {
 		return nil, err
 	}
@@ -187,12 +169,12 @@ func EncodeBody(sig string, args ...any) ([]byte, error) {
 
 // AppendValue appends v, of the complete type t, to b, little-endian and
 // aligned as in a message that starts at b[0] (a test that builds a
-// header field of its own). It nests containers as deep as v does, past
-// the specification's bounds, so that a parser's refusal of them can be
-// tested.
+// header field of its own). Its type must be valid, but it nests values
+// (variants in variants) as deep as v does, past the specification's
+// bound, so that a parser's refusal of them can be tested.
 func AppendValue(b []byte, t string, v any) ([]byte, error) {
-	if ts, err := splitTypes(t); err != nil || len(ts) != 1 {
-		return nil, fmt.Errorf("type %q: want one complete type (%v)", t, err)
+	if err := dbuswire.SingleType(t); err != nil {
+		return nil, fmt.Errorf("type %q: want one complete type: %w", t, err)
 	}
 	e := encoder{b: b}
 	if err := e.value(t, v); err != nil {
@@ -294,8 +276,8 @@ func (e *encoder) value(t string, v any) error {
 		if !ok {
 			return fmt.Errorf("%T for a signature, want string", v)
 		}
-		if _, err := splitTypes(s); err != nil || len(s) > 255 {
-			return fmt.Errorf("signature value %q: not a valid signature of at most 255 bytes (%v)", s, err)
+		if err := dbuswire.ValidSignature(s); err != nil {
+			return fmt.Errorf("signature value %q: %w", s, err)
 		}
 		e.b = append(append(append(e.b, byte(len(s))), s...), 0)
 	case 'v':
@@ -303,8 +285,8 @@ func (e *encoder) value(t string, v any) error {
 		if !ok {
 			return fmt.Errorf("%T for a variant, want dbustest.Variant", v)
 		}
-		if ts, err := splitTypes(vv.Signature); err != nil || len(ts) != 1 {
-			return fmt.Errorf("variant of signature %q: want one complete type (%v)", vv.Signature, err)
+		if err := dbuswire.SingleType(vv.Signature); err != nil {
+			return fmt.Errorf("variant of signature %q: want one complete type: %w", vv.Signature, err)
 		}
 		e.b = append(append(append(e.b, byte(len(vv.Signature))), vv.Signature...), 0)
 		return e.value(vv.Signature, vv.Value)
@@ -316,7 +298,7 @@ func (e *encoder) value(t string, v any) error {
 		elem := t[1:]
 		e.u32(0)
 		at := len(e.b) - 4
-		e.pad(alignOf(elem[0]))
+		e.pad(dbuswire.AlignOf(elem[0]))
 		start := len(e.b)
 		for i, x := range elems {
 			if err := e.value(elem, x); err != nil {
@@ -329,10 +311,7 @@ func (e *encoder) value(t string, v any) error {
 		if !ok {
 			return fmt.Errorf("%T for a struct or dict entry, want []any", v)
 		}
-		ts, err := splitTypes(t[1 : len(t)-1])
-		if err != nil {
-			return err
-		}
+		ts := dbuswire.Types(t[1 : len(t)-1])
 		if len(ts) != len(members) {
 			return fmt.Errorf("%s has %d members, given %d", t, len(ts), len(members))
 		}
@@ -387,162 +366,30 @@ func integer(v any, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
-// alignOf is the alignment of a type starting with c.
-func alignOf(c byte) int {
-	switch c {
-	case 'n', 'q':
-		return 2
-	case 'b', 'i', 'u', 'h', 's', 'o', 'a':
-		return 4
-	case 'x', 't', 'd', '(', '{':
-		return 8
-	}
-	return 1
-}
-
 // Types splits a signature into its complete types ("sa{sv}i": s,
-// a{sv}, i).
-func Types(sig string) ([]string, error) { return splitTypes(sig) }
+// a{sv}, i), or says why it is none.
+func Types(sig string) ([]string, error) { return dbuswire.SplitTypes(sig) }
 
-// splitTypes splits a signature into its complete types.
-func splitTypes(sig string) ([]string, error) {
-	var out []string
-	for i := 0; i < len(sig); {
-		end, err := completeType(sig, i)
-		if err != nil {
-			return nil, fmt.Errorf("signature %q: %w", sig, err)
-		}
-		out = append(out, sig[i:end])
-		i = end
-	}
-	return out, nil
-}
+// decoder is dbuswire's, with value, which builds Go values.
+type decoder struct{ dbuswire.Decoder }
 
-// completeType returns the end of the complete type at sig[i]. Its
-// recursion is bounded by the signature's length; it does not check the
-// specification's bounds of nesting (Decode does).
-func completeType(sig string, i int) (int, error) {
-	if i >= len(sig) {
-		return 0, errors.New("ends inside a type")
-	}
-	switch c := sig[i]; c {
-	case 'y', 'b', 'n', 'q', 'i', 'u', 'x', 't', 'd', 'h', 's', 'o', 'g', 'v':
-		return i + 1, nil
-	case 'a':
-		if i+1 < len(sig) && sig[i+1] == '{' {
-			key, err := completeType(sig, i+2)
-			if err != nil {
-				return 0, err
-			}
-			if key != i+3 || sig[i+2] == 'v' {
-				return 0, fmt.Errorf("a dict entry's key at %d is not a basic type", i+2)
-			}
-			val, err := completeType(sig, key)
-			if err != nil {
-				return 0, err
-			}
-			if val >= len(sig) || sig[val] != '}' {
-				return 0, fmt.Errorf("a dict entry at %d does not end after its key and value", i+1)
-			}
-			return val + 1, nil
-		}
-		return completeType(sig, i+1)
-	case '(':
-		j := i + 1
-		for j < len(sig) && sig[j] != ')' {
-			end, err := completeType(sig, j)
-			if err != nil {
-				return 0, err
-			}
-			j = end
-		}
-		if j >= len(sig) || j == i+1 {
-			return 0, fmt.Errorf("the struct at %d is empty or not closed", i)
-		}
-		return j + 1, nil
-	default:
-		return 0, fmt.Errorf("%q at %d is no type (a dict entry only in an array)", c, i)
-	}
-}
-
-// decoder reads values from b at off, in byte order order.
-type decoder struct {
-	b     []byte
-	off   int
-	order binary.ByteOrder
-}
-
-var errShort = errors.New("value runs past the end of the message")
-
-func (d *decoder) align(a int) error {
-	n := (d.off + a - 1) &^ (a - 1)
-	if n > len(d.b) {
-		return errShort
-	}
-	d.off = n
-	return nil
-}
-
-func (d *decoder) take(n int) ([]byte, error) {
-	if n < 0 || d.off+n > len(d.b) {
-		return nil, errShort
-	}
-	v := d.b[d.off : d.off+n]
-	d.off += n
-	return v, nil
-}
-
-func (d *decoder) u32() (uint32, error) {
-	if err := d.align(4); err != nil {
-		return 0, err
-	}
-	v, err := d.take(4)
-	if err != nil {
-		return 0, err
-	}
-	return d.order.Uint32(v), nil
-}
-
-// text reads n bytes and the NUL after them.
-func (d *decoder) text(n int) (string, error) {
-	v, err := d.take(n + 1)
-	if err != nil {
-		return "", err
-	}
-	if v[n] != 0 {
-		return "", errors.New("a string not ended by NUL")
-	}
-	return string(v[:n]), nil
-}
-
-func (d *decoder) signature() (string, error) {
-	n, err := d.take(1)
-	if err != nil {
-		return "", err
-	}
-	return d.text(int(n[0]))
-}
-
-// value reads one value of the complete type t.
+// value reads one value of the complete type t, nested in depth
+// containers and variants: values nest at most 64 deep.
 func (d *decoder) value(t string, depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("containers nested over %d deep", maxDepth)
+	if depth > 2*dbuswire.MaxDepth {
+		return nil, fmt.Errorf("containers nested over %d deep", 2*dbuswire.MaxDepth)
 	}
 	fixed := func(size int) ([]byte, error) {
-		if err := d.align(size); err != nil {
+		if err := d.Align(size); err != nil {
 			return nil, err
 		}
-		return d.take(size)
+		return d.Take(size)
 	}
 	switch t[0] {
 	case 'y':
-		v, err := d.take(1)
-		if err != nil {
-			return nil, err
-		}
-		return v[0], nil
+		return d.U8()
 	case 'b':
-		n, err := d.u32()
+		n, err := d.U32()
 		if err != nil {
 			return nil, err
 		}
@@ -556,20 +403,20 @@ func (d *decoder) value(t string, depth int) (any, error) {
 			return nil, err
 		}
 		if t[0] == 'n' {
-			return int16(d.order.Uint16(v)), nil
+			return int16(d.Order.Uint16(v)), nil
 		}
-		return d.order.Uint16(v), nil
+		return d.Order.Uint16(v), nil
 	case 'i':
-		n, err := d.u32()
+		n, err := d.U32()
 		return int32(n), err
 	case 'u', 'h':
-		return d.u32()
+		return d.U32()
 	case 'x', 't', 'd':
 		v, err := fixed(8)
 		if err != nil {
 			return nil, err
 		}
-		u := d.order.Uint64(v)
+		u := d.Order.Uint64(v)
 		switch t[0] {
 		case 'x':
 			return int64(u), nil
@@ -578,23 +425,16 @@ func (d *decoder) value(t string, depth int) (any, error) {
 		}
 		return u, nil
 	case 's', 'o':
-		n, err := d.u32()
-		if err != nil {
-			return nil, err
-		}
-		if n > maxMessage {
-			return nil, fmt.Errorf("a string of %d bytes", n)
-		}
-		return d.text(int(n))
+		return d.Str()
 	case 'g':
-		return d.signature()
+		return d.Signature()
 	case 'v':
-		sig, err := d.signature()
+		sig, err := d.Signature()
 		if err != nil {
 			return nil, err
 		}
-		if ts, err := splitTypes(sig); err != nil || len(ts) != 1 {
-			return nil, fmt.Errorf("variant of signature %q: want one complete type (%v)", sig, err)
+		if err := dbuswire.SingleType(sig); err != nil {
+			return nil, fmt.Errorf("variant of signature %q: want one complete type: %w", sig, err)
 		}
 		v, err := d.value(sig, depth+1)
 		if err != nil {
@@ -602,38 +442,29 @@ func (d *decoder) value(t string, depth int) (any, error) {
 		}
 		return Variant{sig, v}, nil
 	case 'a':
-		n, err := d.u32()
+		elem := t[1:]
+		end, err := d.Array(dbuswire.AlignOf(elem[0]))
 		if err != nil {
 			return nil, err
 		}
-		elem := t[1:]
-		if err := d.align(alignOf(elem[0])); err != nil {
-			return nil, err
-		}
-		end := d.off + int(n)
-		if n > maxMessage || end > len(d.b) {
-			return nil, errShort
-		}
 		out := []any{}
-		for d.off < end {
+		err = d.Elements(end, func() error {
 			v, err := d.value(elem, depth+1)
 			if err != nil {
-				return nil, fmt.Errorf("element %d: %w", len(out), err)
+				return fmt.Errorf("element %d: %w", len(out), err)
 			}
 			out = append(out, v)
-		}
-		if d.off != end {
-			return nil, fmt.Errorf("an array's elements end at %d, its length says %d", d.off, end)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		return out, nil
 	case '(', '{':
-		ts, err := splitTypes(t[1 : len(t)-1])
-		if err != nil {
+		if err := d.Align(8); err != nil {
 			return nil, err
 		}
-		if err := d.align(8); err != nil {
-			return nil, err
-		}
+		ts := dbuswire.Types(t[1 : len(t)-1])
 		out := make([]any, 0, len(ts))
 		for _, m := range ts {
 			v, err := d.value(m, depth+1)
@@ -647,53 +478,19 @@ func (d *decoder) value(t string, depth int) (any, error) {
 	return nil, fmt.Errorf("type %q is none D-Bus knows", t)
 }
 
-// messageLen is the length of the whole message whose first 16 bytes
-// are b.
-func messageLen(b []byte) (int, error) {
-	order, err := byteOrder(b[0])
-	if err != nil {
-		return 0, err
-	}
-	body, fields := order.Uint32(b[4:]), order.Uint32(b[12:])
-	if body > maxMessage || fields > maxMessage {
-		return 0, fmt.Errorf("a message of %d bytes of header fields and %d of body, over the %d one may have", fields, body, maxMessage)
-	}
-	n := (fixedLen+int(fields)+7)&^7 + int(body)
-	if n > maxMessage {
-		return 0, fmt.Errorf("a message of %d bytes, over the %d one may have", n, maxMessage)
-	}
-	return n, nil
-}
-
-func byteOrder(b byte) (binary.ByteOrder, error) {
-	switch b {
-	case 'l':
-		return binary.LittleEndian, nil
-	case 'B':
-		return binary.BigEndian, nil
-	}
-	return nil, fmt.Errorf("endianness byte %q, neither 'l' nor 'B'", b)
-}
-
-// Decode reads one whole message (as messageLen measures it), without its
-// descriptors.
+// Decode reads one whole message (as dbuswire.MessageLen measures it),
+// without its descriptors.
 func Decode(b []byte) (*Message, error) {
-	if len(b) < fixedLen {
-		return nil, fmt.Errorf("a message of %d bytes, shorter than the %d of a header", len(b), fixedLen)
-	}
-	n, err := messageLen(b)
+	n, err := dbuswire.MessageLen(b)
 	if err != nil {
 		return nil, err
 	}
 	if n != len(b) {
 		return nil, fmt.Errorf("a message of %d bytes whose header says %d", len(b), n)
 	}
-	order, _ := byteOrder(b[0])
+	order, _ := dbuswire.ByteOrder(b[0])
 	m := &Message{Type: b[1], Flags: b[2], Serial: order.Uint32(b[8:])}
-	if b[3] != 1 {
-		return nil, fmt.Errorf("protocol version %d, not 1", b[3])
-	}
-	d := decoder{b: b, off: 12, order: order}
+	d := decoder{dbuswire.Decoder{B: b, Order: order, Off: 12}}
 	fv, err := d.value("a(yv)", 0)
 	if err != nil {
 		return nil, fmt.Errorf("header fields: %w", err)
@@ -704,34 +501,34 @@ func Decode(b []byte) (*Message, error) {
 		s, _ := v.Value.(string)
 		u, _ := v.Value.(uint32)
 		switch code {
-		case fieldPath:
+		case dbuswire.FieldPath:
 			m.Path = s
-		case fieldInterface:
+		case dbuswire.FieldInterface:
 			m.Interface = s
-		case fieldMember:
+		case dbuswire.FieldMember:
 			m.Member = s
-		case fieldErrorName:
+		case dbuswire.FieldErrorName:
 			m.ErrorName = s
-		case fieldReplySerial:
+		case dbuswire.FieldReplySerial:
 			m.ReplySerial = u
-		case fieldDestination:
+		case dbuswire.FieldDestination:
 			m.Destination = s
-		case fieldSender:
+		case dbuswire.FieldSender:
 			m.Sender = s
-		case fieldSignature:
+		case dbuswire.FieldSignature:
 			m.Signature = s
-		case fieldUnixFDs:
+		case dbuswire.FieldUnixFDs:
 			m.UnixFDs = u
 		}
 	}
-	if err := d.align(8); err != nil {
+	if err := d.Align(8); err != nil {
 		return nil, fmt.Errorf("header fields: %w", err)
 	}
-	ts, err := splitTypes(m.Signature)
+	ts, err := dbuswire.SplitTypes(m.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("the body's %w", err)
 	}
-	body := decoder{b: b[d.off:], order: order}
+	body := decoder{dbuswire.Decoder{B: b[d.Off:], Order: order}}
 	m.Body = make([]any, 0, len(ts))
 	for i, t := range ts {
 		v, err := body.value(t, 0)
@@ -740,8 +537,8 @@ func Decode(b []byte) (*Message, error) {
 		}
 		m.Body = append(m.Body, v)
 	}
-	if body.off != len(body.b) {
-		return nil, fmt.Errorf("%s: %d bytes of body past its signature %q", m.describe(), len(body.b)-body.off, m.Signature)
+	if body.Off != len(body.B) {
+		return nil, fmt.Errorf("%s: %d bytes of body past its signature %q", m.describe(), len(body.B)-body.Off, m.Signature)
 	}
 	return m, nil
 }
