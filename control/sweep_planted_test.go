@@ -108,15 +108,7 @@ func TestSweepStopsAtMountPoints(t *testing.T) {
 
 	inside := filepath.Join(base, "paddock-1")
 	mkdir(t, inside, 0o700, -1)
-	fd, err := unix.Open(inside, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = writeOwner(fd, gone)
-	unix.Close(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ownerRecord(t, inside, gone)
 	deadSocket(t, filepath.Join(inside, socketName))
 	mkdir(t, filepath.Join(inside, "x"), 0o700, -1)
 	onto := filepath.Join(base, "paddock-2")

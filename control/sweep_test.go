@@ -130,15 +130,7 @@ func TestSweepJudges(t *testing.T) {
 			dir := filepath.Join(base, name)
 			mkdir(t, dir, 0o700, -1)
 			if tc.owner != nil {
-				fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				err = writeOwner(fd, *tc.owner)
-				unix.Close(fd)
-				if err != nil {
-					t.Fatal(err)
-				}
+				ownerRecord(t, dir, *tc.owner)
 			}
 			switch tc.sock {
 			case dead:
@@ -211,14 +203,7 @@ func TestSweepLeavesWhatIsNotOurs(t *testing.T) {
 	// staleAt makes a stale session directory at dir.
 	staleAt := func(dir string, uid int) {
 		mkdir(t, dir, 0o700, -1)
-		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Close(fd)
-		if err := writeOwner(fd, gone); err != nil {
-			t.Fatal(err)
-		}
+		ownerRecord(t, dir, gone)
 		deadSocket(t, filepath.Join(dir, socketName))
 		if uid >= 0 {
 			for _, p := range []string{filepath.Join(dir, ownerName), filepath.Join(dir, socketName), dir} {
@@ -322,15 +307,7 @@ func TestSweepAfterARemoverKilledHalfway(t *testing.T) {
 			base := sockettest.ShortDir(t)
 			dir := filepath.Join(base, "paddock-1")
 			mkdir(t, dir, 0o700, -1)
-			fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = writeOwner(fd, gone)
-			unix.Close(fd)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ownerRecord(t, dir, gone)
 			deadSocket(t, filepath.Join(dir, socketName))
 			paddockLink(t, dir)
 
@@ -374,6 +351,20 @@ func TestCloseRemovesItsDirectory(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(base, "*")); len(left) > 0 {
 		t.Errorf("left after Close: %v", left)
+	}
+}
+
+// ownerRecord writes owner's record into the session directory dir, as
+// listenIn does.
+func ownerRecord(t *testing.T, dir string, owner procfs.Identity) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := writeOwner(fd, owner); err != nil {
+		t.Fatal(err)
 	}
 }
 
