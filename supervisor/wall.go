@@ -439,8 +439,39 @@ func (c *call) wallFacts(res *callerpath.Result) error {
 		}
 		wl.Cgroup, _ = os.Readlink(procfs.FdPath(dir))
 		wl.Members, wl.CgroupErr = cgroupMembers(dir)
+	default:
+		if isFUSEDevice(res) {
+			other, err := c.otherUserNS()
+			if err != nil {
+				return fmt.Errorf("%s is the FUSE device, and the caller's user namespace: %w", wl.Path, err)
+			}
+			wl.FUSEOtherUserNS = other
+		}
 	}
 	return nil
+}
+
+// isFUSEDevice reports whether res is the FUSE device (character device
+// 10:229, /dev/fuse).
+func isFUSEDevice(res *callerpath.Result) bool {
+	if res.Fd < 0 || res.Missing {
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Fstat(res.Fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(10, 229)
+}
+
+// otherUserNS reports whether c's caller is in a user namespace other than
+// paddock's.
+func (c *call) otherUserNS() (bool, error) {
+	var mine, theirs unix.Stat_t
+	if err := unix.Stat(c.w.fs.Root+"/self/ns/user", &mine); err != nil {
+		return false, fmt.Errorf("stat paddock's: %w", err)
+	}
+	if err := unix.Stat(fmt.Sprintf("%s/%d/ns/user", c.w.fs.Root, c.req.Tid), &theirs); err != nil {
+		return false, fmt.Errorf("stat the caller's: %w", err)
+	}
+	return mine.Dev != theirs.Dev || mine.Ino != theirs.Ino, nil
 }
 
 // procHost turns the number n of a /proc/N directory, as the procfs mount
