@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/dbuswire"
 	"github.com/paddock-dev/paddock/internal/procfs"
 	"github.com/paddock-dev/paddock/internal/seccomp"
+	"github.com/paddock-dev/paddock/internal/sys"
 	"github.com/paddock-dev/paddock/policy"
 )
 
@@ -1036,22 +1036,12 @@ func sendtoUnix(sock int, data []byte, flags int, path string, abstract bool) (i
 // rawSockCall carries out a connect (or, with sendto, a sendto of the
 // call's data) on sock with the address bytes as read.
 func (c *call) rawSockCall(sock int, addr []byte, sendto bool) answer.Answer {
-	var p unsafe.Pointer
-	if len(addr) > 0 {
-		p = unsafe.Pointer(&addr[0])
-	}
 	if !sendto {
-		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(p), uintptr(len(addr)))
-		return answer.Completed(e)
+		return answer.Completed(errnoOf(sys.ConnectRaw(sock, addr)))
 	}
-	data := c.wall.data
-	var dp unsafe.Pointer
-	if len(data) > 0 {
-		dp = unsafe.Pointer(&data[0])
-	}
-	n, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(sock), uintptr(dp), uintptr(len(data)), uintptr(c.wall.sendFlag), uintptr(p), uintptr(len(addr)))
-	if e != 0 {
-		return answer.Completed(e)
+	n, err := sys.SendtoRaw(sock, c.wall.data, c.wall.sendFlag, addr)
+	if err != nil {
+		return answer.Completed(errnoOf(err))
 	}
 	return answer.Value(int64(n))
 }
