@@ -136,7 +136,9 @@ func TestWallFUSEInUserNamespace(t *testing.T) {
 	if err := unix.Stat("/dev/fuse", &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
 		t.Skipf("needs /dev/fuse: %v", err)
 	}
-	bare, bareErr := asNobody(t, nil, "python3", "-c", fuseOpen)
+	// Through bash, as in the session: its PATH lookup passes over what
+	// nobody may not reach.
+	bare, bareErr := asNobody(t, nil, "bash", "-c", "python3 -c '"+fuseOpen+"'")
 	if bareErr != nil {
 		t.Fatalf("open /dev/fuse as nobody, bare: %v\n%s", bareErr, bare)
 	}
