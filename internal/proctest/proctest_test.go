@@ -88,3 +88,19 @@ func TestAlive(t *testing.T) {
 	}
 	_ = c.Wait()
 }
+
+// A Proc is alive while it runs, and not once it has been killed and
+// reaped in the background (Exited closed).
+func TestProc(t *testing.T) {
+	p := Start(t, exec.Command("sleep", "300"))
+	if !p.Alive(t) {
+		t.Fatal("a running sleep is not alive")
+	}
+	if err := p.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Exited()
+	if p.Alive(t) {
+		t.Fatal("a killed and reaped sleep is alive")
+	}
+}
