@@ -284,9 +284,9 @@ func TestAction(t *testing.T) {
 	againstForeign := func(t *testing.T, commandf string, more ...string) (jobResult, int) {
 		t.Helper()
 		foreign := nobodyStart(t, "sleep", "300")
-		pid := foreign.pid()
+		pid := foreign.Pid()
 		res := r.job(t, with(fmt.Sprintf(commandf, pid), more...))
-		if !foreign.alive(t) {
+		if !foreign.Alive(t) {
 			t.Fatalf("the foreign sleep %d did not survive the job\n%s", pid, res.log)
 		}
 		return res, pid
@@ -417,7 +417,7 @@ func TestAction(t *testing.T) {
 		// so it dies, by design; what must not happen is a passing job
 		// that says nothing of it.
 		victim := nobodyStart(t, "sleep", "300")
-		pid := victim.pid()
+		pid := victim.Pid()
 		res := r.job(t, with(fmt.Sprintf("paddock adopt %d --reason test-subject\nkill -9 %d", pid, pid)))
 		if res.failed != "run" || res.code != 1 {
 			t.Fatalf("the job failed at step %q with %d, want the run step with 1 (--strict counts the adoption)\n%s", res.failed, res.code, res.log)
@@ -442,7 +442,7 @@ func TestAction(t *testing.T) {
 
 	t.Run("an adoption is summarised from a json report without strict", func(t *testing.T) {
 		victim := nobodyStart(t, "sleep", "300")
-		pid := victim.pid()
+		pid := victim.Pid()
 		res := r.job(t, with(fmt.Sprintf("paddock adopt %d --reason test-subject\nkill -9 %d", pid, pid), "strict", "false", "report-format", "json"))
 		if res.failed != "" {
 			t.Fatalf("step %q failed with %d, want a passing job\n%s", res.failed, res.code, res.log)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/paddock-dev/paddock/internal/proctest"
 )
 
 // adoptThenSignal: a process the test started outside paddock is refused
@@ -18,7 +20,7 @@ import (
 func adoptThenSignal(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	F := itoa(f.pid())
+	F := itoa(f.Pid())
 	r := b.sh(t, `kill -TERM `+F+` 2>/dev/null; echo before=$?
 $PADDOCK_BIN adopt `+F+` --reason "private daemon test subject in tmux"; echo adopt=$?
 $PADDOCK_BIN ps --json > /dev/null; echo ps=$?
@@ -28,14 +30,14 @@ kill -TERM `+F+`; echo after=$?`)
 			t.Errorf("output lacks %q\n%s", want, r)
 		}
 	}
-	waitFor(t, "the adopted process to die", func() bool { return !f.alive(t) })
+	waitFor(t, "the adopted process to die", func() bool { return !f.Alive(t) })
 	var adopted map[string]any
 	for _, rec := range r.records(t) {
 		if rec["action"] == "adopted" {
 			adopted = rec
 		}
 	}
-	if adopted == nil || adopted["pid"] != float64(f.pid()) || adopted["reason"] != "private daemon test subject in tmux" || adopted["adopted_by"] == nil {
+	if adopted == nil || adopted["pid"] != float64(f.Pid()) || adopted["reason"] != "private daemon test subject in tmux" || adopted["adopted_by"] == nil {
 		t.Fatalf("journal adoption record = %v\n%s", adopted, r.journal)
 	}
 }
@@ -45,7 +47,7 @@ kill -TERM `+F+`; echo after=$?`)
 func adoptPsJSON(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	F := itoa(f.pid())
+	F := itoa(f.Pid())
 	r := b.sh(t, `$PADDOCK_BIN adopt `+F+` --reason "subject" > /dev/null && $PADDOCK_BIN ps --json`)
 	var ps []map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &ps); err != nil {
@@ -58,7 +60,7 @@ func adoptPsJSON(t *testing.T, b backend) {
 				t.Errorf("ps entry lacks %q: %v", k, p)
 			}
 		}
-		if p["pid"] == float64(f.pid()) {
+		if p["pid"] == float64(f.Pid()) {
 			sawAdopted = p["owned_by"] == "adopted" && p["reason"] == "subject" && p["adopted_at"] != nil
 		}
 		if p["agent"] == true {
@@ -82,9 +84,9 @@ func adoptRefusals(t *testing.T, b backend) {
 	}{
 		// A missing or blank reason is a usage error (exit 2), caught
 		// before the supervisor is asked; the rest are its refusals.
-		{"empty reason", itoa(f.pid()) + ` --reason ""`, "non-empty reason", 2},
-		{"blank reason", itoa(f.pid()) + ` --reason " "`, "non-empty reason", 2},
-		{"no reason", itoa(f.pid()), "non-empty reason", 2},
+		{"empty reason", itoa(f.Pid()) + ` --reason ""`, "non-empty reason", 2},
+		{"blank reason", itoa(f.Pid()) + ` --reason " "`, "non-empty reason", 2},
+		{"no reason", itoa(f.Pid()), "non-empty reason", 2},
 		{"pid 1", `1 --reason "cannot adopt init"`, "valid non-system PID", 1},
 		{"negative pid", `--reason "invalid negative pid" -- -5`, "valid non-system PID", 1},
 		{"nonexistent pid", `999999999 --reason x`, "valid non-system PID", 1},
@@ -159,7 +161,7 @@ func lifelineOverrideAudited(t *testing.T, b backend) {
 func leaseExpiresWhenProcessDies(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	F := itoa(f.pid())
+	F := itoa(f.Pid())
 	// The test kills its foreign process from outside while the agent
 	// waits for a line on its input, sent once the sweep has journaled the
 	// expiry.
@@ -190,8 +192,8 @@ $PADDOCK_BIN kill `+F+`; echo kill=$?`)
 		t.Fatal(err)
 	}
 	waitFor(t, "the adoption", func() bool { return strings.Contains(readFile(outPath), "adopted") })
-	_ = f.cmd.Process.Signal(syscall.SIGTERM)
-	<-f.exited
+	_ = f.Cmd.Process.Signal(syscall.SIGTERM)
+	<-f.Exited()
 	expired := `"action":"lease_expired","pid":` + F
 	waitFor(t, "the sweep to journal the expired lease", func() bool { return strings.Contains(readFile(journal), expired) })
 	if _, err := io.WriteString(input, "go\n"); err != nil {
@@ -217,28 +219,18 @@ func paddockKillGroupOnlyWhenWhollyOwned(t *testing.T, b backend) {
 	b.require(t)
 	leader := exec.Command("sleep", "300")
 	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := leader.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lp := &proc{cmd: leader, exited: make(chan struct{})}
-	go func() { _ = leader.Wait(); close(lp.exited) }()
-	t.Cleanup(func() { _ = leader.Process.Kill(); <-lp.exited })
+	lp := proctest.Start(t, leader)
 	member := exec.Command("sleep", "300")
 	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: leader.Process.Pid}
-	if err := member.Start(); err != nil {
-		t.Fatal(err)
-	}
-	mp := &proc{cmd: member, exited: make(chan struct{})}
-	go func() { _ = member.Wait(); close(mp.exited) }()
-	t.Cleanup(func() { _ = member.Process.Kill(); <-mp.exited })
+	mp := proctest.Start(t, member)
 
 	L := itoa(leader.Process.Pid)
 	r := b.sh(t, `$PADDOCK_BIN adopt `+L+` --reason "test adoption" >/dev/null && $PADDOCK_BIN kill `+L)
 	if !strings.Contains(r.stdout, "signalled pid "+L+" (sleep) with SIGTERM") {
 		t.Fatalf("want the adopted leader signalled alone\n%s", r)
 	}
-	waitFor(t, "the adopted leader to die", func() bool { return !lp.alive(t) })
-	if !mp.alive(t) {
+	waitFor(t, "the adopted leader to die", func() bool { return !lp.Alive(t) })
+	if !mp.Alive(t) {
 		t.Fatal("the foreign member of the adopted process's group died")
 	}
 
@@ -303,7 +295,7 @@ func journalFailureStillRefuses(t *testing.T, b backend) {
 		t.Skipf("needs prlimit: %v", err)
 	}
 	f := startForeign(t, "sleep", "300")
-	F := itoa(f.pid())
+	F := itoa(f.Pid())
 	journal := t.TempDir() + "/j.jsonl"
 	cmd := exec.Command("prlimit", "--fsize=1500", bins.paddock, "run", "--backend", string(b), "--log-format", "json", "--journal", journal, "--",
 		"bash", "-c", `for i in 1 2 3 4 5 6 7 8; do kill -TERM `+F+` 2>/dev/null; echo rc=$?; done
@@ -315,7 +307,7 @@ $PADDOCK_BIN adopt `+F+` --reason "`+strings.Repeat("unaudited ", 60)+`"; echo a
 	if strings.Count(string(out), "rc=1") != 8 || !strings.Contains(string(out), "adopt=1") {
 		t.Fatalf("want 8 refused kills and a refused adoption:\n%s", out)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatal("the foreign process died while the journal was failing")
 	}
 	for _, want := range []string{"could not write the audit journal", "the audit journal could not be written"} {
@@ -333,7 +325,7 @@ func adoptionModes(t *testing.T, b backend) {
 	for _, mode := range []string{"outside", "off"} {
 		t.Run(mode, func(t *testing.T) {
 			f := startForeign(t, "sleep", "300")
-			F := itoa(f.pid())
+			F := itoa(f.Pid())
 			dir := t.TempDir()
 			prof, sock, out := filepath.Join(dir, "profile.toml"), filepath.Join(dir, "socket"), filepath.Join(dir, "out")
 			if err := os.WriteFile(prof, []byte("adoption = \""+mode+"\"\n"), 0o644); err != nil {

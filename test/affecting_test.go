@@ -31,7 +31,7 @@ func harmWithoutSignal(t *testing.T, b backend) {
 	}
 	dir := nobodyDir(t)
 	f := nobodyStart(t, "sleep", "300")
-	fp := itoa(f.pid())
+	fp := itoa(f.Pid())
 	before := foreignState(t, fp)
 	// Python makes the calls no common tool makes: each prints its errno.
 	calls := `import ctypes, os, sys
@@ -88,7 +88,7 @@ nice -n 3 true && prlimit --nofile=100:100 true && echo self=ok`
 	if after := foreignState(t, fp); after != before {
 		t.Errorf("the foreign process changed:\nbefore %s\nafter  %s", before, after)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }

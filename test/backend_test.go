@@ -27,20 +27,20 @@ func TestAutoFallsBackToPtraceUnderListener(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := run("auto", "kill -TERM "+itoa(f.pid())+"; echo rc=$?")
+	out, err := run("auto", "kill -TERM "+itoa(f.Pid())+"; echo rc=$?")
 	if err != nil {
 		t.Fatalf("paddock run --backend auto under a listener: %v\n%s", err, out)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatalf("foreign process died\n%s", out)
 	}
-	for _, want := range []string{`"backend":"ptrace"`, `"backend_reason":"seccomp listener unavailable`, "device or resource busy", "rc=1", "paddock refused kill(SIGTERM) of pid " + itoa(f.pid())} {
+	for _, want := range []string{`"backend":"ptrace"`, `"backend_reason":"seccomp listener unavailable`, "device or resource busy", "rc=1", "paddock refused kill(SIGTERM) of pid " + itoa(f.Pid())} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q\n%s", want, out)
 		}
 	}
 	r := result{journal: readFile(journal)}
-	r.denial(t, f.pid())
+	r.denial(t, f.Pid())
 
 	out, err = run("seccomp", "touch "+marker)
 	if exitCode(err) == 0 || !strings.Contains(out, "device or resource busy") {
@@ -67,9 +67,9 @@ func TestPaddockUnderPaddock(t *testing.T) {
 			inner := filepath.Join(dir, "inner.jsonl")
 			for _, env := range [][]string{{"env"}, {"env", "-u", "PADDOCK_SOCKET"}} {
 				args := append(append([]string{"--"}, env...), bins.paddock, "run", "--log-format", "json", "--journal", inner, "--",
-					"bash", "-c", "kill -KILL "+itoa(f.pid())+"; echo rc=$?")
+					"bash", "-c", "kill -KILL "+itoa(f.Pid())+"; echo rc=$?")
 				r := b.runPaddock(t, args...)
-				if !f.alive(t) {
+				if !f.Alive(t) {
 					t.Fatalf("%v: foreign process died\n%s", env, r)
 				}
 				if r.code != 2 || strings.Contains(r.stdout, "rc=") {
@@ -101,7 +101,7 @@ func TestPaddockUnderPaddock(t *testing.T) {
 func oneCPU(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	script := "sleep 30 & kill $!; echo owned=$?; kill " + itoa(f.pid()) + " 2>/dev/null; echo foreign=$?"
+	script := "sleep 30 & kill $!; echo owned=$?; kill " + itoa(f.Pid()) + " 2>/dev/null; echo foreign=$?"
 	runs := map[string][]string{"GOMAXPROCS=1": {"env", "GOMAXPROCS=1"}}
 	if taskset, err := exec.LookPath("taskset"); err == nil {
 		runs["taskset -c 0"] = []string{taskset, "-c", "0"}
@@ -121,7 +121,7 @@ func oneCPU(t *testing.T, b backend) {
 			t.Errorf("%s: %v\n%s", name, err, out)
 		}
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatal("foreign process died")
 	}
 }

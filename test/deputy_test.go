@@ -74,7 +74,7 @@ func adoptedBehindTheWall(t *testing.T, b backend) {
 	// A group of its own: setsid makes sh lead it (no fork: it is no
 	// group leader yet), and its two sleeps are in it.
 	g := nobodyStart(t, "setsid", "sh", "-c", "sleep 300 & sleep 300 & wait")
-	rp, sp, gp := itoa(r.pid()), itoa(s.pid()), itoa(g.pid())
+	rp, sp, gp := itoa(r.Pid()), itoa(s.Pid()), itoa(g.Pid())
 	script := `P=` + bins.paddock + `
 $P adopt ` + rp + ` --reason "deputy test" >/dev/null && $P adopt ` + sp + ` --reason "deputy test" >/dev/null && echo adopted
 echo "sender=$$"

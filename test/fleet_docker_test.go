@@ -272,7 +272,7 @@ func TestFleetDocker(t *testing.T) {
 	f := newFleet(t)
 	d := newDocker(t, f)
 	node := startForeign(t, "sleep", "300")
-	nodePid := itoa(node.pid())
+	nodePid := itoa(node.Pid())
 	recordsOf := func(id string) []map[string]any {
 		var rs []map[string]any
 		for _, r := range f.records() {
@@ -298,7 +298,7 @@ func TestFleetDocker(t *testing.T) {
 		if want := "paddock refused kill(SIGKILL) of pid " + nodePid + " (sleep)"; !strings.Contains(errb, want) {
 			t.Errorf("docker's stderr lacks paddock's message %q\n%s", want, errb)
 		}
-		if !node.alive(t) {
+		if !node.Alive(t) {
 			t.Fatal("the node's process died")
 		}
 		id := d.id(cid)
@@ -319,7 +319,7 @@ func TestFleetDocker(t *testing.T) {
 		if !strings.Contains(errb, "listenerPath is not set") {
 			t.Errorf("want runc's \"listenerPath is not set\" on docker's stderr (did Docker start passing listenerPath? then the wrapper is not needed)\n%s", errb)
 		}
-		if strings.Contains(out, "ran") || !node.alive(t) {
+		if strings.Contains(out, "ran") || !node.Alive(t) {
 			t.Errorf("the container ran, or the node's process died\n%s", out)
 		}
 	})

@@ -291,9 +291,9 @@ kill -0 1; echo probe=$?`)
 			t.Run("hostPID", func(t *testing.T) {
 				p.t = t
 				node := startForeign(t, "sleep", "300")
-				out, errb := p.run("hostpid", "kill -TERM "+itoa(node.pid())+"; echo node=$?; sleep 100 & kill $!; echo own=$?", "--pid", "host")
+				out, errb := p.run("hostpid", "kill -TERM "+itoa(node.Pid())+"; echo node=$?; sleep 100 & kill $!; echo own=$?", "--pid", "host")
 				wantLines(t, out+errb, strings.Split(out, "\n"), "node=1", "own=0")
-				if !node.alive(t) {
+				if !node.Alive(t) {
 					t.Error("the node's process died")
 				}
 			})

@@ -402,7 +402,7 @@ func TestFleetRootlessPodman(t *testing.T) {
 			foreign := startForeign(t, "setpriv", "--reuid="+itoa(r.uid), "--regid="+itoa(r.gid), "--init-groups", "sleep", "300")
 			t.Run("own", func(t *testing.T) {
 				r.t = t
-				out, errb := r.run("own", fleetScript+"\nkill -TERM "+itoa(foreign.pid())+"; echo foreign=$?")
+				out, errb := r.run("own", fleetScript+"\nkill -TERM "+itoa(foreign.Pid())+"; echo foreign=$?")
 				wantLines(t, out+errb, strings.Split(out, "\n"), "own=0", "lifeline=1", "probe=0", "foreign=1")
 				if !strings.Contains(errb, "it is the container's first process") {
 					t.Errorf("the container's stderr lacks paddock's message\n%s\nagent:\n%s", errb, readFile(r.logPath))
@@ -410,7 +410,7 @@ func TestFleetRootlessPodman(t *testing.T) {
 				if n := r.records("own", "signal_denied", -1); n != 1 {
 					t.Errorf("want one signal_denied record of the container, got %d\n%s", n, readFile(r.journal))
 				}
-				if !foreign.alive(t) {
+				if !foreign.Alive(t) {
 					t.Error("the user's process outside the container died")
 				}
 			})
@@ -419,7 +419,7 @@ func TestFleetRootlessPodman(t *testing.T) {
 				r.run("exec", "sleep 600", "-d")
 				out, errb, err := r.output("exec", "exec", "sh", "-c", `sleep 100 & kill $!; echo own=$?
 (kill -9 $$; echo exec-lifeline=$?)
-kill -TERM `+itoa(foreign.pid())+`; echo foreign=$?`)
+kill -TERM `+itoa(foreign.Pid())+`; echo foreign=$?`)
 				if err != nil {
 					t.Fatalf("podman exec: %v\n%s%s\nagent:\n%s", err, out, errb, readFile(r.logPath))
 				}
@@ -427,7 +427,7 @@ kill -TERM `+itoa(foreign.pid())+`; echo foreign=$?`)
 				if n := r.records("exec", "signal_denied", -1); n != 1 {
 					t.Errorf("want one signal_denied record of the exec session, got %d\n%s", n, readFile(r.journal))
 				}
-				if !foreign.alive(t) {
+				if !foreign.Alive(t) {
 					t.Error("the user's process outside the container died")
 				}
 			})
@@ -453,7 +453,7 @@ kill -0 1; echo probe=$?`, "--init")
 				r.t = t
 				r.run("hpexec", "sleep 600", "-d", "--pid", "host")
 				out, errb, err := r.output("exec", "hpexec", "sh", "-c", `sleep 100 & echo child=$!; kill $!; echo own=$?
-kill -TERM `+itoa(foreign.pid())+`; echo foreign=$?`)
+kill -TERM `+itoa(foreign.Pid())+`; echo foreign=$?`)
 				if err != nil {
 					t.Fatalf("podman exec: %v\n%s%s\nagent:\n%s", err, out, errb, readFile(r.logPath))
 				}
@@ -466,7 +466,7 @@ kill -TERM `+itoa(foreign.pid())+`; echo foreign=$?`)
 				// kill is refused too (fail closed; docs/fleet.md).
 				own := map[string]string{"runc": "own=0", "crun": "own=1"}[runtime]
 				wantLines(t, out+errb, lines, own, "foreign=1")
-				if !foreign.alive(t) {
+				if !foreign.Alive(t) {
 					t.Errorf("the user's process outside the container died\nagent:\n%s", readFile(r.logPath))
 				}
 				if t.Failed() {
@@ -485,16 +485,16 @@ kill -TERM `+itoa(foreign.pid())+`; echo foreign=$?`)
 			})
 			t.Run("hostPID", func(t *testing.T) {
 				r.t = t
-				out, errb := r.run("hostpid", "kill -TERM "+itoa(foreign.pid())+"; echo foreign=$?; sleep 100 & kill $!; echo own=$?", "--pid", "host")
+				out, errb := r.run("hostpid", "kill -TERM "+itoa(foreign.Pid())+"; echo foreign=$?; sleep 100 & kill $!; echo own=$?", "--pid", "host")
 				wantLines(t, out+errb, strings.Split(out, "\n"), "foreign=1", "own=0")
-				if !foreign.alive(t) {
+				if !foreign.Alive(t) {
 					t.Errorf("the user's process outside the container died\nagent:\n%s", readFile(r.logPath))
 				}
 				if !strings.Contains(errb, "paddock refused") {
 					t.Errorf("the container's stderr lacks paddock's message\n%s", errb)
 				}
-				if n := r.records("hostpid", "signal_denied", foreign.pid()); n != 1 {
-					t.Errorf("want one signal_denied record of the kill of pid %d, got %d\n%s", foreign.pid(), n, readFile(r.journal))
+				if n := r.records("hostpid", "signal_denied", foreign.Pid()); n != 1 {
+					t.Errorf("want one signal_denied record of the kill of pid %d, got %d\n%s", foreign.Pid(), n, readFile(r.journal))
 				}
 			})
 		})

@@ -259,12 +259,12 @@ func TestFleetContainer(t *testing.T) {
 func TestFleetHostPID(t *testing.T) {
 	f := newFleet(t)
 	node := startForeign(t, "sleep", "300")
-	out, errOut := f.run("hp", "kill -TERM "+itoa(node.pid())+"; echo node=$?; sleep 100 & kill $!; echo own=$?", true)
+	out, errOut := f.run("hp", "kill -TERM "+itoa(node.Pid())+"; echo node=$?; sleep 100 & kill $!; echo own=$?", true)
 	wantLines(t, out+errOut, strings.Split(out, "\n"), "node=1", "own=0")
 	if !strings.Contains(errOut, "is not owned by this session") {
 		t.Errorf("the container's stderr lacks paddock's message\n%s", errOut)
 	}
-	if !node.alive(t) {
+	if !node.Alive(t) {
 		t.Error("the node's process died")
 	}
 }
@@ -460,7 +460,7 @@ func TestFleetRuntimeWrapper(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	script := "kill -TERM " + itoa(node.pid()) + "; echo node=$?; sleep 100 & kill $!; echo own=$?"
+	script := "kill -TERM " + itoa(node.Pid()) + "; echo node=$?; sleep 100 & kill $!; echo own=$?"
 	plain := f.bundle("plain", script, true)
 	strip(plain)
 	if out, err := exec.Command("runc", "--root", f.state, "run", "--bundle", plain, "plain").CombinedOutput(); err == nil {
@@ -486,7 +486,7 @@ func TestFleetRuntimeWrapper(t *testing.T) {
 		t.Fatalf("the wrapped container ran over a minute\n%s%s", out.String(), errb.String())
 	}
 	wantLines(t, out.String()+errb.String(), strings.Split(out.String(), "\n"), "node=1", "own=0")
-	if !node.alive(t) {
+	if !node.Alive(t) {
 		t.Error("the node's process died")
 	}
 	recs := f.records()

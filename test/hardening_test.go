@@ -22,15 +22,15 @@ import (
 func signalsThroughDescriptors(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	F := itoa(f.pid())
+	F := itoa(f.Pid())
 	r := b.sh(t, `for how in setown setown-ex fiosetown; do echo "$how: $($AGENTHELPER $how `+F+` 9)"; done
 sleep 300 & c=$!
 $AGENTHELPER setown $c 15; wait $c; echo owned=$?
 echo "tiocsti: $($AGENTHELPER tiocsti 0)"
 $AGENTHELPER tiocsig-own-pty 2
 `)
-	if !f.alive(t) {
-		t.Fatalf("foreign process %d died: a descriptor owner let a signal through\n%s", f.pid(), r)
+	if !f.Alive(t) {
+		t.Fatalf("foreign process %d died: a descriptor owner let a signal through\n%s", f.Pid(), r)
 	}
 	for _, want := range []string{"setown: err EPERM", "setown-ex: err EPERM", "fiosetown: err EPERM", "owned=143",
 		"tiocsti: err EPERM", "child: signal: interrupt"} {
@@ -45,12 +45,12 @@ $AGENTHELPER tiocsig-own-pty 2
 	}
 	n := 0
 	for _, rec := range r.records(t) {
-		if rec["action"] == "signal_denied" && rec["target"] == float64(f.pid()) && (rec["syscall"] == "fcntl" || rec["syscall"] == "ioctl") {
+		if rec["action"] == "signal_denied" && rec["target"] == float64(f.Pid()) && (rec["syscall"] == "fcntl" || rec["syscall"] == "ioctl") {
 			n++
 		}
 	}
 	if n != 3 {
-		t.Errorf("want 3 journal records of descriptor-owner refusals aimed at %d, got %d:\n%s", f.pid(), n, r.journal)
+		t.Errorf("want 3 journal records of descriptor-owner refusals aimed at %d, got %d:\n%s", f.Pid(), n, r.journal)
 	}
 }
 
@@ -70,11 +70,11 @@ func forkStormWhileSignalling(t *testing.T, b backend) {
 for ((i = 0; i < `+itoa(n)+`; i++)); do
 	sleep 30 &
 	if kill -TERM $! 2>/dev/null; then ok=$((ok+1)); else bad=$((bad+1)); fi
-	if kill -TERM `+itoa(f.pid())+` 2>/dev/null; then wrong=$((wrong+1)); else refused=$((refused+1)); fi
+	if kill -TERM `+itoa(f.Pid())+` 2>/dev/null; then wrong=$((wrong+1)); else refused=$((refused+1)); fi
 done
 wait
 echo "ok=$ok bad=$bad refused=$refused wrong=$wrong"`)
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatalf("foreign process died during the storm\n%s", r)
 	}
 	want := "ok=" + itoa(n) + " bad=0 refused=" + itoa(n) + " wrong=0"
@@ -83,7 +83,7 @@ echo "ok=$ok bad=$bad refused=$refused wrong=$wrong"`)
 	}
 	denied := 0
 	for _, rec := range r.records(t) {
-		if rec["action"] == "signal_denied" && rec["target"] == float64(f.pid()) {
+		if rec["action"] == "signal_denied" && rec["target"] == float64(f.Pid()) {
 			denied++
 		}
 	}
@@ -186,7 +186,7 @@ kill -TERM $c; echo "rc=$?"`)
 			t.Skipf("needs to write %s to reuse a pid on purpose: %v", lastPid, err)
 		}
 		p := startForeign(t, "sleep", "300")
-		if p.pid() == pid {
+		if p.Pid() == pid {
 			f = p
 		}
 	}
@@ -197,7 +197,7 @@ kill -TERM $c; echo "rc=$?"`)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("paddock: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatalf("foreign process %d, which reused the pid of the agent's reaped child, was killed\nstdout:\n%s\nstderr:\n%s", pid, out.String(), errb.String())
 	}
 	if !strings.Contains(out.String(), "rc=1") || !strings.Contains(errb.String(), "paddock refused kill(SIGTERM) of pid "+itoa(pid)) {

@@ -157,49 +157,14 @@ func (b backend) require(t *testing.T) {
 	featuretest.Require(t, features.IDUserNotif)
 }
 
-// proc is a process the test started, with a way to tell whether it is still alive.
-type proc struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
+// proc is a process the test started, with a way to tell whether it is
+// still alive (proctest.Proc).
+type proc = proctest.Proc
 
 // startForeign starts a process outside paddock; the test kills it at the end.
 func startForeign(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(name, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start foreign %s: %v", name, err)
-	}
-	p := &proc{cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-	})
-	return p
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-// alive reports whether the process is still running and nothing has
-// doomed it (proctest.Alive): not reaped, not a zombie, not exiting, no
-// fatal signal pending. A check right after the agent's attempts on it
-// cannot pass on a process a signal got through to that has not died yet.
-func (p *proc) alive(t *testing.T) bool {
-	t.Helper()
-	select {
-	case <-p.exited:
-		return false
-	default:
-	}
-	alive := proctest.Alive(t, p.pid())
-	select {
-	case <-p.exited:
-		// Reaped meanwhile: what was read may be another process's.
-		return false
-	default:
-		return alive
-	}
+	return proctest.Start(t, exec.Command(name, args...))
 }
 
 // result is what one paddock run produced.

@@ -85,7 +85,7 @@ func leftoversCleanedAfterGrace(t *testing.T, b backend) {
 	f := startForeign(t, "sleep", "300")
 	script := `sleep 300 & echo $! >> ` + pids + `
 sh -c 'trap "" TERM; : > ` + ready + `; while :; do sleep 0.05; done' & echo $! >> ` + pids + `
-$PADDOCK_BIN adopt ` + itoa(f.pid()) + ` --reason "not ours to clean up" > /dev/null
+$PADDOCK_BIN adopt ` + itoa(f.Pid()) + ` --reason "not ours to clean up" > /dev/null
 until [ -e ` + ready + ` ]; do sleep 0.01; done`
 	start := time.Now()
 	r := b.runPaddock(t, "--grace", "1s", "--", "bash", "-c", script)
@@ -113,7 +113,7 @@ until [ -e ` + ready + ` ]; do sleep 0.01; done`
 	if !strings.Contains(r.stderr, "cleaned up the processes the agent left running") || !strings.Contains(r.stderr, `"killed":`) || strings.Contains(r.stderr, `"killed":0`) {
 		t.Errorf("want a cleanup log line with at least one process killed after the grace period:\n%s", r.stderr)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatal("the adopted (foreign) process was cleaned up")
 	}
 

@@ -36,7 +36,7 @@ func TestJournalLockHeldByAgent(t *testing.T) {
 			dir := nobodyDir(t)
 			j := filepath.Join(dir, "j.jsonl")
 			victim := nobodyStart(t, "sleep", "300")
-			V := itoa(victim.pid())
+			V := itoa(victim.Pid())
 			// The adoption's client gets no copy of descriptor 9: the
 			// shell alone holds the lock (a copy would be named too).
 			script := `exec 9>>` + j + `; flock -x 9; echo "holder=$$"
@@ -58,7 +58,7 @@ wait $a; echo "adopt=$?"
 					holder = h
 				}
 			}
-			if !victim.alive(t) {
+			if !victim.Alive(t) {
 				t.Fatalf("the agent killed pid %s while its adoption waited for the journal's lock\n%s", V, out)
 			}
 			if slices.Contains(lines, "gave-up") {
@@ -79,7 +79,7 @@ wait $a; echo "adopt=$?"
 			// stops at start, naming it, instead of hanging.
 			holderProc := nobodyStart(t, "flock", "-x", j, "sleep", "300")
 			waitFor(t, "flock(1) to hold the journal's lock", func() bool {
-				return strings.Contains(lockLines(t, j), "FLOCK  ADVISORY  WRITE "+itoa(holderProc.pid())+" ")
+				return strings.Contains(lockLines(t, j), "FLOCK  ADVISORY  WRITE "+itoa(holderProc.Pid())+" ")
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -90,8 +90,8 @@ wait $a; echo "adopt=$?"
 			if ctx.Err() != nil {
 				t.Fatalf("paddock run hung at start while another process held the journal's lock\n%s", start)
 			}
-			if err == nil || !strings.Contains(string(start), "lock: held by pid "+itoa(holderProc.pid())+` ("flock")`) {
-				t.Fatalf("paddock run with the journal's lock held: %v, want it to stop naming flock (pid %d)\n%s", err, holderProc.pid(), start)
+			if err == nil || !strings.Contains(string(start), "lock: held by pid "+itoa(holderProc.Pid())+` ("flock")`) {
+				t.Fatalf("paddock run with the journal's lock held: %v, want it to stop naming flock (pid %d)\n%s", err, holderProc.Pid(), start)
 			}
 		})
 	}
@@ -131,7 +131,7 @@ func TestJournalRewrittenByAgent(t *testing.T) {
 	dir := nobodyDir(t)
 	j := filepath.Join(dir, "j.jsonl")
 	victim := nobodyStart(t, "sleep", "300")
-	V := itoa(victim.pid())
+	V := itoa(victim.Pid())
 	rechain := `import hashlib, json, sys
 p = sys.argv[1]
 out, prev = [], "0" * 64

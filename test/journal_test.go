@@ -71,7 +71,7 @@ func TestJournalPlantedLinks(t *testing.T) {
 			script := `J='` + jpath + `' T='` + target + `'
 ln -sf "$T" "$J" 2>/dev/null && echo swapped=yes || echo swapped=no
 ln -s "$T" "$J.new" && mv -f "$J.new" "$J" 2>/dev/null && echo replaced=yes || echo replaced=no
-kill -TERM ` + itoa(f.pid()) + ` 2>/dev/null; echo kill=$?`
+kill -TERM ` + itoa(f.Pid()) + ` 2>/dev/null; echo kill=$?`
 			r := b.runPaddock(t, "--journal", jpath, "--",
 				"setpriv", "--reuid="+itoa(agentUID), "--regid="+itoa(agentUID), "--clear-groups", "sh", "-c", script)
 			if got, _ := os.ReadFile(target); string(got) != precious {
@@ -95,7 +95,7 @@ kill -TERM ` + itoa(f.pid()) + ` 2>/dev/null; echo kill=$?`
 			// The refusal is in the journal, in an intact chain.
 			b, _ := os.ReadFile(jpath)
 			r.journal = string(b)
-			if rec := r.denial(t, f.pid()); rec["rule"] != "not_owned" {
+			if rec := r.denial(t, f.Pid()); rec["rule"] != "not_owned" {
 				t.Errorf("refusal record %v, want rule not_owned", rec)
 			}
 			v, err := journal.Verify(jpath, "")
@@ -132,7 +132,7 @@ func TestJournalConcurrentSessionsVerify(t *testing.T) {
 	for i := 0; i < sessions; i++ {
 		go func() {
 			cmd := exec.Command(bins.paddock, "run", "--journal", path, "--log-level", "error", "--",
-				"bash", "-c", "for i in 1 2 3; do kill -TERM "+itoa(f.pid())+" 2>/dev/null; done; true")
+				"bash", "-c", "for i in 1 2 3; do kill -TERM "+itoa(f.Pid())+" 2>/dev/null; done; true")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				err = fmt.Errorf("%v: %s", err, out)
@@ -145,7 +145,7 @@ func TestJournalConcurrentSessionsVerify(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatal("the foreign process was killed")
 	}
 	if n := strings.Count(readFile(path), `"action":"signal_denied"`); n != 3*sessions {
@@ -169,7 +169,7 @@ func TestJournalSessions(t *testing.T) {
 	ids := make([]string, 2)
 	for i := range ids {
 		out, err := exec.Command(bins.paddock, "run", "--journal", path, "--log-format", "json", "--",
-			"bash", "-c", "kill -TERM "+itoa(f.pid())+" 2>/dev/null; true").CombinedOutput()
+			"bash", "-c", "kill -TERM "+itoa(f.Pid())+" 2>/dev/null; true").CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}

@@ -22,7 +22,7 @@ func kernelWallKeepsProcMemClosed(t *testing.T, b backend) {
 	}
 	dir := nobodyDir(t)
 	f := nobodyStart(t, "sleep", "300")
-	fp := itoa(f.pid())
+	fp := itoa(f.Pid())
 	script := `exec 3<>/proc/` + fp + `/mem && echo foreign-mem=open || echo foreign-mem=closed
 sleep 300 & c=$!
 exec 4<>/proc/$c/mem && echo own-mem=open
@@ -33,7 +33,7 @@ kill -0 ` + fp + ` && echo probe=ok`
 	if !strings.Contains(out, "kernel_wall=\"landlock:") {
 		t.Errorf("the start's details do not say the kernel's wall is up\n%s", out)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }
@@ -58,7 +58,7 @@ func kernelWallBehindForcedAllow(t *testing.T, b backend) {
 	}
 	dir := nobodyDir(t)
 	f := nobodyStart(t, "sleep", "300")
-	fp := itoa(f.pid())
+	fp := itoa(f.Pid())
 	script := `echo "attach=$($AGENTHELPER ptrace-attach ` + fp + `)"
 echo "getfd=$($AGENTHELPER pidfd-getfd ` + fp + ` 0)"
 exec 3<>/proc/` + fp + `/mem && echo mem=open || echo mem=closed
@@ -74,7 +74,7 @@ echo "probe=$($AGENTHELPER kill ` + fp + ` 0)"`
 	if !strings.Contains(out, "TEST BUILD (paddock_forceallow)") {
 		t.Errorf("the start's details do not say the decisions are forced\n%s", out)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }

@@ -36,7 +36,7 @@ func TestKeptLeftoverSaysWhy(t *testing.T) {
 	// The leftover says it is up (the agent waits for that before it
 	// exits), then waits for the test, after paddock has exited.
 	script := `cd ` + dir + `; setsid sh -c 'echo $$ > pid; echo up > up; read x < go
-kill -TERM ` + itoa(f.pid()) + `; echo "kill=$?"
+kill -TERM ` + itoa(f.Pid()) + `; echo "kill=$?"
 sleep 1 & echo "bg=$?"; wait; echo done' </dev/null >out 2>err &
 read y < up`
 	backend("seccomp").nobodyRun(t, bins.paddock, dir, script, "--keep-orphans")
@@ -98,18 +98,18 @@ read y < up`
 	if !strings.Contains(out, "kill=1") || !strings.Contains(out, "bg=0") {
 		t.Errorf("the leftover's own report: %q, want kill=1 (refused) and its background job started", out)
 	}
-	want := "paddock refused kill(SIGTERM) of pid " + itoa(f.pid()) + " from pid " + pid + " (sh): it was left running by paddock session"
+	want := "paddock refused kill(SIGTERM) of pid " + itoa(f.Pid()) + " from pid " + pid + " (sh): it was left running by paddock session"
 	if !strings.Contains(stderr, want) {
 		t.Errorf("the leftover's stderr lacks %q:\n%s", want, stderr)
 	}
 	if n := strings.Count(stderr, "paddock refused execve"); n != 1 {
 		t.Errorf("the leftover's `sleep 1 &` got %d exec refusals on its stderr, want 1 (one command, one refusal):\n%s", n, stderr)
 	}
-	if !f.alive(t) {
-		t.Fatalf("foreign process %d died", f.pid())
+	if !f.Alive(t) {
+		t.Fatalf("foreign process %d died", f.Pid())
 	}
 	j := readFile(filepath.Join(dir, "j.jsonl"))
-	if !strings.Contains(j, `"rule":"session_ended"`) || !strings.Contains(j, `"target":`+itoa(f.pid())) {
-		t.Errorf("the journal lacks the keeper's refusal of the kill of %d:\n%s", f.pid(), j)
+	if !strings.Contains(j, `"rule":"session_ended"`) || !strings.Contains(j, `"target":`+itoa(f.Pid())) {
+		t.Errorf("the journal lacks the keeper's refusal of the kill of %d:\n%s", f.Pid(), j)
 	}
 }

@@ -23,7 +23,7 @@ func refusalMessage(pid int) string {
 func messageThroughHarnessPipes(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	kill := "kill -TERM " + itoa(f.pid())
+	kill := "kill -TERM " + itoa(f.Pid())
 	harnesses := []struct{ name, tool, script string }{
 		{"node child_process", "node", `const cp = require("child_process");
 const c = cp.spawn("bash", ["-c", "` + kill + `; echo after >&2"], {stdio: ["ignore", "pipe", "pipe"]});
@@ -59,10 +59,10 @@ sys.stdout.write("CAPTURED<<" + data.decode() + ">>\n")`},
 				t.Fatalf("the harness printed nothing captured\n%s", r)
 			}
 			got := r.stdout[i+len("CAPTURED<<") : j]
-			if !strings.Contains(got, refusalMessage(f.pid())) || !strings.Contains(got, "Way out:") || !strings.Contains(got, "after") {
+			if !strings.Contains(got, refusalMessage(f.Pid())) || !strings.Contains(got, "Way out:") || !strings.Contains(got, "after") {
 				t.Fatalf("the child's standard error, as the harness captured it, lacks the whole message: %q\n%s", got, r)
 			}
-			if !f.alive(t) {
+			if !f.Alive(t) {
 				t.Fatal("the foreign process was killed")
 			}
 		})
@@ -76,9 +76,9 @@ func messageInRedirectedFile(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
 	log := filepath.Join(t.TempDir(), "build.log")
-	r := b.sh(t, `exec 2>`+log+`; echo before >&2; kill -TERM `+itoa(f.pid())+`; echo after >&2`)
+	r := b.sh(t, `exec 2>`+log+`; echo before >&2; kill -TERM `+itoa(f.Pid())+`; echo after >&2`)
 	got := readFile(log)
-	before, msg, after := strings.Index(got, "before\n"), strings.Index(got, refusalMessage(f.pid())), strings.Index(got, "after\n")
+	before, msg, after := strings.Index(got, "before\n"), strings.Index(got, refusalMessage(f.Pid())), strings.Index(got, "after\n")
 	if before != 0 || msg < 0 || after < msg {
 		t.Fatalf("the file holds %q; want before, the message, after, in that order\n%s", got, r)
 	}
@@ -98,7 +98,7 @@ func noMessageIntoReadOnlyStderr(t *testing.T, b backend) {
 	if err := os.WriteFile(ro, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := b.sh(t, `exec 2<`+ro+`; kill -TERM `+itoa(f.pid())+`; echo "status $?"`)
+	r := b.sh(t, `exec 2<`+ro+`; kill -TERM `+itoa(f.Pid())+`; echo "status $?"`)
 	if !strings.Contains(r.stdout, "status 1") {
 		t.Fatalf("the kill was not refused\n%s", r)
 	}
@@ -119,7 +119,7 @@ func oneLinePerRefusalOnSharedTerminal(t *testing.T, b backend) {
 		t.Run(name, func(t *testing.T) {
 			f := startForeign(t, "sleep", "300")
 			master, slave := ptytest.Open(t)
-			cmd, journal := b.paddockCmd(t, append(args, "--", "bash", "-c", "kill -TERM "+itoa(f.pid())+"; echo done")...)
+			cmd, journal := b.paddockCmd(t, append(args, "--", "bash", "-c", "kill -TERM "+itoa(f.Pid())+"; echo done")...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -127,7 +127,7 @@ func oneLinePerRefusalOnSharedTerminal(t *testing.T, b backend) {
 			slave.Close()
 			out := readAll(t, master)
 			_ = cmd.Wait()
-			if n := strings.Count(out, refusalMessage(f.pid())); n != 1 || !strings.Contains(out, "done") {
+			if n := strings.Count(out, refusalMessage(f.Pid())); n != 1 || !strings.Contains(out, "done") {
 				t.Fatalf("the terminal shows the refusal %d times, want once:\n%s", n, out)
 			}
 			if !strings.Contains(readFile(journal), `"action":"signal_denied"`) {

@@ -82,7 +82,7 @@ func nestedPidNamesNoForeignProcess(t *testing.T, b backend) {
 		t.Run(sb.name, func(t *testing.T) {
 			requireSandbox(t, sb.argv)
 			f := nobodyStart(t, "sleep", "300")
-			fp := itoa(f.pid())
+			fp := itoa(f.Pid())
 			inner := filepath.Join(dir, "inner-"+sb.name+".sh")
 			script := `P=` + bins.paddock + `
 $P adopt ` + fp + ` --reason "nested namespace test"; echo adopt=$?
@@ -104,7 +104,7 @@ kill -9 ` + fp + ` 2>/dev/null; echo kill=$?
 			if !strings.Contains(out, "no process has pid "+fp+" in the client's PID namespace") {
 				t.Errorf("the adoption's refusal does not say why\n%s", out)
 			}
-			if !f.alive(t) {
+			if !f.Alive(t) {
 				t.Errorf("the foreign process %s died\n%s", fp, out)
 			}
 			if j := readFile(filepath.Join(dir, "j.jsonl")); strings.Contains(j, `"action":"adopted"`) {

@@ -21,14 +21,14 @@ func TestLogEscapesAgentNames(t *testing.T) {
 	f := nobodyStart(t, "sleep", "300")
 	out, _ := b.nobodyRun(t, bins.paddock, dir, `E="$(printf '\033[2Jevil')"
 cp /bin/sh "$HOME/$E"
-"$HOME/$E" -c "kill -TERM `+itoa(f.pid())+`" 2>/dev/null; echo kill=$?`)
+"$HOME/$E" -c "kill -TERM `+itoa(f.Pid())+`" 2>/dev/null; echo kill=$?`)
 	if !strings.Contains(out, "kill=1\n") || !strings.Contains(out, `(\x1b[2Jevil)`) {
 		t.Errorf("the refusal of the evil-named caller is not logged with its name escaped\n%q", out)
 	}
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("a raw escape byte reached paddock's console log\n%q", out)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Error("the foreign process died")
 	}
 }

@@ -659,7 +659,7 @@ func terminalBelongsToTheAgent(t *testing.T, b backend) {
 	f := startForeign(t, "sleep", "300")
 	state := t.TempDir()
 	master, slave := ptytest.Open(t)
-	cmd, journal := b.paddockCmd(t, "--", "bash", "-c", `printf 'TUI-START\n'; kill -TERM `+itoa(f.pid())+`; echo R$((1+1))E; read -r k; echo "got-$k"`)
+	cmd, journal := b.paddockCmd(t, "--", "bash", "-c", `printf 'TUI-START\n'; kill -TERM `+itoa(f.Pid())+`; echo R$((1+1))E; read -r k; echo "got-$k"`)
 	cmd.Env = append(cmd.Env, "XDG_STATE_HOME="+state)
 	p := startCmdOnPty(t, cmd, journal, master, slave)
 	p.expect("R2E")
@@ -671,7 +671,7 @@ func terminalBelongsToTheAgent(t *testing.T, b backend) {
 	if strings.Contains(during, `"component":"paddock"`) || strings.Contains(during, `"level":`) {
 		t.Errorf("while the agent runs, paddock wrote on its terminal:\n%q", during)
 	}
-	if n := strings.Count(during, refusalMessage(f.pid())); n != 1 {
+	if n := strings.Count(during, refusalMessage(f.Pid())); n != 1 {
 		t.Errorf("the terminal shows the refused process's message %d times, want once:\n%q", n, during)
 	}
 	p.send("q\r")
@@ -693,7 +693,7 @@ func terminalBelongsToTheAgent(t *testing.T, b backend) {
 		t.Errorf("paddock wrote more than its closing line on the terminal:\n%q", out)
 	}
 	log := readFile(logs[0])
-	for _, want := range []string{`"message":"agent started"`, `"level":"warn"`, refusalMessage(f.pid()), `"message":"1 refusal (not_owned 1)`} {
+	for _, want := range []string{`"message":"agent started"`, `"level":"warn"`, refusalMessage(f.Pid()), `"message":"1 refusal (not_owned 1)`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %q:\n%s", want, log)
 		}

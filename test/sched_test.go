@@ -34,7 +34,7 @@ func sliceIn(text string) (int64, bool) {
 func customSlices(t *testing.T) int64 {
 	t.Helper()
 	p := startForeign(t, "sleep", "300")
-	path := "/proc/" + itoa(p.pid()) + "/sched"
+	path := "/proc/" + itoa(p.Pid()) + "/sched"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Skipf("needs /proc/PID/sched: %v", err)
@@ -43,12 +43,12 @@ func customSlices(t *testing.T) int64 {
 	if !ok {
 		featuretest.RequireSince(t, features.Version{Major: 6, Minor: 6}, "the EEVDF scheduler", errors.New("no se.slice in "+path))
 	}
-	a, err := unix.SchedGetAttr(p.pid(), 0)
+	a, err := unix.SchedGetAttr(p.Pid(), 0)
 	if err != nil {
 		t.Skipf("needs sched_getattr: %v", err)
 	}
 	a.Runtime, a.Flags = uint64(sched.SupervisorSlice.Nanoseconds()), 0
-	if err := unix.SchedSetAttr(p.pid(), a, 0); err != nil {
+	if err := unix.SchedSetAttr(p.Pid(), a, 0); err != nil {
 		t.Skipf("needs sched_setattr: %v", err)
 	}
 	b, _ = os.ReadFile(path)

@@ -51,9 +51,9 @@ except PermissionError as e:
 				}
 			}
 			f := startForeign(t, "sleep", "300")
-			r := b.sh(t, "F="+itoa(f.pid())+"; "+tc.script)
-			if !f.alive(t) {
-				t.Fatalf("foreign process %d died\n%s", f.pid(), r)
+			r := b.sh(t, "F="+itoa(f.Pid())+"; "+tc.script)
+			if !f.Alive(t) {
+				t.Fatalf("foreign process %d died\n%s", f.Pid(), r)
 			}
 			if !strings.Contains(r.stdout, tc.stdout) {
 				t.Errorf("agent output lacks %q\n%s", tc.stdout, r)
@@ -63,7 +63,7 @@ except PermissionError as e:
 			caller := r.callerStderr()
 			var told string
 			for _, line := range strings.Split(caller, "\n") {
-				if strings.HasPrefix(line, "paddock refused ") && strings.Contains(line, "pid "+itoa(f.pid())+" (sleep)") {
+				if strings.HasPrefix(line, "paddock refused ") && strings.Contains(line, "pid "+itoa(f.Pid())+" (sleep)") {
 					told = line
 					break
 				}
@@ -71,7 +71,7 @@ except PermissionError as e:
 			if told == "" {
 				t.Errorf("the refused process's stderr did not get the message\n%s", r)
 			}
-			for _, want := range []string{"not owned by this session", "paddock adopt " + itoa(f.pid())} {
+			for _, want := range []string{"not owned by this session", "paddock adopt " + itoa(f.Pid())} {
 				if told != "" && !strings.Contains(told, want) {
 					t.Errorf("the caller's message lacks %q: %s", want, told)
 				}
@@ -80,7 +80,7 @@ except PermissionError as e:
 			if i := strings.Index(caller, "Operation not permitted"); tc.name == "bash builtin kill" && told != "" && i >= 0 && i < strings.Index(caller, told) {
 				t.Errorf("the message came after the caller's own error line\n%s", r)
 			}
-			rec := r.denial(t, f.pid())
+			rec := r.denial(t, f.Pid())
 			if rec["syscall"] != tc.sys || rec["rule"] != "not_owned" || !strings.Contains(rec["message"].(string), "not owned by this session") {
 				t.Errorf("journal record = %v; want syscall %s, rule not_owned", rec, tc.sys)
 			}
@@ -98,7 +98,7 @@ except PermissionError as e:
 func signalZeroProbeIsAllowed(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	r := b.sh(t, "kill -0 "+itoa(f.pid())+" && echo probe=ok; $AGENTHELPER pidfd "+itoa(f.pid())+" 0")
+	r := b.sh(t, "kill -0 "+itoa(f.Pid())+" && echo probe=ok; $AGENTHELPER pidfd "+itoa(f.Pid())+" 0")
 	if !strings.Contains(r.stdout, "probe=ok\nok") || r.code != 0 {
 		t.Fatalf("signal 0 probe refused\n%s", r)
 	}
@@ -292,7 +292,7 @@ until read -r c </proc/$o/comm && [ "$c" = sleep ]; do :; done
 pkill -f `+marker+`; echo pkill=$?
 wait $o; echo owned=$?
 echo agent-survived`)
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatalf("foreign process matching the pattern died\n%s", r)
 	}
 	for _, want := range []string{"owned=143", "agent-survived"} {
@@ -303,7 +303,7 @@ echo agent-survived`)
 	if caller := r.callerStderr(); !strings.Contains(caller, "not owned by this session") || !strings.Contains(caller, "critical session lifeline") {
 		t.Errorf("pkill's stderr lacks the refusals for the foreign process and the agent itself\n%s", r)
 	}
-	r.denial(t, f.pid())
+	r.denial(t, f.Pid())
 }
 
 // pkillPastTheMessageBudget: a pkill -f whose pattern matches six foreign
@@ -321,12 +321,12 @@ func pkillPastTheMessageBudget(t *testing.T, b backend) {
 		fs = append(fs, f)
 		// pkill sees no command line in the middle of an exec.
 		waitFor(t, "a foreign process to show the marker", func() bool {
-			return strings.HasPrefix(readFile("/proc/"+itoa(f.pid())+"/cmdline"), marker)
+			return strings.HasPrefix(readFile("/proc/"+itoa(f.Pid())+"/cmdline"), marker)
 		})
 	}
 	r := b.sh(t, `: `+marker+`; pkill -f `+marker+`; echo pkill=$?; echo agent-survived`)
 	for _, f := range fs {
-		if !f.alive(t) {
+		if !f.Alive(t) {
 			t.Fatalf("a foreign process matching the pattern died\n%s", r)
 		}
 	}
@@ -398,13 +398,13 @@ func killallMatchingOwnedAndForeign(t *testing.T, b backend) {
 until [ "$(cat /proc/$o/comm 2>/dev/null)" = `+name+` ]; do sleep 0.01; done
 killall `+name+`; echo killall=$?
 wait $o; echo owned=$?`)
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatalf("foreign process named %s died\n%s", name, r)
 	}
 	if !strings.Contains(r.stdout, "owned=143") {
 		t.Errorf("the owned process was not killed\n%s", r)
 	}
-	r.denial(t, f.pid())
+	r.denial(t, f.Pid())
 }
 
 // killMinusOneInPidNamespace: kill -9 -1 from the agent is refused. It runs
@@ -566,7 +566,7 @@ func supervisorKilledFromOutside(t *testing.T, b backend) {
 	dir := t.TempDir()
 	out, pidfile := filepath.Join(dir, "orphan.out"), filepath.Join(dir, "orphan.pid")
 	cmd, _ := b.paddockCmd(t, "--", "bash", "-c",
-		`(echo $BASHPID > `+pidfile+`; while kill -0 $$ 2>/dev/null; do sleep 0.05; done; kill -TERM `+itoa(f.pid())+` 2>&1; echo rc=$? ) > `+out+` 2>&1 &
+		`(echo $BASHPID > `+pidfile+`; while kill -0 $$ 2>/dev/null; do sleep 0.05; done; kill -TERM `+itoa(f.Pid())+` 2>&1; echo rc=$? ) > `+out+` 2>&1 &
 exec sleep 300`)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -594,7 +594,7 @@ exec sleep 300`)
 		})
 	}
 	said, _ := os.ReadFile(out)
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatalf("foreign process died after the supervisor was killed; orphan said: %s", said)
 	}
 	if strings.Contains(string(said), "rc=0") {
@@ -655,15 +655,15 @@ func i386KillDecidedLikeNative(t *testing.T, b backend) {
 		t.Skipf("needs IA32 emulation reachable through int 0x80; the probe failed here: %v: %.200s", err, out)
 	}
 	f := startForeign(t, "sleep", "300")
-	r := b.sh(t, "$AGENTHELPER int80-kill "+itoa(f.pid())+` 9
+	r := b.sh(t, "$AGENTHELPER int80-kill "+itoa(f.Pid())+` 9
 sleep 300 & c=$!; $AGENTHELPER int80-kill $c 15; wait $c; echo owned=$?`)
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatalf("foreign died to an i386 kill\n%s", r)
 	}
 	if !strings.Contains(r.stdout, "err EPERM") || !strings.Contains(r.stdout, "owned=143") {
 		t.Fatalf("i386 kill not decided like the native one\n%s", r)
 	}
-	if rec := r.denial(t, f.pid()); rec["abi"] != "i386" {
+	if rec := r.denial(t, f.Pid()); rec["abi"] != "i386" {
 		t.Errorf("journal record abi = %v, want i386", rec["abi"])
 	}
 }
@@ -673,8 +673,8 @@ sleep 300 & c=$!; $AGENTHELPER int80-kill $c 15; wait $c; echo owned=$?`)
 func refusalStormIsSummarised(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	r := b.sh(t, "for i in $(seq 50); do kill -TERM "+itoa(f.pid())+"; done; sleep 1.2; kill -TERM "+itoa(f.pid())+"; true")
-	if !f.alive(t) {
+	r := b.sh(t, "for i in $(seq 50); do kill -TERM "+itoa(f.Pid())+"; done; sleep 1.2; kill -TERM "+itoa(f.Pid())+"; true")
+	if !f.Alive(t) {
 		t.Fatal("foreign died")
 	}
 	caller := r.callerStderr()
@@ -753,9 +753,9 @@ rm -f $j
 func shadowListenerRefused(t *testing.T, b backend) {
 	b.require(t)
 	f := startForeign(t, "sleep", "300")
-	r := b.sh(t, "$AGENTHELPER shadow-kill "+itoa(f.pid())+" 9")
-	if !f.alive(t) {
-		t.Fatalf("foreign process %d died: a listener of the agent's own let its kill through\n%s", f.pid(), r)
+	r := b.sh(t, "$AGENTHELPER shadow-kill "+itoa(f.Pid())+" 9")
+	if !f.Alive(t) {
+		t.Fatalf("foreign process %d died: a listener of the agent's own let its kill through\n%s", f.Pid(), r)
 	}
 	if !strings.Contains(r.stdout, "err seccomp(NEW_LISTENER): EBUSY") {
 		t.Errorf("want the listener refused with EBUSY\n%s", r)
@@ -788,7 +788,7 @@ func listenerAfterSupervisorGone(t *testing.T, b backend) {
 	out := filepath.Join(dir, "leftover")
 	// The leftover waits for its parent, the agent root, to exit and for
 	// paddock to exit after it, then tries.
-	script := `(echo $BASHPID > ` + out + `.pid; exec $AGENTHELPER shadow-kill-orphaned $$ ` + itoa(f.pid()) + ` 9 > ` + out + ` 2>&1) &
+	script := `(echo $BASHPID > ` + out + `.pid; exec $AGENTHELPER shadow-kill-orphaned $$ ` + itoa(f.Pid()) + ` 9 > ` + out + ` 2>&1) &
 while [ "$(cat /proc/$!/comm 2>/dev/null)" != agenthelper ]; do sleep 0.01; done
 exit 0`
 	b.nobodyRun(t, bins.paddock, dir, script, "--keep-orphans")
@@ -833,7 +833,7 @@ exit 0`
 			t.Errorf("the leftover's listener: %q, want %q (leftover %q gone before it said anything: %v)", readFile(out), w, leftover, gone && readFile(out) == "")
 		}
 	}
-	if !f.alive(t) {
-		t.Fatalf("foreign process %d died: a leftover's listener let its kill through\n%s", f.pid(), readFile(out))
+	if !f.Alive(t) {
+		t.Fatalf("foreign process %d died: a leftover's listener let its kill through\n%s", f.Pid(), readFile(out))
 	}
 }

@@ -33,7 +33,7 @@ func strictWallSealsProcFiles(t *testing.T, b backend) {
 	requireStrictWall(t)
 	dir := nobodyDir(t)
 	f := nobodyStart(t, "sleep", "300")
-	fp := itoa(f.pid())
+	fp := itoa(f.Pid())
 	adj := "/proc/" + fp + "/oom_score_adj"
 	script := `echo 900 > ` + adj + ` 2>/dev/null && echo foreign-oom=written || echo foreign-oom=refused
 echo 900 > /proc/self/oom_score_adj 2>/dev/null && echo own-oom=written || echo own-oom=refused
@@ -72,7 +72,7 @@ unshare -rm true 2>/dev/null && echo mount=ok || echo mount=refused`
 	if err := os.WriteFile(adj, []byte("0"), 0); err != nil {
 		t.Fatalf("reset %s: %v", adj, err)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }
@@ -117,14 +117,14 @@ func strictWallSealsCgroups(t *testing.T, b backend) {
 		}
 	}
 	f := nobodyStart(t, "sleep", "300")
-	if err := os.WriteFile(filepath.Join(victim, "cgroup.procs"), []byte(itoa(f.pid())), 0); err != nil {
+	if err := os.WriteFile(filepath.Join(victim, "cgroup.procs"), []byte(itoa(f.Pid())), 0); err != nil {
 		t.Fatalf("move the foreign process into %s: %v", victim, err)
 	}
 	script := `echo 1 > ` + victim + `/cgroup.freeze 2>/dev/null && echo freeze=written || echo freeze=refused
 echo 1 > ` + victim + `/cgroup.kill 2>/dev/null && echo kill=written || echo kill=refused`
 	out, lines := b.nobodyRun(t, bins.forceAllow, dir, script, "--strict-wall")
 	wantLines(t, out, lines, "freeze=refused", "kill=refused")
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatalf("the foreign process died under the strict wall\n%s", out)
 	}
 	if frozen := cgroupEvent(t, victim, "frozen"); frozen != "0" {
@@ -136,7 +136,7 @@ echo 1 > ` + victim + `/cgroup.kill 2>/dev/null && echo kill=written || echo kil
 	out, lines = b.nobodyRun(t, bins.forceAllow, dir, script, "--keep-caps")
 	wantLines(t, out, lines, "freeze=written", "kill=written")
 	select {
-	case <-f.exited:
+	case <-f.Exited():
 	case <-time.After(10 * time.Second):
 		t.Errorf("with no wall the foreign process survived cgroup.kill: the test shows nothing\n%s", out)
 	}

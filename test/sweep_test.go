@@ -211,7 +211,7 @@ func TestKilledSessionsLeaveNothing(t *testing.T) {
 	} else {
 		f = startForeign(t, "sleep", "300")
 	}
-	agent := `while :; do kill -TERM ` + itoa(f.pid()) + ` 2>/dev/null; sleep 0.0$((RANDOM % 5 + 1)); done`
+	agent := `while :; do kill -TERM ` + itoa(f.Pid()) + ` 2>/dev/null; sleep 0.0$((RANDOM % 5 + 1)); done`
 	const runs = 21
 	killed := map[int]bool{} // paddock's pid: whether it was killed after its start record was journaled
 	for i := range runs {
@@ -244,7 +244,7 @@ func TestKilledSessionsLeaveNothing(t *testing.T) {
 			t.Fatalf("run %d: paddock (%s) was not killed by the SIGKILL: %v\n%s", i, b, err, readFile(out))
 		}
 		killed[pid] = how != 0 // those two kinds come after the start record
-		if !f.alive(t) {
+		if !f.Alive(t) {
 			t.Fatalf("run %d (%s): the foreign process died", i, b)
 		}
 		noneLeft(t, kv, fmt.Sprintf("run %d (%s, killed %s)", i, b, []string{"at random", "at its agent's fork", "after its start record"}[how]))
@@ -267,7 +267,7 @@ func TestKilledSessionsLeaveNothing(t *testing.T) {
 	if now, _ := os.ReadDir(base); len(now) != 0 {
 		t.Errorf("left in %s after the next paddock run: %v", base, now)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Fatal("the foreign process died")
 	}
 

@@ -81,7 +81,7 @@ func journalCount(t *testing.T, dir, action, want string) int {
 func TestWallProcWrites(t *testing.T) {
 	dir := wallNobody(t)
 	f := nobodyStart(t, "sleep", "300")
-	fp := itoa(f.pid())
+	fp := itoa(f.Pid())
 	script := `echo 700 > /proc/` + fp + `/oom_score_adj; echo redirect=$?
 python3 -c 'import os; os.open("/proc/` + fp + `/oom_score_adj", os.O_WRONLY)' 2>/dev/null; echo open=$?
 python3 -c '
@@ -117,7 +117,7 @@ if command -v bwrap >/dev/null; then bwrap --ro-bind / / --dev /dev --proc /proc
 	if !journalHas(t, dir, "write_denied", "/proc/"+fp+"/oom_score_adj") {
 		t.Errorf("the journal has no write_denied record for the foreign oom_score_adj")
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Error("the foreign process died")
 	}
 }
@@ -295,7 +295,7 @@ func waitForSocket(t *testing.T, sock string, srv *proc) {
 		if _, err := os.Lstat(sock); err == nil {
 			break
 		}
-		if !srv.alive(t) {
+		if !srv.Alive(t) {
 			t.Fatalf("the server of %s exited", sock)
 		}
 		if _, err := unix.Read(in, buf); err != nil && err != unix.EINTR {
@@ -303,7 +303,7 @@ func waitForSocket(t *testing.T, sock string, srv *proc) {
 		}
 	}
 	for !unixListening(sock) {
-		if !srv.alive(t) {
+		if !srv.Alive(t) {
 			t.Fatalf("the server of %s exited", sock)
 		}
 		runtime.Gosched()
@@ -390,11 +390,11 @@ func TestWallCgroupFiles(t *testing.T) {
 		}
 	}
 	f := nobodyStart(t, "sleep", "300")
-	if err := os.WriteFile(filepath.Join(base, "foreign", "cgroup.procs"), []byte(itoa(f.pid())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(base, "foreign", "cgroup.procs"), []byte(itoa(f.Pid())), 0o644); err != nil {
 		t.Skipf("needs to move a process into a test cgroup: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(itoa(f.pid())), 0o644)
+		_ = os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(itoa(f.Pid())), 0o644)
 	})
 	script := `echo 1 > ` + base + `/foreign/cgroup.freeze; echo foreign=$?
 echo 1 > ` + base + `/empty/cgroup.freeze; echo empty=$?`

@@ -85,7 +85,7 @@ func kernelWallRefusalsSeen(t *testing.T, b backend) {
 	llaudittest.Require(t)
 	dir := nobodyDir(t) // and the test binaries opened to nobody
 	f := nobodyStart(t, "sleep", "300")
-	fp := itoa(f.pid())
+	fp := itoa(f.Pid())
 
 	told := filepath.Join(dir, "told")
 	script := `echo "mem=$($AGENTHELPER open-mem ` + fp + `)"
@@ -103,12 +103,12 @@ grep -q "paddock: the kernel refused pid $$ (sh) ptrace-class access to pid ` + 
 	}
 	var seen bool
 	for _, rec := range r.wallRecords(t) {
-		if rec["target"] == float64(f.pid()) && rec["blockers"] == "ptrace" && rec["rule"] == "kernel_wall" && rec["wall"] == "landlock" && rec["target_comm"] == "sleep" {
+		if rec["target"] == float64(f.Pid()) && rec["blockers"] == "ptrace" && rec["rule"] == "kernel_wall" && rec["wall"] == "landlock" && rec["target_comm"] == "sleep" {
 			seen = true
 		}
 	}
 	if !seen {
-		t.Errorf("the journal has no wall_denied record of the ptrace refusal aimed at %d:\n%s\n%s", f.pid(), r.journal, r)
+		t.Errorf("the journal has no wall_denied record of the ptrace refusal aimed at %d:\n%s\n%s", f.Pid(), r.journal, r)
 	}
 	wantCounted(t, r, rep, 1)
 
@@ -118,15 +118,15 @@ grep -q "paddock: the kernel refused pid $$ (sh) ptrace-class access to pid ` + 
 	}
 	seen = false
 	for _, rec := range r.wallRecords(t) {
-		if rec["target"] == float64(f.pid()) && rec["blockers"] == "scope.signal" {
+		if rec["target"] == float64(f.Pid()) && rec["blockers"] == "scope.signal" {
 			seen = true
 		}
 	}
 	if !seen {
-		t.Errorf("the journal has no wall_denied record of the signal scope's refusal aimed at %d:\n%s\n%s", f.pid(), r.journal, r)
+		t.Errorf("the journal has no wall_denied record of the signal scope's refusal aimed at %d:\n%s\n%s", f.Pid(), r.journal, r)
 	}
 	wantCounted(t, r, rep, 1)
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }
@@ -142,7 +142,7 @@ func strictWallRefusalsSeen(t *testing.T, b backend) {
 	llaudittest.Require(t)
 	nobodyDir(t)
 	f := nobodyStart(t, "sleep", "300")
-	fp := itoa(f.pid())
+	fp := itoa(f.Pid())
 	adj := "/proc/" + fp + "/oom_score_adj"
 	script := `echo 900 > ` + adj + ` 2>/dev/null && echo foreign-oom=written || echo foreign-oom=refused
 echo 900 > /proc/self/oom_score_adj 2>/dev/null && echo own-oom=written || echo own-oom=refused`
@@ -171,7 +171,7 @@ echo 900 > /proc/self/oom_score_adj 2>/dev/null && echo own-oom=written || echo 
 	if got := readTrim(t, adj); got != "0" {
 		t.Errorf("the foreign process's oom_score_adj is %s, want 0", got)
 	}
-	if !f.alive(t) {
+	if !f.Alive(t) {
 		t.Errorf("the foreign process died")
 	}
 }

@@ -49,19 +49,17 @@ func claudeCodeKillRefused(t *testing.T) {
 			u := newUser(t)
 			bin := claudeCode(t)
 			f := u.startForeign(t)
-			srv := newModelServer(t, anthropic{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+			srv := newModelServer(t, anthropic{}, shell("kill -TERM "+itoa(f.Pid())), text("all done"))
 			o := u.run(t, session{backend: b, argv: claudePrint(bin, "kill the sleep"), env: claudeEnv(srv)})
 			res := srv.conversed(t, o)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
-			}
-			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+			saidAllDone(t, "Claude Code", o)
+			if want := refusal("SIGTERM", f.Pid()); !strings.Contains(res[0], want) {
 				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
 			}
-			if !o.denied(t, f.pid()) {
-				t.Errorf("the journal has no refusal of pid %d:\n%s", f.pid(), o.journal)
+			if !o.denied(t, f.Pid()) {
+				t.Errorf("the journal has no refusal of pid %d:\n%s", f.Pid(), o.journal)
 			}
-			f.requireAlive(t)
+			requireAlive(t, f)
 		})
 	}
 }
@@ -107,15 +105,13 @@ func claudeCodeSurvivesItsTools(t *testing.T) {
 					srv := newModelServer(t, anthropic{}, shell(c.command(u)), text("all done"))
 					o := u.run(t, session{backend: b, argv: l.wrap(claudePrint(bin, "end yourself, "+u.tag())), env: claudeEnv(srv)})
 					res := srv.conversed(t, o)
-					if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-						t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
-					}
+					saidAllDone(t, "Claude Code", o)
 					for _, w := range c.want {
 						if !strings.Contains(res[0], w) {
 							t.Errorf("the tool result lacks %q:\n%s", w, res[0])
 						}
 					}
-					f.requireAlive(t)
+					requireAlive(t, f)
 				})
 			}
 		}
@@ -133,27 +129,11 @@ func claudeCodeSandbox(t *testing.T) {
 			bin := claudeCode(t)
 			f := u.startForeign(t)
 			u.writeFile(t, ".claude/settings.json", `{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": true}}`)
-			cmd := "readlink /proc/self/ns/pid; sleep 300 & kill $!; echo own=$?; kill -TERM " + itoa(f.pid()) + "; echo foreign=$?"
-			srv := newModelServer(t, anthropic{}, shell(cmd), text("all done"))
+			srv := newModelServer(t, anthropic{}, shell(sandboxKills(f)), text("all done"))
 			o := u.run(t, session{backend: b, argv: claudePrint(bin, "kill your sleep"), env: claudeEnv(srv)})
 			res := srv.conversed(t, o)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
-			}
-			host, err := os.Readlink("/proc/self/ns/pid")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ns, _, _ := strings.Cut(res[0], "\n")
-			if !strings.HasPrefix(ns, "pid:[") || ns == host {
-				t.Fatalf("the command did not run in a PID namespace of the sandbox's own (%q, the host's is %s): is the sandbox on?\n%s\n%v", ns, host, res[0], o)
-			}
-			for _, w := range []string{"\nown=0\n", "\nforeign=1"} {
-				if !strings.Contains(res[0], w) {
-					t.Errorf("the tool result lacks %q:\n%s", w, res[0])
-				}
-			}
-			f.requireAlive(t)
+			saidAllDone(t, "Claude Code", o)
+			checkSandboxKills(t, res[0], o, f)
 		})
 	}
 }
@@ -180,9 +160,7 @@ func claudeCodeTimeout(t *testing.T) {
 			o := u.run(t, session{backend: b, argv: claudePrint(bin, "wait forever"),
 				env: append(claudeEnv(srv), "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1")})
 			res := srv.conversed(t, o)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
-			}
+			saidAllDone(t, "Claude Code", o)
 			if !strings.Contains(res[0], "timed out") {
 				t.Errorf("the tool result does not say the command timed out:\n%s", res[0])
 			}
@@ -218,13 +196,13 @@ func claudeCodeTUI(t *testing.T) {
 			f := u.startForeign(t)
 			u.writeFile(t, ".claude.json", claudeTrusted(u))
 			// One word: the TUI draws spaces as cursor moves.
-			srv := newModelServer(t, anthropic{}, shell("kill -TERM "+itoa(f.pid())), text("finished-ok"))
+			srv := newModelServer(t, anthropic{}, shell("kill -TERM "+itoa(f.Pid())), text("finished-ok"))
 			p := u.startOnPty(t, session{backend: b, env: claudeEnv(srv),
 				argv: []string{bin, "kill the sleep", "--permission-mode", "default", "--allowedTools", "Bash"}}, 40, 120)
 			res := srv.waitResults(t, 1)
 			p.expect("finished-ok")
 			during := plain(p.output())
-			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+			if want := refusal("SIGTERM", f.Pid()); !strings.Contains(res[0], want) {
 				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
 			}
 			if m := paddockLine.FindString(during); m != "" {
@@ -239,7 +217,7 @@ func claudeCodeTUI(t *testing.T) {
 			if n := len(paddockLine.FindAllString(after, -1)); n != 1 || !strings.Contains(after, "paddock: 1 refusal") {
 				t.Errorf("after Claude Code exited, the terminal showed %d lines of paddock's, not its one closing line:\n%s", n, after)
 			}
-			f.requireAlive(t)
+			requireAlive(t, f)
 		})
 	}
 }
@@ -272,9 +250,7 @@ func claudeCodeHook(t *testing.T) {
 			o := u.run(t, session{backend: b, argv: claudePrint(bin, "reboot"),
 				env: append(claudeEnv(srv), "PATH="+stub+":/usr/local/bin:/usr/bin:/bin")})
 			res := srv.conversed(t, o)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("Claude Code did not finish its conversation with the final text:\n%v", o)
-			}
+			saidAllDone(t, "Claude Code", o)
 			// Claude Code's words for a call its hook blocked, then paddock's.
 			if want := "PreToolUse:Bash hook error: "; !strings.HasPrefix(res[0], want) {
 				t.Errorf("the tool result does not start with %q:\n%s", want, res[0])

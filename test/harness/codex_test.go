@@ -97,20 +97,18 @@ func codexKillRefused(t *testing.T) {
 			u := newUser(t)
 			c := codex(t)
 			f := u.startForeign(t)
-			srv := newModelServer(t, responsesDialect{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+			srv := newModelServer(t, responsesDialect{}, shell("kill -TERM "+itoa(f.Pid())), text("all done"))
 			o := u.run(t, session{backend: b, argv: codexExec([]string{c.native}, "danger-full-access", "kill the sleep"), env: codexEnv(t, u, srv)})
 			res := srv.conversed(t, o)
 			t.Logf("tool results: %q", res)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("Codex did not finish its conversation with the final text:\n%v", o)
-			}
-			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+			saidAllDone(t, "Codex", o)
+			if want := refusal("SIGTERM", f.Pid()); !strings.Contains(res[0], want) {
 				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
 			}
-			if !o.denied(t, f.pid()) {
-				t.Errorf("the journal has no refusal of pid %d:\n%s", f.pid(), o.journal)
+			if !o.denied(t, f.Pid()) {
+				t.Errorf("the journal has no refusal of pid %d:\n%s", f.Pid(), o.journal)
 			}
-			f.requireAlive(t)
+			requireAlive(t, f)
 		})
 	}
 }
@@ -159,7 +157,7 @@ func codexLifeline(t *testing.T) {
 						t.Errorf("the tool result of %q has no refusal of the %s launcher in front of Codex:\n%s", commands[0], l, res[0])
 					}
 				}
-				f.requireAlive(t)
+				requireAlive(t, f)
 			})
 		}
 	}
@@ -187,14 +185,12 @@ func codexSandbox(t *testing.T) {
 				}
 				srv := newModelServer(t, responsesDialect{},
 					shell("readlink /proc/self/ns/pid; sleep 300 & kill $! && echo killed-own-child"),
-					shell("kill -TERM "+itoa(f.pid())),
+					shell("kill -TERM "+itoa(f.Pid())),
 					text("all done"))
 				o := u.run(t, session{backend: b, argv: codexExec([]string{c.native}, mode, "kill a child"), env: codexEnv(t, u, srv)})
 				res := srv.conversed(t, o)
 				t.Logf("tool results: %q", res)
-				if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-					t.Errorf("Codex did not finish its conversation with the final text:\n%v", o)
-				}
+				saidAllDone(t, "Codex", o)
 				if ns := pidNS.FindString(res[0]); ns == "" || ns == host {
 					t.Errorf("the command did not run in a PID namespace of its own (the test's is %s):\n%s", host, res[0])
 				}
@@ -202,10 +198,10 @@ func codexSandbox(t *testing.T) {
 					t.Errorf("`sleep 300 & kill $!` did not work in Codex's sandbox:\n%s", res[0])
 				}
 				if strings.Contains(res[1], "exited with code 0") ||
-					!(strings.Contains(res[1], "No such process") || strings.Contains(res[1], refusal("SIGTERM", f.pid()))) {
-					t.Errorf("the kill of the foreign pid %d from Codex's sandbox was neither refused nor ESRCH:\n%s", f.pid(), res[1])
+					!(strings.Contains(res[1], "No such process") || strings.Contains(res[1], refusal("SIGTERM", f.Pid()))) {
+					t.Errorf("the kill of the foreign pid %d from Codex's sandbox was neither refused nor ESRCH:\n%s", f.Pid(), res[1])
 				}
-				f.requireAlive(t)
+				requireAlive(t, f)
 			})
 		}
 	}
@@ -225,7 +221,7 @@ func codexTUI(t *testing.T) {
 			c := codex(t)
 			f := u.startForeign(t)
 			// The TUI draws words apart (cursor moves between them): a final text of one word.
-			srv := newModelServer(t, responsesDialect{}, shell("kill -TERM "+itoa(f.pid())), text("scripted-final-text"))
+			srv := newModelServer(t, responsesDialect{}, shell("kill -TERM "+itoa(f.Pid())), text("scripted-final-text"))
 			codexHome := filepath.Join(u.home, ".codex")
 			t.Cleanup(func() { endLeftovers(t, codexHome) })
 			p := u.startOnPty(t, session{backend: b, argv: []string{c.native, "-s", "danger-full-access", "kill the sleep"}, env: codexEnv(t, u, srv)}, 40, 120)
@@ -237,7 +233,7 @@ func codexTUI(t *testing.T) {
 			if code := p.wait(); code != 0 {
 				t.Errorf("the TUI exited %d after Ctrl-C:\n%s", code, plain(p.output()))
 			}
-			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+			if want := refusal("SIGTERM", f.Pid()); !strings.Contains(res[0], want) {
 				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
 			}
 			if m := paddockLine.FindString(plain(during)); m != "" {
@@ -254,7 +250,7 @@ func codexTUI(t *testing.T) {
 			if left := leftovers(t, codexHome); len(left) > 0 {
 				t.Logf("the session left running (the test ends them): %v", left)
 			}
-			f.requireAlive(t)
+			requireAlive(t, f)
 		})
 	}
 }
@@ -335,9 +331,7 @@ func codexEndsItsCommand(t *testing.T) {
 			o := u.run(t, session{backend: b, argv: codexExec([]string{c.native}, "danger-full-access", "sleep"), env: codexEnv(t, u, srv)})
 			res := srv.conversed(t, o)
 			t.Logf("tool results: %q\nstderr:\n%s", res, o.stderr)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("Codex did not finish its conversation with the final text:\n%v", o)
-			}
+			saidAllDone(t, "Codex", o)
 			if !strings.Contains(res[0], "started") || !strings.Contains(res[0], "session ID") {
 				t.Errorf("the command did not outlive its yield time as a session of Codex's:\n%s", res[0])
 			}

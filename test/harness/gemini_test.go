@@ -3,7 +3,6 @@ package harness
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -180,16 +179,14 @@ func geminiCLITools(t *testing.T) {
 				u := newUser(t)
 				cli := geminiCLI(t)
 				f := u.startForeign(t)
-				srv := newModelServer(t, gemini{}, shell("kill -TERM "+itoa(f.pid())),
+				srv := newModelServer(t, gemini{}, shell("kill -TERM "+itoa(f.Pid())),
 					shell("env pkill -f '"+u.ownPattern("gemini")+"'; echo pkill=$?"), shell("kill -9 $PPID; echo kill=$?"), text("all done"))
 				o := u.run(t, session{backend: b, argv: l.wrap(geminiPrint(cli, "kill the sleep, then yourself, "+u.tag())),
 					env: append(geminiSetUp(t, u, srv, "", ""), l.env...)})
 				res := srv.conversed(t, o)
-				if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-					t.Errorf("Gemini CLI did not finish its conversation with the final text:\n%v", o)
-				}
+				saidAllDone(t, "Gemini CLI", o)
 				for i, want := range [][]string{
-					{refusal("SIGTERM", f.pid())},
+					{refusal("SIGTERM", f.Pid())},
 					{"paddock refused kill(SIGTERM) of pid", "(node)", "the agent itself", "(paddock)", "pkill=1"},
 					{"paddock refused kill(SIGKILL) of pid", "the agent itself", "kill=1"},
 				} {
@@ -203,7 +200,7 @@ func geminiCLITools(t *testing.T) {
 				if n := len(regexp.MustCompile(`paddock refused kill\(SIGTERM\) of pid \d+ \(node\)`).FindAllString(res[1], -1)); n != l.nodes {
 					t.Errorf("pkill's tool result has %d refusals of a node process, Gemini CLI runs %d:\n%s", n, l.nodes, res[1])
 				}
-				f.requireAlive(t)
+				requireAlive(t, f)
 			})
 		}
 	}
@@ -220,28 +217,12 @@ func geminiCLISandbox(t *testing.T) {
 			u := newUser(t)
 			cli := geminiCLI(t)
 			f := u.startForeign(t)
-			cmd := "readlink /proc/self/ns/pid; sleep 300 & kill $!; echo own=$?; kill -TERM " + itoa(f.pid()) + "; echo foreign=$?"
-			srv := newModelServer(t, gemini{}, shell(cmd), text("all done"))
+			srv := newModelServer(t, gemini{}, shell(sandboxKills(f)), text("all done"))
 			o := u.run(t, session{backend: b, argv: geminiPrint(cli, "kill your sleep"),
 				env: geminiSetUp(t, u, srv, `, "toolSandboxing": true`, "")})
 			res := srv.conversed(t, o)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("Gemini CLI did not finish its conversation with the final text:\n%v", o)
-			}
-			host, err := os.Readlink("/proc/self/ns/pid")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ns := regexp.MustCompile(`pid:\[\d+\]`).FindString(res[0])
-			if ns == "" || ns == host {
-				t.Fatalf("the command did not run in a PID namespace of the sandbox's own (%q, the host's is %s): is the sandbox on?\n%s\n%v", ns, host, res[0], o)
-			}
-			for _, w := range []string{"\nown=0\n", "\nforeign=1"} {
-				if !strings.Contains(res[0], w) {
-					t.Errorf("the tool result lacks %q:\n%s", w, res[0])
-				}
-			}
-			f.requireAlive(t)
+			saidAllDone(t, "Gemini CLI", o)
+			checkSandboxKills(t, res[0], o, f)
 		})
 	}
 }
@@ -263,9 +244,7 @@ func geminiCLITimeout(t *testing.T) {
 			o := u.run(t, session{backend: b, argv: geminiPrint(cli, "wait forever"),
 				env: geminiSetUp(t, u, srv, "", `, "inactivityTimeout": 2`)})
 			res := srv.conversed(t, o)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("Gemini CLI did not finish its conversation with the final text:\n%v", o)
-			}
+			saidAllDone(t, "Gemini CLI", o)
 			if !strings.Contains(res[0], "cancelled because it exceeded the timeout") {
 				t.Errorf("the tool result does not say the command timed out:\n%s", res[0])
 			}
@@ -289,13 +268,13 @@ func geminiCLITUI(t *testing.T) {
 			u := newUser(t)
 			cli := geminiCLI(t)
 			f := u.startForeign(t)
-			srv := newModelServer(t, gemini{}, shell("kill -TERM "+itoa(f.pid())), text("finished-ok"))
+			srv := newModelServer(t, gemini{}, shell("kill -TERM "+itoa(f.Pid())), text("finished-ok"))
 			p := u.startOnPty(t, session{backend: b, env: geminiSetUp(t, u, srv, "", ""),
 				argv: []string{"node", cli, "--prompt-interactive", "kill the sleep", "--yolo"}}, 40, 120)
 			res := srv.waitResults(t, 1)
 			p.expect("finished-ok")
 			during := plain(p.output())
-			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+			if want := refusal("SIGTERM", f.Pid()); !strings.Contains(res[0], want) {
 				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
 			}
 			if m := paddockLine.FindString(during); m != "" {
@@ -312,7 +291,7 @@ func geminiCLITUI(t *testing.T) {
 			if n := len(paddockLine.FindAllString(after, -1)); n != 1 || !strings.Contains(after, "paddock: 1 refusal") {
 				t.Errorf("after Gemini CLI exited, the terminal showed %d lines of paddock's, not its one closing line:\n%s", n, after)
 			}
-			f.requireAlive(t)
+			requireAlive(t, f)
 		})
 	}
 }

@@ -8,12 +8,12 @@
 //	u := newUser(t)                 // nobody's home and work dirs; skips unless root
 //	dir := installed(t, "@google/gemini-cli") // the pinned package, installed when missing
 //	f := u.startForeign(t)          // a sleep of the same user, outside paddock
-//	srv := newModelServer(t, gemini{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+//	srv := newModelServer(t, gemini{}, shell("kill -TERM "+itoa(f.Pid())), text("all done"))
 //	o := u.run(t, session{backend: "seccomp", argv: []string{"node", dir + "/bundle/gemini.js", ...},
 //		env: []string{"GOOGLE_GEMINI_BASE_URL=" + srv.url, ...}})
 //	res := srv.conversed(t, o)      // the tool results the harness sent back, one per tool call
-//	if !strings.Contains(res[0], refusal("SIGTERM", f.pid())) { t.Errorf(...) }
-//	f.requireAlive(t)
+//	if !strings.Contains(res[0], refusal("SIGTERM", f.Pid())) { t.Errorf(...) }
+//	requireAlive(t, f)
 //
 // A dialect (anthropic{}, gemini{}, ...) is the model API a server speaks:
 // how it tells the conversation's requests from side requests, reads the
@@ -313,56 +313,56 @@ func asNobody(argv ...string) []string {
 	return append([]string{"setpriv", "--reuid=" + itoa(nobody), "--regid=" + itoa(nobody), "--clear-groups"}, argv...)
 }
 
-// foreign is a process of nobody's started outside paddock: every scenario
-// ends with it alive.
-type foreign struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
 // startForeign starts `sleep 1000` as nobody outside paddock; the test kills it at the end.
-func (u *user) startForeign(t *testing.T) *foreign {
+func (u *user) startForeign(t *testing.T) *proctest.Proc {
 	t.Helper()
 	argv := asNobody("sleep", "1000")
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the foreign sleep: %v", err)
-	}
-	f := &foreign{cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(f.exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-f.exited
-	})
-	return f
+	return proctest.Start(t, exec.Command(argv[0], argv[1:]...))
 }
 
-// pid is the foreign process's pid (setpriv execs sleep: one process).
-func (f *foreign) pid() int { return f.cmd.Process.Pid }
-
-// alive reports whether the foreign process runs and nothing has doomed it
-// (proctest.Alive: no fatal signal pending either).
-func (f *foreign) alive(t *testing.T) bool {
+// saidAllDone fails the test unless the harness (named so in the error)
+// exited 0 having printed the model's final text, "all done".
+func saidAllDone(t *testing.T, harness string, o outcome) {
 	t.Helper()
-	select {
-	case <-f.exited:
-		return false
-	default:
-	}
-	alive := proctest.Alive(t, f.pid())
-	select {
-	case <-f.exited:
-		return false
-	default:
-		return alive
+	if o.code != 0 || !strings.Contains(o.stdout, "all done") {
+		t.Errorf("%s did not finish its conversation with the final text:\n%v", harness, o)
 	}
 }
 
-// requireAlive fails the test when the foreign process did not survive.
-func (f *foreign) requireAlive(t *testing.T) {
+// sandboxKills is the command of the scenarios with a harness's own
+// sandbox on: it names its PID namespace, kills a child of its own, then
+// the foreign process f, and says how each kill went.
+func sandboxKills(f *proctest.Proc) string {
+	return "readlink /proc/self/ns/pid; sleep 300 & kill $!; echo own=$?; kill -TERM " + itoa(f.Pid()) + "; echo foreign=$?"
+}
+
+// checkSandboxKills checks the tool result of sandboxKills in session o:
+// the command ran in a PID namespace that is not the host's (the
+// harness's sandbox was on), killed its own child and failed to kill the
+// foreign process f, which lives.
+func checkSandboxKills(t *testing.T, result string, o outcome, f *proctest.Proc) {
 	t.Helper()
-	if !f.alive(t) {
-		t.Errorf("the foreign sleep (pid %d) of the same user, started outside paddock, did not survive", f.pid())
+	host, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := regexp.MustCompile(`pid:\[\d+\]`).FindString(result)
+	if ns == "" || ns == host {
+		t.Fatalf("the command did not run in a PID namespace of the sandbox's own (%q, the host's is %s): is the sandbox on?\n%s\n%v", ns, host, result, o)
+	}
+	for _, w := range []string{"\nown=0\n", "\nforeign=1"} {
+		if !strings.Contains(result, w) {
+			t.Errorf("the tool result lacks %q:\n%s", w, result)
+		}
+	}
+	requireAlive(t, f)
+}
+
+// requireAlive fails the test when the foreign process f did not survive.
+func requireAlive(t *testing.T, f *proctest.Proc) {
+	t.Helper()
+	if !f.Alive(t) {
+		t.Errorf("the foreign sleep (pid %d) of the same user, started outside paddock, did not survive", f.Pid())
 	}
 }
 

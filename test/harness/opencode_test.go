@@ -106,20 +106,18 @@ func opencodeKillRefused(t *testing.T) {
 			u := newUser(t)
 			bin := opencode(t)
 			f := u.startForeign(t)
-			srv := newModelServer(t, chatDialect{}, shell("kill -TERM "+itoa(f.pid())), text("all done"))
+			srv := newModelServer(t, chatDialect{}, shell("kill -TERM "+itoa(f.Pid())), text("all done"))
 			o := u.run(t, session{backend: b, argv: opencodeRun([]string{bin}, "kill the sleep"), env: opencodeEnv(t, srv)})
 			res := srv.conversed(t, o)
 			t.Logf("tool results: %q", res)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("opencode did not finish its conversation with the final text:\n%v", o)
-			}
-			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+			saidAllDone(t, "opencode", o)
+			if want := refusal("SIGTERM", f.Pid()); !strings.Contains(res[0], want) {
 				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
 			}
-			if !o.denied(t, f.pid()) {
-				t.Errorf("the journal has no refusal of pid %d:\n%s", f.pid(), o.journal)
+			if !o.denied(t, f.Pid()) {
+				t.Errorf("the journal has no refusal of pid %d:\n%s", f.Pid(), o.journal)
 			}
-			f.requireAlive(t)
+			requireAlive(t, f)
 		})
 	}
 }
@@ -156,7 +154,7 @@ func opencodeLifeline(t *testing.T) {
 						t.Errorf("the tool result of %q has no refusal of the sh launcher in front of opencode:\n%s", commands[0], res[0])
 					}
 				}
-				f.requireAlive(t)
+				requireAlive(t, f)
 			})
 		}
 	}
@@ -185,16 +183,14 @@ func opencodeTimeout(t *testing.T) {
 			o := u.run(t, session{backend: b, argv: opencodeRun([]string{bin}, "sleep"), env: opencodeEnv(t, srv)})
 			res := srv.conversed(t, o)
 			t.Logf("tool results: %q", res)
-			if o.code != 0 || !strings.Contains(o.stdout, "all done") {
-				t.Errorf("opencode did not finish its conversation with the final text:\n%v", o)
-			}
+			saidAllDone(t, "opencode", o)
 			if !strings.Contains(res[0], "started") || strings.Contains(res[0], "not-reached") || !strings.Contains(strings.ToLower(res[0]), "timeout") {
 				t.Errorf("the tool result does not say the bash tool's timeout ended the command:\n%s", res[0])
 			}
 			if n := o.refusals(t); n != 0 {
 				t.Errorf("paddock refused %d calls; opencode's timeout signals its own command:\n%s", n, o.journal)
 			}
-			f.requireAlive(t)
+			requireAlive(t, f)
 		})
 	}
 }
@@ -210,7 +206,7 @@ func opencodeTUI(t *testing.T) {
 			u := newUser(t)
 			bin := opencode(t)
 			f := u.startForeign(t)
-			srv := newModelServer(t, chatDialect{}, shell("kill -TERM "+itoa(f.pid())), text("scripted-final-text"))
+			srv := newModelServer(t, chatDialect{}, shell("kill -TERM "+itoa(f.Pid())), text("scripted-final-text"))
 			p := u.startOnPty(t, session{backend: b, argv: []string{bin, "--prompt", "kill the sleep"}, env: opencodeEnv(t, srv)}, 40, 120)
 			res := srv.waitResults(t, 1)
 			expectAnswering(p, `scripted-final-text`)
@@ -219,7 +215,7 @@ func opencodeTUI(t *testing.T) {
 			if code := p.wait(); code != 0 {
 				t.Errorf("the TUI exited %d after Ctrl-C:\n%s", code, plain(p.output()))
 			}
-			if want := refusal("SIGTERM", f.pid()); !strings.Contains(res[0], want) {
+			if want := refusal("SIGTERM", f.Pid()); !strings.Contains(res[0], want) {
 				t.Errorf("the tool result lacks %q:\n%s", want, res[0])
 			}
 			if m := paddockLine.FindString(plain(during)); m != "" {
@@ -229,7 +225,7 @@ func opencodeTUI(t *testing.T) {
 			if n := len(paddockLine.FindAllString(plain(after), -1)); n > 1 {
 				t.Errorf("paddock wrote %d lines of its own on the terminal at exit, not one summary at most:\n%s", n, plain(after))
 			}
-			f.requireAlive(t)
+			requireAlive(t, f)
 		})
 	}
 }

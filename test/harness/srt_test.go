@@ -1,10 +1,7 @@
 package harness
 
 import (
-	"os"
 	"os/exec"
-	"regexp"
-	"strings"
 	"testing"
 )
 
@@ -30,24 +27,11 @@ func TestSandboxRuntime(t *testing.T) {
 			if o.code != 0 || o.refusals(t) != 0 {
 				t.Errorf("paddock run --strict -- srt /bin/true exited %d, %d refusals (want 0, 0):\n%v\n%s", o.code, o.refusals(t), o, o.journal)
 			}
-			script := "readlink /proc/self/ns/pid; sleep 300 & kill $!; echo own=$?; kill -TERM " + itoa(f.pid()) + "; echo foreign=$?"
-			o = u.run(t, session{backend: b, argv: []string{"node", cli, "sh", "-c", script}})
+			o = u.run(t, session{backend: b, argv: []string{"node", cli, "sh", "-c", sandboxKills(f)}})
 			if o.code != 0 {
 				t.Errorf("srt sh -c SCRIPT exited %d, not 0:\n%v", o.code, o)
 			}
-			host, err := os.Readlink("/proc/self/ns/pid")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ns := regexp.MustCompile(`pid:\[\d+\]`).FindString(o.stdout); ns == "" || ns == host {
-				t.Fatalf("srt's command did not run in a PID namespace of its own (%q, the host's is %s):\n%v", ns, host, o)
-			}
-			for _, w := range []string{"\nown=0\n", "\nforeign=1\n"} {
-				if !strings.Contains(o.stdout, w) {
-					t.Errorf("srt's command did not print %q:\n%v", w, o)
-				}
-			}
-			f.requireAlive(t)
+			checkSandboxKills(t, o.stdout, o, f)
 		})
 	}
 }
