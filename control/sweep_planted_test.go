@@ -2,6 +2,7 @@ package control
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -152,5 +153,57 @@ func TestSweepStopsAtMountPoints(t *testing.T) {
 		t.Errorf("swept %+v, want paddock-1 found and left with one error", sw)
 	} else if want := "x: a mount point; left as it is"; !strings.Contains(sw.Errors[0], want) {
 		t.Errorf("the error %q does not say %q", sw.Errors[0], want)
+	}
+}
+
+// A session's own removal of its directory at its end (Close) never goes
+// into a mount point either: a root agent run with --keep-caps may have
+// bind-mounted a directory of the machine's into its session's directory,
+// and what is there is not the session's. (os.RemoveAll, which Close
+// used, removed the files of the directory bind-mounted there.)
+func TestCloseStopsAtMountPoints(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a bind mount, in a mount namespace of the test's own")
+	}
+	base := sockettest.ShortDir(t)
+	t.Setenv("XDG_RUNTIME_DIR", base)
+	victim := sockettest.ShortDir(t)
+	write(t, filepath.Join(victim, "precious"), "keep me")
+	s, err := Listen(Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := filepath.Join(filepath.Dir(s.Path()), "x")
+	mkdir(t, x, 0o700, -1)
+
+	done := make(chan error)
+	go func() {
+		// The mount lives in this thread's own mount namespace, which
+		// ends with the thread: it is never unlocked.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			done <- fmt.Errorf("skip: unshare(CLONE_NEWNS): %w", err)
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			done <- fmt.Errorf("skip: make / private: %w", err)
+			return
+		}
+		if err := unix.Mount(victim, x, "", unix.MS_BIND, ""); err != nil {
+			done <- fmt.Errorf("skip: bind %s: %w", victim, err)
+			return
+		}
+		done <- s.Close()
+	}()
+	err = <-done
+	if err != nil && strings.HasPrefix(err.Error(), "skip:") {
+		_ = s.Close()
+		t.Skip(err)
+	}
+	if _, serr := os.Lstat(filepath.Join(victim, "precious")); serr != nil {
+		t.Errorf("Close removed a file through a bind mount in its session directory: %v", serr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "x: a mount point; left as it is") {
+		t.Errorf("Close: %v, want an error saying x is a mount point left as it is", err)
 	}
 }
