@@ -293,8 +293,8 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 		return d, answer.Refuse(d.Errno)
 	}
 	// On the loop only plain files, directories and /dev/null get here
-	// (wallhere.go): no /dev/tty to look for.
-	if ws := c.w.wall; (ws != nil && ws.strict) || wl.Proc != 0 || (!c.here && isDevTty(res)) {
+	// (wallhere.go): no terminal to look for.
+	if ws := c.w.wall; (ws != nil && ws.strict) || wl.Proc != 0 || (!c.here && isTerminal(res)) {
 		return d, answer.Continue()
 	}
 	fd, err := c.openOnBehalf(res)
@@ -320,15 +320,30 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 	return d, answer.Descriptor(fd, wc.flags&unix.O_CLOEXEC != 0)
 }
 
-// isDevTty reports whether res is /dev/tty (character device 5:0), which
-// opens its opener's controlling terminal: opened by paddock, it would be
-// paddock's (the user's terminal), so the caller opens it itself.
-func isDevTty(res *callerpath.Result) bool {
+// isTerminal reports whether res is a terminal device: /dev/tty, which
+// opens its opener's controlling terminal (opened by paddock, it would be
+// paddock's: the user's terminal), and any other (a pty's slave, a
+// console, a serial line), which becomes the controlling terminal of a
+// session leader without one that opens it (opened by paddock, the
+// caller would not get it: script, expect and a pty's child that opens its
+// slave after setsid lose job control). The caller opens these itself.
+// A terminal is told by its device number: a Unix98 pty slave (majors
+// 136-143, not in sysfs), or a character device of sysfs's tty class.
+func isTerminal(res *callerpath.Result) bool {
 	if res.Fd < 0 {
 		return false
 	}
 	var st unix.Stat_t
-	return unix.Fstat(res.Fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(5, 0)
+	if unix.Fstat(res.Fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return false
+	}
+	major, minor := unix.Major(st.Rdev), unix.Minor(st.Rdev)
+	switch {
+	case major == 5 && minor == 0, major >= 136 && major <= 143:
+		return true
+	}
+	class, err := os.Readlink(fmt.Sprintf("/sys/dev/char/%d:%d/subsystem", major, minor))
+	return err == nil && filepath.Base(class) == "tty"
 }
 
 // decideForced is policy.Decide of c, forced to allow in a test build

@@ -169,6 +169,36 @@ except OSError as e:
     print("fuse=%d" % e.errno)
 `
 
+// TestWallTerminalOpen: a session leader that opens a pty's slave gets it
+// as its controlling terminal, as bare (script, expect and a pty's child
+// that opens its slave after setsid depend on it): the default wall lets
+// an open of a terminal run as its caller made it, where an open carried
+// out by paddock would have made it nobody's (docs/deputies.md).
+func TestWallTerminalOpen(t *testing.T) {
+	dir := wallNobody(t)
+	needTool(t, "python3")
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, `python3 -c '`+cttyByOpen+`'`)
+	wantLines(t, out, lines, "ctty=yes")
+}
+
+// cttyByOpen opens a pty, and in a child of its own session opens the
+// slave by its name; it prints ctty=yes when that made the slave the
+// child's controlling terminal (/proc/self/stat's tty_nr), ctty=no if not.
+const cttyByOpen = `
+import os, pty
+m, s = pty.openpty()
+name = os.ttyname(s)
+os.close(s)
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    fd = os.open(name, os.O_RDWR)
+    tty = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[4])
+    print("ctty=" + ("yes" if tty == os.fstat(fd).st_rdev else "no"), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+`
+
 // TestWallTmux: as an agent inside the user's tmux (TMUX set), against a
 // tmux server of the same user started outside: tmux kill-server and
 // send-keys into the user's pane are refused with paddock's message and
