@@ -294,7 +294,7 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 	}
 	// On the loop only plain files, directories and /dev/null get here
 	// (wallhere.go): no terminal to look for.
-	if ws := c.w.wall; (ws != nil && ws.strict) || wl.Proc != 0 || (!c.here && isTerminal(res)) {
+	if ws := c.w.wall; (ws != nil && ws.strict) || wl.FS == "proc" || (!c.here && isTerminal(res)) {
 		return d, answer.Continue()
 	}
 	fd, err := c.openOnBehalf(res)

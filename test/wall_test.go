@@ -169,6 +169,33 @@ except OSError as e:
     print("fuse=%d" % e.errno)
 `
 
+// TestWallProcSysInNamespace: a write to a sysctl of the agent's own
+// network namespace (unshare -rn, as rootless containers' network setup
+// does) reaches that namespace's sysctl: the default wall lets an open of
+// a /proc file that is no process's run as its caller made it, since the
+// kernel finds a sysctl in its opener's namespaces. Opened by paddock it
+// was paddock's namespace's, the host's: refused to nobody here (EACCES),
+// and for a root agent the host's value was the one written (seen by
+// hand and put back; not tested as root, where a failure would change the
+// machine).
+func TestWallProcSysInNamespace(t *testing.T) {
+	dir := wallNobody(t)
+	host, err := os.ReadFile("/proc/sys/net/ipv4/ping_group_range")
+	if err != nil {
+		t.Skipf("needs /proc/sys/net/ipv4/ping_group_range: %v", err)
+	}
+	script := `unshare -rn true || { echo unshare=failed; exit 0; }
+unshare -rn sh -c 'echo "0 0" > /proc/sys/net/ipv4/ping_group_range && echo set=$(tr "\t" " " < /proc/sys/net/ipv4/ping_group_range)' || echo set=failed`
+	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
+	if slices.Contains(lines, "unshare=failed") {
+		t.Skipf("needs unprivileged user and network namespaces (unshare -rn):\n%s", out)
+	}
+	wantLines(t, out, lines, "set=0 0")
+	if now, err := os.ReadFile("/proc/sys/net/ipv4/ping_group_range"); err != nil || string(now) != string(host) {
+		t.Errorf("the host's ping_group_range is %q (%v), was %q", now, err, host)
+	}
+}
+
 // TestWallTerminalOpen: a session leader that opens a pty's slave gets it
 // as its controlling terminal, as bare (script, expect and a pty's child
 // that opens its slave after setsid depend on it): the default wall lets
