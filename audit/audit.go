@@ -147,11 +147,6 @@ const (
 	// kills, restarts, freezes, reconfigures or disables a systemd unit
 	// the session does not own (package dbusproxy).
 	RuleUnitNotOwned Rule = "unit_not_owned"
-	// RuleFUSEUserNS: an open of the FUSE device (/dev/fuse) by a process
-	// in a user namespace other than paddock's: the default wall would
-	// open it on the caller's behalf, from paddock's namespace, and the
-	// kernel mounts a FUSE device only in its opener's (docs/limits.md).
-	RuleFUSEUserNS Rule = "fuse_user_namespace"
 	// RuleKernelWall: refused by the kernel's wall behind the supervisor
 	// (the agent's Landlock domain), not by a decision of paddock's
 	// (WallDenied).

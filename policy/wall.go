@@ -76,10 +76,6 @@ type Wall struct {
 	// /proc/PID and cgroup files are refused to every process, the agent's
 	// own included, as its Landlock wall refuses them.
 	StrictWall bool
-	// FUSEOtherUserNS says the object is the FUSE device (/dev/fuse) and
-	// the caller is in a user namespace other than paddock's: a FUSE
-	// device opened by paddock is one the kernel will not mount there.
-	FUSEOtherUserNS bool
 }
 
 // decideWall decides a walled call from what the front end found of its
@@ -97,9 +93,6 @@ func decideWall(r Request, w World, d Decision) Decision {
 	case open && wl.StrictWall && (wl.Proc != 0 || wl.FS == "cgroup"):
 		return wallRefuse(r, w, d, audit.RuleStrictWall, fmt.Sprintf(
 			"it is a process's /proc or cgroup file, and this session runs with --strict-wall, which refuses writes to them to every process, the agent's own included. Way out: run without --strict-wall (the default wall refuses only other processes' files)."))
-	case open && wl.FUSEOtherUserNS:
-		return wallRefuse(r, w, d, audit.RuleFUSEUserNS,
-			"it is the FUSE device, and this process is in a user namespace of its own: the default wall opens files for writing on the caller's behalf, from paddock's user namespace, and the kernel mounts a FUSE device only in the namespace it was opened in (the mount would fail with EINVAL), while letting the process open it itself would let it swap what the name reaches after paddock looked. Way out: use what needs no FUSE (podman's native overlay or vfs storage driver), or run this outside paddock (docs/limits.md, \"Rootless containers\").")
 	case open && wl.Proc != 0:
 		return decideProcFile(r, w, d)
 	case open && wl.FS == "cgroup":

@@ -275,8 +275,10 @@ func (c *call) wallOpen() (policy.Decision, answer.Answer) {
 
 // finishOpen decides an open for writing of what res resolved, and carries
 // out what policy allows: an open of paddock's own, handed over; or, behind
-// the strict wall and for a write into a process's own /proc files, the
-// call as its caller made it. Behind the strict wall the kernel refuses
+// the strict wall, for a write into a /proc file (a process's own, or
+// /proc/sys, whose sysctls the kernel finds in the opener's namespaces) and
+// for a character device (isCharDevice), the call as its caller made it.
+// Behind the strict wall the kernel refuses
 // writes to /proc/PID and cgroup files to the agent whatever its memory
 // says by the time the call runs; for a process's own /proc files, the
 // kernel then checks the ptrace-class ones (mem) against the agent's
@@ -293,8 +295,8 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 		return d, answer.Refuse(d.Errno)
 	}
 	// On the loop only plain files, directories and /dev/null get here
-	// (wallhere.go): no terminal to look for.
-	if ws := c.w.wall; (ws != nil && ws.strict) || wl.FS == "proc" || (!c.here && isTerminal(res)) {
+	// (wallhere.go): no device but /dev/null, which sets nothing up.
+	if ws := c.w.wall; (ws != nil && ws.strict) || wl.FS == "proc" || (!c.here && isCharDevice(res)) {
 		return d, answer.Continue()
 	}
 	fd, err := c.openOnBehalf(res)
@@ -320,30 +322,23 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 	return d, answer.Descriptor(fd, wc.flags&unix.O_CLOEXEC != 0)
 }
 
-// isTerminal reports whether res is a terminal device: /dev/tty, which
-// opens its opener's controlling terminal (opened by paddock, it would be
-// paddock's: the user's terminal), and any other (a pty's slave, a
-// console, a serial line), which becomes the controlling terminal of a
-// session leader without one that opens it (opened by paddock, the
-// caller would not get it: script, expect and a pty's child that opens its
-// slave after setsid lose job control). The caller opens these itself.
-// A terminal is told by its device number: a Unix98 pty slave (majors
-// 136-143, not in sysfs), or a character device of sysfs's tty class.
-func isTerminal(res *callerpath.Result) bool {
+// isCharDevice reports whether res is a character device, which the
+// caller opens itself: what a device's open sets up belongs to its opener,
+// so an open of paddock's would give the caller a device set up for
+// paddock. /dev/tty opens its opener's controlling terminal (paddock's is
+// the user's); any other terminal (a pty's slave, a console) becomes the
+// controlling terminal of a session leader without one that opens it
+// (script, expect, a pty's child that opens its slave after setsid);
+// /dev/fuse is mounted only in its opener's user namespace (fuse-overlayfs
+// under unshare -r failed with EINVAL); /dev/net/tun makes its devices in
+// its opener's network namespace; /dev/ptmx finds the devpts instance
+// beside the path it was opened by. None is a file the wall guards.
+func isCharDevice(res *callerpath.Result) bool {
 	if res.Fd < 0 {
 		return false
 	}
 	var st unix.Stat_t
-	if unix.Fstat(res.Fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
-		return false
-	}
-	major, minor := unix.Major(st.Rdev), unix.Minor(st.Rdev)
-	switch {
-	case major == 5 && minor == 0, major >= 136 && major <= 143:
-		return true
-	}
-	class, err := os.Readlink(fmt.Sprintf("/sys/dev/char/%d:%d/subsystem", major, minor))
-	return err == nil && filepath.Base(class) == "tty"
+	return unix.Fstat(res.Fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR
 }
 
 // decideForced is policy.Decide of c, forced to allow in a test build
@@ -454,39 +449,8 @@ func (c *call) wallFacts(res *callerpath.Result) error {
 		}
 		wl.Cgroup, _ = os.Readlink(procfs.FdPath(dir))
 		wl.Members, wl.CgroupErr = cgroupMembers(dir)
-	default:
-		if isFUSEDevice(res) {
-			other, err := c.otherUserNS()
-			if err != nil {
-				return fmt.Errorf("%s is the FUSE device, and the caller's user namespace: %w", wl.Path, err)
-			}
-			wl.FUSEOtherUserNS = other
-		}
 	}
 	return nil
-}
-
-// isFUSEDevice reports whether res is the FUSE device (character device
-// 10:229, /dev/fuse).
-func isFUSEDevice(res *callerpath.Result) bool {
-	if res.Fd < 0 || res.Missing {
-		return false
-	}
-	var st unix.Stat_t
-	return unix.Fstat(res.Fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == unix.Mkdev(10, 229)
-}
-
-// otherUserNS reports whether c's caller is in a user namespace other than
-// paddock's.
-func (c *call) otherUserNS() (bool, error) {
-	var mine, theirs unix.Stat_t
-	if err := unix.Stat(c.w.fs.Root+"/self/ns/user", &mine); err != nil {
-		return false, fmt.Errorf("stat paddock's: %w", err)
-	}
-	if err := unix.Stat(fmt.Sprintf("%s/%d/ns/user", c.w.fs.Root, c.req.Tid), &theirs); err != nil {
-		return false, fmt.Errorf("stat the caller's: %w", err)
-	}
-	return mine.Dev != theirs.Dev || mine.Ino != theirs.Ino, nil
 }
 
 // procHost turns the number n of a /proc/N directory, as the procfs mount

@@ -122,53 +122,6 @@ if command -v bwrap >/dev/null; then bwrap --ro-bind / / --dev /dev --proc /proc
 	}
 }
 
-// TestWallFUSEInUserNamespace: an open of /dev/fuse by a process in a
-// user namespace of its own (unshare -r, as fuse-overlayfs runs there) is
-// refused with paddock's message, not opened on its behalf from paddock's
-// namespace, where the mount that follows would fail with a bare EINVAL
-// (docs/limits.md, "Rootless containers"); in paddock's own namespace the
-// open is carried out as before (here it fails as bare would where
-// /dev/fuse is root's alone).
-func TestWallFUSEInUserNamespace(t *testing.T) {
-	dir := wallNobody(t)
-	needTool(t, "python3")
-	var st unix.Stat_t
-	if err := unix.Stat("/dev/fuse", &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
-		t.Skipf("needs /dev/fuse: %v", err)
-	}
-	// Through bash, as in the session: its PATH lookup passes over what
-	// nobody may not reach.
-	bare, bareErr := asNobody(t, nil, "bash", "-c", "python3 -c '"+fuseOpen+"'")
-	if bareErr != nil {
-		t.Fatalf("open /dev/fuse as nobody, bare: %v\n%s", bareErr, bare)
-	}
-	script := `unshare -rm python3 -c '` + fuseOpen + `' || echo unshare=failed
-python3 -c '` + fuseOpen + `'`
-	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
-	if slices.Contains(lines, "unshare=failed") {
-		t.Skipf("needs unprivileged user namespaces (unshare -r):\n%s", out)
-	}
-	want := strings.TrimSpace(bare)
-	wantLines(t, out, lines, "fuse=1", want)
-	if !strings.Contains(out, "paddock refused openat(/dev/fuse, O_RDWR) from pid ") || !strings.Contains(out, "it is the FUSE device, and this process is in a user namespace of its own") {
-		t.Errorf("no refusal message for the open of /dev/fuse in a user namespace:\n%s", out)
-	}
-	if n := journalCount(t, dir, "write_denied", `"rule":"fuse_user_namespace"`); n != 1 {
-		t.Errorf("%d write_denied records with rule fuse_user_namespace, want 1 (the open in paddock's own namespace is not refused)\n%s", n, readFile(filepath.Join(dir, "j.jsonl")))
-	}
-}
-
-// fuseOpen opens /dev/fuse for reading and writing, as a FUSE file
-// system's mount does, and prints fuse=opened or fuse=ERRNO.
-const fuseOpen = `
-import os
-try:
-    os.open("/dev/fuse", os.O_RDWR)
-    print("fuse=opened")
-except OSError as e:
-    print("fuse=%d" % e.errno)
-`
-
 // TestWallProcSysInNamespace: a write to a sysctl of the agent's own
 // network namespace (unshare -rn, as rootless containers' network setup
 // does) reaches that namespace's sysctl: the default wall lets an open of
