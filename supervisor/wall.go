@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,6 +58,81 @@ type wallState struct {
 	// (package dbusproxy) for process caller, whose environment is env
 	// (abi: the table its connect came through, for the reports).
 	relayBus func(client, bus *net.UnixConn, dep policy.Deputy, caller int, abi string, env []string)
+	// own is paddock's own credentials, which an open or connect it makes
+	// for a caller carries (see asPaddock).
+	own ownCreds
+}
+
+// ownCreds is what the kernel checks an open or a connect against: the
+// filesystem ids, the supplementary groups, the effective capabilities
+// and the user namespace they count in.
+type ownCreds struct {
+	creds  procfs.Creds
+	userNS devIno
+	// privileged says paddock may do what a process of its session may
+	// not (it is root, or holds capabilities); known says creds and
+	// userNS were read.
+	privileged, known bool
+}
+
+// readOwnCreds reads paddock's own credentials (fs: its /proc).
+func readOwnCreds(fs procfs.FS) ownCreds {
+	var o ownCreds
+	c, err := fs.Creds(os.Getpid())
+	if err != nil {
+		o.privileged = true // unknown: as if it could do anything
+		return o
+	}
+	o.creds, o.privileged = c, c.Uid[1] == 0 || c.CapEff != 0
+	ns, err := userNSOf(fs, os.Getpid())
+	o.userNS, o.known = ns, err == nil
+	return o
+}
+
+// userNSOf is the user namespace of process or thread tid.
+func userNSOf(fs procfs.FS, tid int) (devIno, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("%s/%d/ns/user", fs.Root, tid), &st); err != nil {
+		return devIno{}, err
+	}
+	return devIno{st.Dev, st.Ino}, nil
+}
+
+// asPaddock reports whether c's caller may do whatever paddock may in an
+// open or a connect made for it: always where paddock is unprivileged (a
+// process of its session has its user and groups, and may not give them
+// up: no_new_privs); else only where the caller's filesystem ids, groups,
+// effective capabilities and user namespace are paddock's. A root
+// paddock's agent may start a process that drops to another user or
+// drops capabilities (su, setpriv, a daemon), and an open or connect of
+// paddock's would give it root's access; that process's calls run as it
+// made them instead, with its own. Anything not read counts as different.
+func (c *call) asPaddock() bool {
+	own := c.w.wall.own
+	if !own.privileged {
+		return true
+	}
+	if !own.known {
+		return false
+	}
+	cr, err := c.w.fs.Creds(c.req.Tid)
+	if err != nil || cr.Uid[3] != own.creds.Uid[3] || cr.Gid[3] != own.creds.Gid[3] || cr.CapEff != own.creds.CapEff ||
+		!sameSet(cr.Groups, own.creds.Groups) {
+		return false
+	}
+	ns, err := userNSOf(c.w.fs, c.req.Tid)
+	return err == nil && ns == own.userNS
+}
+
+// sameSet reports whether a and b hold the same ids, in any order.
+func sameSet(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -75,6 +151,7 @@ func newWallState(cfg WallConfig, strict bool) *wallState {
 	old := unix.Umask(0o022)
 	unix.Umask(old)
 	ws.umask = uint32(old)
+	ws.own = readOwnCreds(procfs.Default())
 	return ws
 }
 
@@ -297,6 +374,11 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 	// On the loop only plain files, directories and /dev/null get here
 	// (wallhere.go): no device but /dev/null, which sets nothing up.
 	if ws := c.w.wall; (ws != nil && ws.strict) || wl.FS == "proc" || (!c.here && isCharDevice(res)) {
+		return d, answer.Continue()
+	}
+	if ws := c.w.wall; ws != nil && !c.asPaddock() {
+		// A caller with less than paddock's power: its own open, its own
+		// rights (asPaddock).
 		return d, answer.Continue()
 	}
 	fd, err := c.openOnBehalf(res)
@@ -669,6 +751,15 @@ func (c *call) wallConnect() (policy.Decision, answer.Answer) {
 	wc, wl := &c.wall, c.req.Wall
 	sock, err := c.callerFd(wc.sock)
 	unread := errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)
+	if err == nil && !c.asPaddock() {
+		// A caller with less than paddock's power (asPaddock): decided on
+		// what it names, as one whose socket paddock may not take, and
+		// let run, with its own rights; a connect of paddock's would give
+		// it paddock's to the listener (its socket file's permissions,
+		// SO_PEERCRED).
+		unix.Close(sock)
+		unread = true
+	}
 	switch {
 	case unread:
 		// A caller paddock may not take a descriptor from (it made itself

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,6 +147,65 @@ unshare -rn sh -c 'echo "0 0" > /proc/sys/net/ipv4/ping_group_range && echo set=
 	wantLines(t, out, lines, "set=0 0")
 	if now, err := os.ReadFile("/proc/sys/net/ipv4/ping_group_range"); err != nil || string(now) != string(host) {
 		t.Errorf("the host's ping_group_range is %q (%v), was %q", now, err, host)
+	}
+}
+
+// TestWallCallerWithLessPower: under a root paddock, a process of the
+// agent's that dropped to another user (su, setpriv, a daemon) opens and
+// connects with its own rights, not paddock's: its write into a root-only
+// directory and its append to a root-only file fail with EACCES as bare,
+// and its connect to a root-only socket too (checked: the opens went
+// through, as root, before the credential check). A process with
+// paddock's credentials (the root agent itself) is carried out as before.
+func TestWallCallerWithLessPower(t *testing.T) {
+	b := backend("seccomp")
+	b.require(t)
+	featuretest.Require(t, features.IDUserNotif)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a root paddock whose agent starts a process as nobody")
+	}
+	dir := filepath.Join(t.TempDir(), "root-only")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	existing := filepath.Join(dir, "existing")
+	if err := os.WriteFile(existing, []byte("root's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "root.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := os.Chmod(sock, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := b.sh(t, `setpriv --reuid=65534 --regid=65534 --clear-groups bash -c '
+echo x > `+dir+`/new; echo new=$?
+echo y >> `+existing+`; echo existing=$?
+python3 -c "
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(\"`+sock+`\"); print(\"connect=ok\")
+except OSError as e:
+    print(\"connect=%d\" % e.errno)
+"' 2>/dev/null
+echo z > `+dir+`/roots; echo roots=$?`)
+	for _, want := range []string{"new=1", "existing=1", "connect=13", "roots=0"} {
+		if !slices.Contains(strings.Split(r.stdout, "\n"), want) {
+			t.Errorf("output lacks the line %q\n%s", want, r)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Error("nobody's process made a file in a root-only directory")
+	}
+	if b, err := os.ReadFile(existing); err != nil || string(b) != "root's\n" {
+		t.Errorf("the root-only file holds %q (%v), want it as it was", b, err)
 	}
 }
 

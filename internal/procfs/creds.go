@@ -21,7 +21,9 @@ type Creds struct {
 	Uid [4]uint32
 	// Gid is the real, effective, saved and filesystem group id (zero
 	// where the line is missing).
-	Gid    [4]uint32
+	Gid [4]uint32
+	// Groups are the supplementary group ids, as listed.
+	Groups []uint32
 	CapEff uint64
 	// NSpid is the pid in the reader's PID namespace first, the thread's
 	// own namespace last (one entry when they are the same); NSpgid and
@@ -85,6 +87,15 @@ func ParseCreds(b []byte) (Creds, error) {
 				}
 				c.Gid[i] = uint32(g)
 			}
+		}
+	}
+	if v, ok := field(b, "Groups:"); ok {
+		for _, x := range strings.Fields(v) {
+			g, err := strconv.ParseUint(x, 10, 32)
+			if err != nil {
+				return c, fmt.Errorf("Groups %q: %w", truncate([]byte(v)), numError(err))
+			}
+			c.Groups = append(c.Groups, uint32(g))
 		}
 	}
 	c.Umask = 0o022

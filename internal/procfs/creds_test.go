@@ -26,6 +26,9 @@ func TestParseCreds(t *testing.T) {
 		{"CapEff not hex", "Tgid:\t9\nUid:\t1\t2\t3\t4\nCapEff:\tzz\n", Creds{}, `CapEff "zz"`},
 		{"NSpid garbage", "Tgid:\t9\nUid:\t1\t2\t3\t4\nCapEff:\t0\nNSpid:\t9\t-1\n", Creds{}, "NSpid \"9\\t-1\": not a list of ids"},
 		{"no Tgid", "Uid:\t1\t2\t3\t4\n", Creds{}, "no Tgid line"},
+		{"supplementary groups", "Tgid:\t9\nUid:\t1\t1\t1\t1\nGid:\t5\t5\t5\t5\nGroups:\t27 100 \nCapEff:\t0\n", Creds{Tgid: 9, Uid: [4]uint32{1, 1, 1, 1}, Gid: [4]uint32{5, 5, 5, 5}, Groups: []uint32{27, 100}, NSpid: []int{9}}, ""},
+		{"no supplementary groups", "Tgid:\t9\nUid:\t1\t1\t1\t1\nGroups:\t\nCapEff:\t0\n", Creds{Tgid: 9, Uid: [4]uint32{1, 1, 1, 1}, NSpid: []int{9}}, ""},
+		{"groups garbage", "Tgid:\t9\nUid:\t1\t1\t1\t1\nGroups:\t27 x\nCapEff:\t0\n", Creds{}, `Groups "27 x"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,7 +41,8 @@ func TestParseCreds(t *testing.T) {
 			}
 			if got.Tgid != tc.want.Tgid || got.Uid != tc.want.Uid || got.CapEff != tc.want.CapEff ||
 				!slices.Equal(got.NSpid, tc.want.NSpid) || !slices.Equal(got.NSpgid, tc.want.NSpgid) ||
-				!slices.Equal(got.NSsid, tc.want.NSsid) || got.SeccompFilters != tc.want.SeccompFilters {
+				!slices.Equal(got.NSsid, tc.want.NSsid) || got.SeccompFilters != tc.want.SeccompFilters ||
+				got.Gid != tc.want.Gid || !slices.Equal(got.Groups, tc.want.Groups) {
 				t.Errorf("ParseCreds = %+v, want %+v", got, tc.want)
 			}
 		})
