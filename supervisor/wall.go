@@ -101,8 +101,9 @@ func userNSOf(fs procfs.FS, tid int) (devIno, error) {
 // asPaddock reports whether c's caller may do whatever paddock may in an
 // open or a connect made for it: always where paddock is unprivileged (a
 // process of its session has its user and groups, and may not give them
-// up: no_new_privs); else only where the caller's filesystem ids, groups,
-// effective capabilities and user namespace are paddock's. A root
+// up: no_new_privs); else only where the caller's filesystem ids, groups
+// and user namespace are paddock's and it lacks none of paddock's
+// accessCaps. A root
 // paddock's agent may start a process that drops to another user or
 // drops capabilities (su, setpriv, a daemon), and an open or connect of
 // paddock's would give it root's access; that process's calls run as it
@@ -116,13 +117,26 @@ func (c *call) asPaddock() bool {
 		return false
 	}
 	cr, err := c.w.fs.Creds(c.req.Tid)
-	if err != nil || cr.Uid[3] != own.creds.Uid[3] || cr.Gid[3] != own.creds.Gid[3] || cr.CapEff != own.creds.CapEff ||
-		!sameSet(cr.Groups, own.creds.Groups) {
+	if err != nil || !mayAll(cr, own.creds) {
 		return false
 	}
 	ns, err := userNSOf(c.w.fs, c.req.Tid)
 	return err == nil && ns == own.userNS
 }
+
+// mayAll reports whether a process of credentials cr may open and connect
+// to all that one of credentials own may (in the same user namespace):
+// the same filesystem ids and groups, and none of own's accessCaps
+// missing.
+func mayAll(cr, own procfs.Creds) bool {
+	return cr.Uid[3] == own.Uid[3] && cr.Gid[3] == own.Gid[3] && own.CapEff&accessCaps&^cr.CapEff == 0 && sameSet(cr.Groups, own.Groups)
+}
+
+// accessCaps are the capabilities that widen what an open or a connect
+// may reach: CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER and
+// CAP_SYS_ADMIN. A caller that lacks others of paddock's (a root agent
+// has no CAP_SYS_PTRACE) loses nothing by paddock's carrying out its open.
+const accessCaps = 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH | 1<<unix.CAP_FOWNER | 1<<unix.CAP_SYS_ADMIN
 
 // sameSet reports whether a and b hold the same ids, in any order.
 func sameSet(a, b []uint32) bool {
