@@ -163,27 +163,40 @@ func listenIn(base string, owner procfs.Identity) (l *net.UnixListener, dir, pat
 // may do: that empty directory, until the rename, is the one moment a
 // session directory is without its owner record (see judge).
 func takeSessionName(base, stage string) (string, error) {
-	for try := 0; ; try++ {
-		name := filepath.Join(base, dirPrefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
-		err := unix.Renameat2(unix.AT_FDCWD, stage, unix.AT_FDCWD, name, unix.RENAME_NOREPLACE)
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-			var empty string
-			if empty, err = os.MkdirTemp(base, dirPrefix); err != nil {
-				return "", fmt.Errorf("control socket: %w", err)
-			}
-			if err = unix.Rename(stage, empty); err != nil {
-				os.Remove(empty)
-				return "", fmt.Errorf("control socket: rename %s to %s: %w", stage, empty, err)
-			}
-			return empty, nil
+	name, err := renameFresh(unix.AT_FDCWD, stage, filepath.Join(base, dirPrefix))
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		var empty string
+		if empty, err = os.MkdirTemp(base, dirPrefix); err != nil {
+			return "", fmt.Errorf("control socket: %w", err)
 		}
+		if err = unix.Rename(stage, empty); err != nil {
+			os.Remove(empty)
+			return "", fmt.Errorf("control socket: rename %s to %s: %w", stage, empty, err)
+		}
+		return empty, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("control socket: %w", err)
+	}
+	return name, nil
+}
+
+// renameFresh renames from, under the directory open as dirfd, to prefix
+// and random digits (as os.MkdirTemp draws them), a name no entry has:
+// the rename replaces nothing (RENAME_NOREPLACE), and a name taken is
+// drawn again. It returns the name given. An error wrapping EINVAL or
+// ENOSYS says the file system has no RENAME_NOREPLACE.
+func renameFresh(dirfd int, from, prefix string) (string, error) {
+	for try := 0; ; try++ {
+		to := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		err := unix.Renameat2(dirfd, from, dirfd, to, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EEXIST) && try < 10000 {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("control socket: rename %s to %s: %w", stage, name, err)
+			return "", fmt.Errorf("rename %s to %s: %w", from, to, err)
 		}
-		return name, nil
+		return to, nil
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -458,28 +457,25 @@ var errHalted = errors.New("halted")
 // and the removal stops.
 func takeRemoverName(bfd int, name string, self procfs.Identity, fst unix.Stat_t) (string, error) {
 	prefix := stagingPrefix(self)
+	// A self whose staging name a sweep could not read back (no pid: a
+	// Server made without Listen) keeps the name, as does one that has it.
 	if _, ok := stagingOwner(prefix + "0"); !ok || strings.HasPrefix(name, prefix) {
 		return name, nil
 	}
-	for try := 0; ; try++ {
-		to := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
-		err := unix.Renameat2(bfd, name, bfd, to, unix.RENAME_NOREPLACE)
-		switch {
-		case errors.Is(err, unix.EEXIST) && try < 100:
-			continue
-		case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
-			return name, nil
-		case err != nil:
-			return "", fmt.Errorf("rename to %s: %w", to, err)
-		}
-		if err := sameEntry(bfd, to, fst); err != nil {
-			if rerr := unix.Renameat2(bfd, to, bfd, name, unix.RENAME_NOREPLACE); rerr != nil {
-				return "", fmt.Errorf("%w; and it could not be given its name back from %s: %v", err, to, rerr)
-			}
-			return "", err
-		}
-		return to, nil
+	to, err := renameFresh(bfd, name, prefix)
+	switch {
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		return name, nil
+	case err != nil:
+		return "", err
 	}
+	if err := sameEntry(bfd, to, fst); err != nil {
+		if rerr := unix.Renameat2(bfd, to, bfd, name, unix.RENAME_NOREPLACE); rerr != nil {
+			return "", fmt.Errorf("%w; and it could not be given its name back from %s: %v", err, to, rerr)
+		}
+		return "", err
+	}
+	return to, nil
 }
 
 // sameEntry checks that name under the base open as bfd is, not through

@@ -68,7 +68,7 @@ type wallState struct {
 // and the user namespace they count in.
 type ownCreds struct {
 	creds  procfs.Creds
-	userNS devIno
+	userNS uint64 // its inode (procfs.FS.Namespace)
 	// privileged says paddock may do what a process of its session may
 	// not (it is root, or holds capabilities); known says creds and
 	// userNS were read.
@@ -84,18 +84,9 @@ func readOwnCreds(fs procfs.FS) ownCreds {
 		return o
 	}
 	o.creds, o.privileged = c, c.Uid[1] == 0 || c.CapEff != 0
-	ns, err := userNSOf(fs, os.Getpid())
+	ns, err := fs.Namespace(0, "user")
 	o.userNS, o.known = ns, err == nil
 	return o
-}
-
-// userNSOf is the user namespace of process or thread tid.
-func userNSOf(fs procfs.FS, tid int) (devIno, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(fmt.Sprintf("%s/%d/ns/user", fs.Root, tid), &st); err != nil {
-		return devIno{}, err
-	}
-	return devIno{st.Dev, st.Ino}, nil
 }
 
 // asPaddock reports whether c's caller may do whatever paddock may in an
@@ -103,12 +94,15 @@ func userNSOf(fs procfs.FS, tid int) (devIno, error) {
 // process of its session has its user and groups, and may not give them
 // up: no_new_privs); else only where the caller's filesystem ids, groups
 // and user namespace are paddock's and it lacks none of paddock's
-// accessCaps. A root
-// paddock's agent may start a process that drops to another user or
-// drops capabilities (su, setpriv, a daemon), and an open or connect of
-// paddock's would give it root's access; that process's calls run as it
-// made them instead, with its own. Anything not read counts as different.
+// accessCaps. A root paddock's agent may start a process that drops to
+// another user or drops capabilities (su, setpriv, a daemon), and an open
+// or connect of paddock's would give it root's access; that process's
+// calls run as it made them instead, with its own. Anything not read
+// counts as different. Without a wall's state (no walled calls), true.
 func (c *call) asPaddock() bool {
+	if c.w.wall == nil {
+		return true
+	}
 	own := c.w.wall.own
 	if !own.privileged {
 		return true
@@ -120,7 +114,7 @@ func (c *call) asPaddock() bool {
 	if err != nil || !mayAll(cr, own.creds) {
 		return false
 	}
-	ns, err := userNSOf(c.w.fs, c.req.Tid)
+	ns, err := c.w.fs.Namespace(c.req.Tid, "user")
 	return err == nil && ns == own.userNS
 }
 
@@ -138,10 +132,15 @@ func mayAll(cr, own procfs.Creds) bool {
 // has no CAP_SYS_PTRACE) loses nothing by paddock's carrying out its open.
 const accessCaps = 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH | 1<<unix.CAP_FOWNER | 1<<unix.CAP_SYS_ADMIN
 
-// sameSet reports whether a and b hold the same ids, in any order.
+// sameSet reports whether a and b hold the same ids, in any order. The
+// kernel lists a process's groups sorted, so the first comparison is
+// normally the answer, without copies.
 func sameSet(a, b []uint32) bool {
 	if len(a) != len(b) {
 		return false
+	}
+	if slices.Equal(a, b) {
+		return true
 	}
 	a, b = slices.Clone(a), slices.Clone(b)
 	slices.Sort(a)
@@ -386,13 +385,10 @@ func (c *call) finishOpen(res *callerpath.Result) (policy.Decision, answer.Answe
 		return d, answer.Refuse(d.Errno)
 	}
 	// On the loop only plain files, directories and /dev/null get here
-	// (wallhere.go): no device but /dev/null, which sets nothing up.
-	if ws := c.w.wall; (ws != nil && ws.strict) || wl.FS == "proc" || (!c.here && isCharDevice(res)) {
-		return d, answer.Continue()
-	}
-	if ws := c.w.wall; ws != nil && !c.asPaddock() {
-		// A caller with less than paddock's power: its own open, its own
-		// rights (asPaddock).
+	// (wallhere.go): no device but /dev/null, which sets nothing up. A
+	// caller with less than paddock's power opens with its own rights
+	// (asPaddock, read last: it costs a /proc read under a root paddock).
+	if ws := c.w.wall; (ws != nil && ws.strict) || wl.FS == "proc" || (!c.here && isCharDevice(res)) || !c.asPaddock() {
 		return d, answer.Continue()
 	}
 	fd, err := c.openOnBehalf(res)
