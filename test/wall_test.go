@@ -327,7 +327,10 @@ func TestWallHarmlessServer(t *testing.T) {
 	sock := filepath.Join(dir, "dev.sock")
 	srv := nobodyStart(t, "socat", "UNIX-LISTEN:"+sock+",fork", "SYSTEM:echo served-by-user")
 	waitForSocket(t, sock, srv)
-	script := `echo hi | socat - UNIX-CONNECT:` + sock
+	// socat waits for the server's answer after its own input ends: -t
+	// bounds that wait (0.5 s by default, which a loaded machine's fork and
+	// exec of the server's echo outlasted); it ends when the server closes.
+	script := `echo hi | socat -t 60 - UNIX-CONNECT:` + sock
 	if _, err := exec.LookPath("ssh-agent"); err == nil {
 		agentSock := filepath.Join(dir, "ssh.sock")
 		ag := nobodyStart(t, "ssh-agent", "-D", "-a", agentSock)
@@ -406,7 +409,7 @@ func TestWallDockerSocket(t *testing.T) {
 	srv := nobodyStart(t, "socat", "UNIX-LISTEN:"+sock+",fork", "SYSTEM:echo docker-answered")
 	waitForSocket(t, sock, srv)
 	t.Setenv("DOCKER_HOST", "unix://"+sock)
-	script := `echo ping | socat - UNIX-CONNECT:` + sock + `; echo rc=$?`
+	script := `echo ping | socat -t 60 - UNIX-CONNECT:` + sock + `; echo rc=$?` // -t: as in TestWallHarmlessServer
 	out, lines := backend("seccomp").nobodyRun(t, bins.paddock, dir, script)
 	if containsLine(lines, "docker-answered") {
 		t.Errorf("the Docker socket answered the agent\n%s", out)
